@@ -1,0 +1,5 @@
+from __future__ import annotations
+
+from kreplica.cli import main
+
+main()

@@ -1,0 +1,202 @@
+"""The data kreplica works on: a cluster snapshot in, a plan out.
+
+Pure and immutable (standard library only). Sources build these objects; the planner reads
+snapshots and returns plans; render, executor and CLI consume plans. Replicas are always
+tuples of broker ids with the preferred leader first, as Kafka stores them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kreplica.errors import UnknownTopicError, UsageError
+
+
+@dataclass(frozen=True)
+class Broker:
+    id: int
+    rack: str | None = None
+    host: str | None = None
+    port: int | None = None
+    alive: bool = True
+
+
+@dataclass(frozen=True)
+class Partition:
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    leader: int | None = None  # None: unknown (snapshot without state); -1: offline
+    isr: tuple[int, ...] | None = None  # None: unknown, treated as all replicas in sync
+    size_bytes: int | None = None  # size of one replica's log, when known
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+
+    @property
+    def in_sync(self) -> tuple[int, ...]:
+        if self.isr is None:
+            return self.replicas
+        return tuple(r for r in self.replicas if r in self.isr)
+
+    @property
+    def out_of_sync(self) -> tuple[int, ...]:
+        if self.isr is None:
+            return ()
+        return tuple(r for r in self.replicas if r not in self.isr)
+
+    @property
+    def current_leader(self) -> int | None:
+        """The leader now: the recorded one, else the preferred one (first replica)."""
+        if self.leader is not None and self.leader >= 0:
+            return self.leader
+        if self.leader is None and self.replicas:
+            return self.replicas[0]
+        return None
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding_replicas or self.removing_replicas)
+
+
+@dataclass(frozen=True)
+class Topic:
+    name: str
+    partitions: tuple[Partition, ...]  # sorted by partition id
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def replication_factor(self) -> int:
+        """RF as Kafka reports it: the replica count of partition 0 (or the largest, if none)."""
+        if not self.partitions:
+            return 0
+        return len(self.partitions[0].replicas)
+
+    @property
+    def min_insync_replicas(self) -> int | None:
+        value = self.configs.get("min.insync.replicas")
+        return int(value) if value is not None and str(value).isdigit() else None
+
+    def assignment(self) -> dict[int, tuple[int, ...]]:
+        return {p.partition: p.replicas for p in self.partitions}
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    brokers: tuple[Broker, ...]  # sorted by id
+    topics: tuple[Topic, ...]  # sorted by name
+    cluster_id: str | None = None
+    source: str | None = None
+    captured_at: str | None = None
+
+    def broker_ids(self) -> list[int]:
+        return [b.id for b in self.brokers]
+
+    def racks(self) -> dict[int, str | None]:
+        return {b.id: b.rack for b in self.brokers}
+
+    def topic(self, name: str) -> Topic:
+        for t in self.topics:
+            if t.name == name:
+                return t
+        known = ", ".join(t.name for t in self.topics[:8]) or "none"
+        more = ", ..." if len(self.topics) > 8 else ""
+        raise UnknownTopicError(
+            f"topic {name!r} does not exist in this cluster (topics: {known}{more}); "
+            "check the name or use --topics REGEX"
+        )
+
+    def broker(self, broker_id: int) -> Broker:
+        for b in self.brokers:
+            if b.id == broker_id:
+                return b
+        raise UsageError(
+            f"broker {broker_id} is not in this cluster (brokers: "
+            f"{', '.join(map(str, self.broker_ids()))}); check --brokers/--exclude-brokers"
+        )
+
+    def fingerprint(self) -> str:
+        """A stable hash of brokers and assignments (what a plan depends on)."""
+        payload = {
+            "brokers": [[b.id, b.rack] for b in self.brokers],
+            "topics": [
+                [t.name, [[p.partition, list(p.replicas)] for p in t.partitions]]
+                for t in self.topics
+            ],
+        }
+        blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class PartitionChange:
+    """One partition before and after a plan. `before` is None for a partition to create."""
+
+    topic: str
+    partition: int
+    before: tuple[int, ...] | None
+    after: tuple[int, ...]
+    size_bytes: int | None = None
+
+    @property
+    def is_new(self) -> bool:
+        return self.before is None
+
+    @property
+    def added(self) -> tuple[int, ...]:
+        old = self.before or ()
+        return tuple(b for b in self.after if b not in old)
+
+    @property
+    def removed(self) -> tuple[int, ...]:
+        return tuple(b for b in (self.before or ()) if b not in self.after)
+
+    @property
+    def leader_before(self) -> int | None:
+        return self.before[0] if self.before else None
+
+    @property
+    def leader_after(self) -> int | None:
+        return self.after[0] if self.after else None
+
+    @property
+    def leader_changed(self) -> bool:
+        return not self.is_new and self.leader_before != self.leader_after
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A warning or error about a plan or an assignment (used by reports and `check`)."""
+
+    level: str  # "error" | "warning" | "info"
+    code: str  # stable machine name, e.g. "rack-violation"
+    message: str
+    topic: str | None = None
+    partition: int | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to change, computed from one snapshot. Only changed partitions are listed."""
+
+    cluster_id: str | None
+    snapshot_fingerprint: str
+    strategy: str
+    changes: tuple[PartitionChange, ...]
+    report: Mapping[str, object] = field(default_factory=dict)
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def reassignments(self) -> tuple[PartitionChange, ...]:
+        """Changes to existing partitions (what kafka-reassign-partitions executes)."""
+        return tuple(c for c in self.changes if not c.is_new and c.changed)
+
+    @property
+    def new_partitions(self) -> tuple[PartitionChange, ...]:
+        return tuple(c for c in self.changes if c.is_new)

@@ -1,0 +1,94 @@
+"""Where cluster state comes from. One small read interface; every source returns model objects.
+
+Client libraries (kazoo, confluent-kafka, kafka-python) are imported lazily by the concrete
+sources, so importing this package stays cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Protocol
+
+from kreplica.model import ClusterSnapshot
+
+
+class AssignmentSource(Protocol):
+    """Reads a cluster's brokers and topic assignments."""
+
+    def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
+        """Brokers and the given topics (all topics when None)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class SnapshotFileSource:
+    """A snapshot file as a source: the fake every unit test uses, and a real offline input."""
+
+    def __init__(self, path: str | Path) -> None:
+        from kreplica.sources.snapshot import load_snapshot
+
+        self._snapshot = load_snapshot(path)
+
+    def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
+        if topics is None:
+            return self._snapshot
+        wanted = [self._snapshot.topic(name) for name in topics]  # raises on unknown topics
+        return ClusterSnapshot(
+            brokers=self._snapshot.brokers,
+            topics=tuple(sorted(wanted, key=lambda t: t.name)),
+            cluster_id=self._snapshot.cluster_id,
+            source=self._snapshot.source,
+            captured_at=self._snapshot.captured_at,
+        )
+
+    def close(self) -> None:
+        pass
+
+
+def open_source(
+    *,
+    snapshot: str | Path | None = None,
+    zookeeper: str | None = None,
+    bootstrap_server: str | None = None,
+    client_config: dict[str, str] | None = None,
+    zk_auth: list[tuple[str, str]] | None = None,
+    timeout_s: float = 15.0,
+) -> AssignmentSource:
+    """Open exactly one source. `zookeeper` is HOST:PORT[,HOST:PORT...][/chroot];
+    `client_config` holds Kafka client properties (security.protocol, sasl.*, ssl.*)."""
+    from kreplica.errors import UsageError
+
+    given = [
+        n
+        for n, v in (
+            ("--snapshot", snapshot),
+            ("--zookeeper", zookeeper),
+            ("--bootstrap-server", bootstrap_server),
+        )
+        if v
+    ]
+    if len(given) != 1:
+        if not given:
+            raise UsageError(
+                "no cluster source given; pass one of --snapshot FILE, --zookeeper HOST:PORT, "
+                "--bootstrap-server HOST:PORT or --cluster NAME"
+            )
+        raise UsageError(f"{' and '.join(given)} both given; pass exactly one cluster source")
+    if snapshot:
+        return SnapshotFileSource(snapshot)
+    if zookeeper:
+        from kreplica.sources.zookeeper import ZooKeeperSource
+
+        zk_source: AssignmentSource = ZooKeeperSource(
+            zookeeper, auth=zk_auth, client_config=client_config, timeout_s=timeout_s
+        )
+        return zk_source
+    from kreplica.sources.admin import AdminSource
+
+    assert bootstrap_server is not None
+    admin_source: AssignmentSource = AdminSource(
+        bootstrap_server, client_config=client_config, timeout_s=timeout_s
+    )
+    return admin_source

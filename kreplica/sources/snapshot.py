@@ -1,0 +1,220 @@
+"""The snapshot file format (`kreplica_snapshot: 1`): the one place it is read and written.
+
+Pure (standard library only), so the planner's tests and the fleet job can use it freely.
+A wrong type or value raises InputError naming the JSON path, e.g.
+`topics[3].partitions[7].replicas`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kreplica.errors import InputError, UsageError
+from kreplica.model import Broker, ClusterSnapshot, Partition, Topic
+
+FORMAT_VERSION = 1
+
+
+def load_snapshot(path: str | Path) -> ClusterSnapshot:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"snapshot file {str(p)!r} not found; check the path") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read snapshot file {str(p)!r}: {exc}") from None
+    return parse_snapshot_text(text, origin=str(p))
+
+
+def parse_snapshot_text(text: str, *, origin: str = "snapshot") -> ClusterSnapshot:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{origin} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            "write it with `kreplica snapshot -o FILE` or fix the file"
+        ) from None
+    return parse_snapshot(data, origin=origin)
+
+
+def _fail(origin: str, path: str, problem: str) -> InputError:
+    return InputError(f"{origin}: {path} {problem}")
+
+
+def _int(value: Any, origin: str, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _fail(origin, path, f"must be an integer, got {json.dumps(value)}")
+    return value
+
+
+def _opt_str(value: Any, origin: str, path: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise _fail(origin, path, f"must be a string or null, got {json.dumps(value)}")
+
+
+def _int_list(value: Any, origin: str, path: str) -> tuple[int, ...]:
+    if not isinstance(value, list):
+        raise _fail(origin, path, f"must be a list of broker ids, got {json.dumps(value)}")
+    return tuple(_int(v, origin, f"{path}[{i}]") for i, v in enumerate(value))
+
+
+def _list(value: Any, origin: str, path: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _fail(origin, path, "must be a list")
+    return value
+
+
+def _obj(value: Any, origin: str, path: str) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise _fail(origin, path, "must be an object")
+    return value
+
+
+def parse_snapshot(data: Any, *, origin: str = "snapshot") -> ClusterSnapshot:
+    root = _obj(data, origin, "the top level")
+    version = root.get("kreplica_snapshot")
+    if version is None:
+        raise _fail(origin, "kreplica_snapshot", "is missing: this is not a kreplica snapshot file")
+    if version != FORMAT_VERSION:
+        raise _fail(
+            origin, "kreplica_snapshot", f"is {json.dumps(version)}; this kreplica reads version 1"
+        )
+    brokers = tuple(
+        sorted(
+            (
+                _parse_broker(b, origin, f"brokers[{i}]")
+                for i, b in enumerate(_list(root.get("brokers", []), origin, "brokers"))
+            ),
+            key=lambda b: b.id,
+        )
+    )
+    seen: set[int] = set()
+    for b in brokers:
+        if b.id in seen:
+            raise _fail(origin, "brokers", f"lists broker {b.id} twice")
+        seen.add(b.id)
+    topics: list[Topic] = []
+    names: set[str] = set()
+    for i, t in enumerate(_list(root.get("topics", []), origin, "topics")):
+        topic = _parse_topic(t, origin, f"topics[{i}]")
+        if topic.name in names:
+            raise _fail(origin, f"topics[{i}].name", f"repeats topic {topic.name!r}")
+        names.add(topic.name)
+        topics.append(topic)
+    return ClusterSnapshot(
+        brokers=brokers,
+        topics=tuple(sorted(topics, key=lambda t: t.name)),
+        cluster_id=_opt_str(root.get("cluster_id"), origin, "cluster_id"),
+        source=_opt_str(root.get("source"), origin, "source"),
+        captured_at=_opt_str(root.get("captured_at"), origin, "captured_at"),
+    )
+
+
+def _parse_broker(raw: Any, origin: str, path: str) -> Broker:
+    b = _obj(raw, origin, path)
+    if "id" not in b:
+        raise _fail(origin, f"{path}.id", "is missing")
+    alive = b.get("alive", True)
+    if not isinstance(alive, bool):
+        raise _fail(origin, f"{path}.alive", "must be true or false")
+    port = b.get("port")
+    return Broker(
+        id=_int(b["id"], origin, f"{path}.id"),
+        rack=_opt_str(b.get("rack"), origin, f"{path}.rack"),
+        host=_opt_str(b.get("host"), origin, f"{path}.host"),
+        port=None if port is None else _int(port, origin, f"{path}.port"),
+        alive=alive,
+    )
+
+
+def _parse_topic(raw: Any, origin: str, path: str) -> Topic:
+    t = _obj(raw, origin, path)
+    name = t.get("name")
+    if not isinstance(name, str) or not name:
+        raise _fail(origin, f"{path}.name", "must be a non-empty string")
+    configs_raw = _obj(t.get("configs", {}) or {}, origin, f"{path}.configs")
+    configs = {str(k): str(v) for k, v in configs_raw.items() if v is not None}
+    parts: dict[int, Partition] = {}
+    for j, p in enumerate(_list(t.get("partitions", []), origin, f"{path}.partitions")):
+        part = _parse_partition(p, name, origin, f"{path}.partitions[{j}]")
+        if part.partition in parts:
+            raise _fail(
+                origin, f"{path}.partitions[{j}].partition", f"repeats partition {part.partition}"
+            )
+        parts[part.partition] = part
+    return Topic(name=name, partitions=tuple(parts[k] for k in sorted(parts)), configs=configs)
+
+
+def _parse_partition(raw: Any, topic: str, origin: str, path: str) -> Partition:
+    p = _obj(raw, origin, path)
+    for key in ("partition", "replicas"):
+        if key not in p:
+            raise _fail(origin, f"{path}.{key}", "is missing")
+    number = _int(p["partition"], origin, f"{path}.partition")
+    if number < 0:
+        raise _fail(origin, f"{path}.partition", "must be >= 0")
+    replicas = _int_list(p["replicas"], origin, f"{path}.replicas")
+    if len(set(replicas)) != len(replicas):
+        raise _fail(origin, f"{path}.replicas", f"lists a broker twice: {list(replicas)}")
+    leader = p.get("leader")
+    isr = p.get("isr")
+    size = p.get("size_bytes")
+    return Partition(
+        topic=topic,
+        partition=number,
+        replicas=replicas,
+        leader=None if leader is None else _int(leader, origin, f"{path}.leader"),
+        isr=None if isr is None else _int_list(isr, origin, f"{path}.isr"),
+        size_bytes=None if size is None else _int(size, origin, f"{path}.size_bytes"),
+        adding_replicas=_int_list(p.get("adding_replicas", []), origin, f"{path}.adding_replicas"),
+        removing_replicas=_int_list(
+            p.get("removing_replicas", []), origin, f"{path}.removing_replicas"
+        ),
+    )
+
+
+def snapshot_to_dict(snapshot: ClusterSnapshot) -> dict[str, Any]:
+    """The file form of a snapshot; keys in a fixed order so output is byte-stable."""
+    return {
+        "kreplica_snapshot": FORMAT_VERSION,
+        "cluster_id": snapshot.cluster_id,
+        "source": snapshot.source,
+        "captured_at": snapshot.captured_at,
+        "brokers": [
+            {"id": b.id, "rack": b.rack, "host": b.host, "port": b.port, "alive": b.alive}
+            for b in snapshot.brokers
+        ],
+        "topics": [
+            {
+                "name": t.name,
+                "configs": dict(sorted(t.configs.items())),
+                "partitions": [_partition_to_dict(p) for p in t.partitions],
+            }
+            for t in snapshot.topics
+        ],
+    }
+
+
+def _partition_to_dict(p: Partition) -> dict[str, Any]:
+    out: dict[str, Any] = {"partition": p.partition, "replicas": list(p.replicas)}
+    if p.leader is not None:
+        out["leader"] = p.leader
+    if p.isr is not None:
+        out["isr"] = list(p.isr)
+    if p.size_bytes is not None:
+        out["size_bytes"] = p.size_bytes
+    out["adding_replicas"] = list(p.adding_replicas)
+    out["removing_replicas"] = list(p.removing_replicas)
+    return out
+
+
+def dump_snapshot(snapshot: ClusterSnapshot) -> str:
+    return json.dumps(snapshot_to_dict(snapshot), indent=2) + "\n"
+
+
+def write_snapshot(snapshot: ClusterSnapshot, path: str | Path) -> None:
+    Path(path).write_text(dump_snapshot(snapshot), encoding="utf-8")

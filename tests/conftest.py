@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+VECTORS = SHARED / "reference" / "vectors"
+
+
+@pytest.fixture(autouse=True)
+def _deterministic_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rendered output must not depend on the terminal the tests run in."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "120")
+    monkeypatch.setenv("TERM", "dumb")
+    for key in list(os.environ):
+        if key.startswith("KREPLICA_") and key != "KREPLICA_CACHE":
+            monkeypatch.delenv(key, raising=False)

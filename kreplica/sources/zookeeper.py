@@ -1,0 +1,274 @@
+"""The ZooKeeper source: a ZK-mode cluster's brokers and assignments, read through kazoo.
+
+Reads `/cluster/id`, `/brokers/ids/*`, `/brokers/topics/*` with each partition's `state`,
+`/config/topics/*` and `/admin/reassign_partitions`. All znode reads after the listings are
+pipelined (kazoo `get_async`), so 10,000 partitions take one round trip's worth of waiting,
+not 10,000. kazoo never leaves this module: errors become SourceError, results model objects.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any
+
+from kreplica.errors import SourceError, UnknownTopicError, UsageError
+from kreplica.model import ClusterSnapshot, Topic
+from kreplica.sources.assemble import assemble_snapshot, select_topics, utc_timestamp
+from kreplica.sources.clientconfig import zookeeper_options
+from kreplica.sources.znodes import (
+    PartitionState,
+    build_topic,
+    parse_broker,
+    parse_cluster_id,
+    parse_partition_state,
+    parse_reassign_partitions,
+    parse_topic_assignment,
+    parse_topic_config,
+)
+
+# kazoo logs every refused connection with a stack trace; keep it off stderr unless the
+# application configures logging (a NullHandler stops the "last resort" stderr handler).
+_LOG = logging.getLogger("kreplica.sources.kazoo")
+_LOG.addHandler(logging.NullHandler())
+_LOG.setLevel(logging.CRITICAL)
+
+# Requests in flight at once: bounds memory, still one wait per batch, not per znode.
+_BATCH = 5000
+
+
+class ZooKeeperSource:
+    """Reads a ZooKeeper-mode cluster. `connect` is HOST:PORT[,HOST:PORT...][/chroot]."""
+
+    source_name = "zookeeper"
+
+    def __init__(
+        self,
+        connect: str,
+        *,
+        auth: list[tuple[str, str]] | None = None,
+        client_config: dict[str, str] | None = None,
+        timeout_s: float = 15.0,
+    ) -> None:
+        from kazoo.client import KazooClient
+        from kazoo.exceptions import AuthFailedError, KazooException
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        if not connect or not connect.strip():
+            raise UsageError("--zookeeper is empty; pass HOST:PORT[/chroot]")
+        self._connect = connect.strip()
+        self._timeout_s = timeout_s
+        options = zookeeper_options(client_config, auth)
+        if "sasl_options" in options:
+            try:
+                import puresasl  # noqa: F401
+            except ImportError:
+                raise UsageError(
+                    "ZooKeeper SASL needs the pure-sasl package: pip install pure-sasl"
+                ) from None
+        try:
+            client = KazooClient(
+                hosts=self._connect,
+                timeout=max(timeout_s, 6.0),  # session timeout; ZooKeeper clamps it anyway
+                connection_retry={"max_tries": -1, "max_delay": 1.0},
+                command_retry=None,
+                logger=_LOG,
+                **options,
+            )
+        except (ValueError, KazooException) as exc:
+            raise UsageError(
+                f"bad ZooKeeper connect string {connect!r} ({exc}); "
+                "use HOST:PORT[,HOST:PORT][/chroot]"
+            ) from None
+        self._client: Any = client
+        try:
+            client.start(timeout=timeout_s)
+        except KazooTimeoutError:
+            self._stop()
+            raise SourceError(
+                f"cannot reach ZooKeeper at {self._connect} within {timeout_s:g}s; "
+                "check --zookeeper HOST:PORT and that ZooKeeper is running"
+            ) from None
+        except AuthFailedError:
+            self._stop()
+            raise SourceError(
+                f"ZooKeeper at {self._connect} rejected the credentials; "
+                "check the zookeeper.sasl.* settings"
+            ) from None
+        except Exception as exc:  # a client failure must not leave its threads behind
+            self._stop()
+            raise SourceError(
+                f"cannot connect to ZooKeeper at {self._connect}: {exc}; check --zookeeper"
+            ) from None
+        try:
+            if self._call(client.exists, "/brokers/ids") is None:
+                raise SourceError(
+                    f"no Kafka cluster at ZooKeeper {self._connect}: /brokers/ids does not exist; "
+                    "check the chroot (e.g. HOST:PORT/kafka), as in the brokers' zookeeper.connect"
+                )
+        except BaseException:
+            self._stop()
+            raise
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def _stop(self) -> None:
+        client, self._client = getattr(self, "_client", None), None
+        if client is None:
+            return
+        try:
+            client.stop()
+            client.close()
+        except Exception:  # closing a half-broken connection has nothing left to report
+            pass
+
+    def close(self) -> None:
+        self._stop()
+
+    def __enter__(self) -> ZooKeeperSource:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def _error(self, path: str, exc: Exception) -> SourceError:
+        from kazoo.exceptions import ConnectionLoss, NoAuthError, SessionExpiredError
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        if isinstance(exc, NoAuthError):
+            return SourceError(
+                f"ZooKeeper at {self._connect} denied reading {path} (ACL); pass credentials "
+                "that may read it (digest user:password, or zookeeper.sasl.* settings)"
+            )
+        if isinstance(exc, KazooTimeoutError):
+            return SourceError(
+                f"ZooKeeper at {self._connect} did not answer for {path} within "
+                f"{self._timeout_s:g}s; check the server and retry"
+            )
+        if isinstance(exc, ConnectionLoss | SessionExpiredError):
+            return SourceError(
+                f"lost the connection to ZooKeeper at {self._connect} while reading {path}; retry"
+            )
+        return SourceError(f"ZooKeeper at {self._connect} failed reading {path}: {exc!r}")
+
+    def _call(self, method: Any, path: str) -> Any:
+        from kazoo.exceptions import KazooException
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        if self._client is None:
+            raise UsageError("this ZooKeeper source is closed")
+        try:
+            return method(path)
+        except (KazooException, KazooTimeoutError) as exc:
+            raise self._error(path, exc) from None
+
+    def _read_many(self, paths: list[str]) -> dict[str, bytes | None]:
+        """znode data for every path, pipelined; None for a znode that does not exist."""
+        from kazoo.exceptions import KazooException, NoNodeError
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        if self._client is None:
+            raise UsageError("this ZooKeeper source is closed")
+        out: dict[str, bytes | None] = {}
+        for start in range(0, len(paths), _BATCH):
+            batch = paths[start : start + _BATCH]
+            pending = [(path, self._client.get_async(path)) for path in batch]
+            for path, result in pending:
+                try:
+                    data, _stat = result.get(timeout=self._timeout_s)
+                except NoNodeError:
+                    out[path] = None
+                except (KazooException, KazooTimeoutError) as exc:
+                    raise self._error(path, exc) from None
+                else:
+                    out[path] = data
+        return out
+
+    def _list(self, path: str) -> list[str]:
+        """Children of `path`; [] when it does not exist."""
+        from kazoo.exceptions import KazooException, NoNodeError
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        if self._client is None:
+            raise UsageError("this ZooKeeper source is closed")
+        try:
+            return sorted(self._client.get_children(path))
+        except NoNodeError:
+            return []
+        except (KazooException, KazooTimeoutError) as exc:
+            raise self._error(path, exc) from None
+
+    def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
+        captured_at = utc_timestamp(datetime.now(UTC))
+        wanted = None if topics is None else list(topics)
+        broker_ids = self._list("/brokers/ids")
+        deleting = set(self._list("/admin/delete_topics"))
+        names = select_topics(
+            (t for t in self._list("/brokers/topics") if wanted is not None or t not in deleting),
+            wanted,
+        )
+
+        first = ["/cluster/id", "/admin/reassign_partitions"]
+        first += [f"/brokers/ids/{b}" for b in broker_ids]
+        first += [f"/brokers/topics/{t}" for t in names]
+        first += [f"/config/topics/{t}" for t in names]
+        data = self._read_many(first)
+
+        brokers = []
+        for raw_id in broker_ids:
+            path = f"/brokers/ids/{raw_id}"
+            if not raw_id.isdigit() or data[path] is None:
+                continue  # deregistered between listing and reading: it is not alive
+            brokers.append(parse_broker(int(raw_id), data[path], path))
+
+        assignments = {}
+        for name in names:
+            path = f"/brokers/topics/{name}"
+            if data[path] is None:
+                if wanted is not None:
+                    raise UnknownTopicError(
+                        f"topic {name!r} was deleted while it was being read; check the name"
+                    )
+                continue
+            assignments[name] = parse_topic_assignment(data[path], path)
+
+        state_paths = [
+            f"/brokers/topics/{name}/partitions/{p}/state"
+            for name, assignment in assignments.items()
+            for p in assignment.replicas
+        ]
+        states_raw = self._read_many(state_paths)
+
+        pending_data = data["/admin/reassign_partitions"]
+        pending = (
+            parse_reassign_partitions(pending_data, "/admin/reassign_partitions")
+            if pending_data
+            else {}
+        )
+
+        result: list[Topic] = []
+        for name, assignment in assignments.items():
+            states: dict[int, PartitionState | None] = {}
+            for p in assignment.replicas:
+                path = f"/brokers/topics/{name}/partitions/{p}/state"
+                raw = states_raw[path]
+                states[p] = None if raw is None else parse_partition_state(raw, path)
+            configs = parse_topic_config(data[f"/config/topics/{name}"], f"/config/topics/{name}")
+            result.append(build_topic(name, assignment, states, configs, pending))
+
+        return assemble_snapshot(
+            brokers=brokers,
+            topics=result,
+            cluster_id=parse_cluster_id(data["/cluster/id"]),
+            source=self.source_name,
+            captured_at=captured_at,
+        )

@@ -1,6 +1,245 @@
-"""pytest plugin (entry point `kreplica`): real-cluster fixtures for users' own CI.
+"""pytest plugin (entry point `kreplica`): a real Kafka cluster for your own CI.
 
-Filled in by the real-clusters work; kept importable and side-effect free.
+    def test_runbook(kreplica_cluster):
+        bootstrap = kreplica_cluster.bootstrap_servers
+        create_topics(bootstrap, [TopicSpec("orders", partitions=6, replication_factor=2)])
+        ...
+
+`kreplica_cluster` is session-scoped and always torn down. Where a Docker engine answers and
+`testcontainers` is installed it runs testcontainers' Kafka (one KRaft node, no racks);
+otherwise it starts the JVM sandbox (`kreplica.sandbox`, jars from Maven Central: needs Java 17+
+and Maven). Choose with ini options (pytest.ini / pyproject `[tool.pytest.ini_options]`):
+`kreplica_backend` (auto | sandbox | testcontainers), `kreplica_mode` (zk | kraft),
+`kreplica_brokers`, `kreplica_racks` (comma-separated), `kreplica_kafka_version`.
+
+Nothing heavy is imported until a fixture is used.
 """
 
 from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from kreplica.sandbox import SandboxInfo
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """A topic to create. Either `partitions` + `replication_factor` (Kafka places the replicas)
+    or `assignment` {partition: [broker ids]}; `grow_to` then adds partitions with Kafka's own
+    add-partitions placement."""
+
+    name: str
+    partitions: int | None = None
+    replication_factor: int | None = None
+    assignment: Mapping[int, Sequence[int]] | None = None
+    configs: Mapping[str, str] = field(default_factory=dict)
+    grow_to: int | None = None
+
+    @property
+    def final_partitions(self) -> int:
+        if self.grow_to is not None:
+            return self.grow_to
+        if self.assignment is not None:
+            return len(self.assignment)
+        return self.partitions or 1
+
+
+def _admin(bootstrap: str) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    quiet = logging.getLogger("kreplica.testing.client")
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": quiet}
+    return AdminClient(config)
+
+
+def _all_done(futures: Mapping[str, Any], timeout_s: float, what: str) -> None:
+    for key, future in futures.items():
+        try:
+            future.result(timeout=timeout_s)
+        except Exception as exc:
+            raise RuntimeError(f"{what} {key} failed: {exc}") from exc
+
+
+def create_topics(bootstrap: str, specs: Iterable[TopicSpec], *, timeout_s: float = 60) -> None:
+    """Create the topics (then grow those with `grow_to`) and wait until every partition has a
+    leader. Uses the AdminClient, so Kafka's own placement decides unassigned replicas."""
+    from confluent_kafka.admin import NewPartitions, NewTopic  # type: ignore[attr-defined]
+
+    specs = list(specs)
+    admin = _admin(bootstrap)
+    new_topics = []
+    for spec in specs:
+        if spec.assignment is not None:
+            assignment = [list(spec.assignment[p]) for p in sorted(spec.assignment)]
+            new_topics.append(
+                NewTopic(
+                    spec.name,
+                    num_partitions=len(assignment),  # librdkafka insists on both
+                    replica_assignment=assignment,
+                    config=dict(spec.configs),
+                )
+            )
+        else:
+            new_topics.append(
+                NewTopic(
+                    spec.name,
+                    num_partitions=spec.partitions or 1,
+                    replication_factor=spec.replication_factor or 1,
+                    config=dict(spec.configs),
+                )
+            )
+    _all_done(
+        admin.create_topics(new_topics, operation_timeout=timeout_s, request_timeout=timeout_s),
+        timeout_s,
+        "creating topic",
+    )
+    growing = [NewPartitions(s.name, s.grow_to) for s in specs if s.grow_to is not None]
+    if growing:
+        # The new topic must be known everywhere before it can grow.
+        wait_for_leaders(bootstrap, {s.name: s.final_partitions for s in specs if not s.grow_to})
+        wait_for_leaders(
+            bootstrap, {s.name: s.partitions or 1 for s in specs if s.grow_to is not None}
+        )
+        _all_done(
+            admin.create_partitions(
+                growing, operation_timeout=timeout_s, request_timeout=timeout_s
+            ),
+            timeout_s,
+            "adding partitions to",
+        )
+    wait_for_leaders(bootstrap, {s.name: s.final_partitions for s in specs}, timeout_s=timeout_s)
+
+
+def wait_for_leaders(
+    bootstrap: str, partitions_by_topic: Mapping[str, int], *, timeout_s: float = 60
+) -> None:
+    """Wait until each topic has the given number of partitions, each with a leader."""
+    if not partitions_by_topic:
+        return
+    admin = _admin(bootstrap)
+    deadline = time.monotonic() + timeout_s
+    missing: list[str] = []
+    while True:
+        try:
+            metadata = admin.list_topics(timeout=5)
+            missing = []
+            for topic, count in partitions_by_topic.items():
+                meta = metadata.topics.get(topic)
+                if meta is None or meta.error is not None:
+                    missing.append(topic)
+                    continue
+                leaders = {p: part.leader for p, part in meta.partitions.items()}
+                if len(leaders) != count or any(lead < 0 for lead in leaders.values()):
+                    missing.append(topic)
+        except Exception as exc:  # not answering yet; the deadline bounds this
+            missing = [f"(metadata: {exc})"]
+        if not missing:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"topics {missing} have no leader for every partition after {timeout_s:.0f}s"
+            )
+        time.sleep(0.2)
+
+
+# --------------------------------------------------------------------------- the fixture
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini("kreplica_backend", "auto | sandbox | testcontainers", default="auto")
+    parser.addini("kreplica_mode", "zk | kraft (sandbox only)", default="kraft")
+    parser.addini("kreplica_brokers", "number of brokers (sandbox only)", default="3")
+    parser.addini("kreplica_racks", "comma-separated racks (sandbox only)", default="a,b,c")
+    parser.addini("kreplica_kafka_version", "Kafka version (default: per mode)", default="")
+
+
+def docker_available() -> bool:
+    """True when a Docker engine answers (testcontainers can be used)."""
+    try:
+        import docker  # testcontainers brings it
+    except ImportError:
+        return False
+    try:
+        client = docker.from_env(timeout=3)
+        client.ping()
+        client.close()
+    except Exception:
+        return False
+    return True
+
+
+@contextmanager
+def running_cluster(
+    *,
+    backend: str = "auto",
+    mode: str = "kraft",
+    brokers: int = 3,
+    racks: Sequence[str] | None = ("a", "b", "c"),
+    kafka_version: str | None = None,
+    name: str | None = None,
+) -> Iterator[SandboxInfo]:
+    """A running cluster for the duration of the `with` block; always torn down."""
+    if backend not in ("auto", "sandbox", "testcontainers"):
+        raise ValueError(f"kreplica_backend {backend!r}: use auto, sandbox or testcontainers")
+    if backend == "testcontainers" or (backend == "auto" and docker_available()):
+        with _testcontainers_cluster(kafka_version) as info:
+            yield info
+        return
+    from kreplica import sandbox
+
+    name = name or f"pytest-{mode}-{os.getpid()}"
+    info = sandbox.up(
+        mode=mode, brokers=brokers, racks=racks, name=name, kafka_version=kafka_version
+    )
+    try:
+        yield info
+    finally:
+        sandbox.down(name)
+
+
+@contextmanager
+def _testcontainers_cluster(kafka_version: str | None) -> Iterator[SandboxInfo]:
+    from testcontainers.kafka import KafkaContainer
+
+    from kreplica.sandbox import SandboxBroker, SandboxInfo
+
+    image = f"apache/kafka:{kafka_version}" if kafka_version else "apache/kafka:4.1.1"
+    with KafkaContainer(image).with_kraft() as container:
+        bootstrap = container.get_bootstrap_server()
+        described = _admin(bootstrap).describe_cluster(request_timeout=30).result(timeout=30)
+        port = int(bootstrap.rsplit(":", 1)[1])
+        yield SandboxInfo(
+            name="testcontainers",
+            mode="kraft",
+            bootstrap_servers=bootstrap,
+            zookeeper=None,
+            cluster_id=str(described.cluster_id),
+            kafka_version=kafka_version or "4.1.1",
+            brokers=tuple(SandboxBroker(id=n.id, rack=n.rack, port=port) for n in described.nodes),
+            state_dir="",
+        )
+
+
+@pytest.fixture(scope="session")
+def kreplica_cluster(pytestconfig: pytest.Config) -> Iterator[SandboxInfo]:
+    """A real Kafka cluster for the whole test session (see the module docstring)."""
+    racks = [r.strip() for r in str(pytestconfig.getini("kreplica_racks")).split(",") if r.strip()]
+    with running_cluster(
+        backend=str(pytestconfig.getini("kreplica_backend")),
+        mode=str(pytestconfig.getini("kreplica_mode")),
+        brokers=int(str(pytestconfig.getini("kreplica_brokers"))),
+        racks=racks or None,
+        kafka_version=str(pytestconfig.getini("kreplica_kafka_version")) or None,
+    ) as info:
+        yield info

@@ -1,0 +1,693 @@
+"""Start, inspect and stop a local Kafka cluster made of plain JVM processes on 127.0.0.1.
+
+ZooKeeper mode: one standalone ZooKeeper and N brokers. KRaft mode: N nodes, the first
+min(N, 3) of them combined broker+controller (a static voter quorum), the rest broker-only.
+Everything of one sandbox lives in one folder (configs, data, logs, `state.json` with pids and
+ports), which `down` deletes after stopping exactly the pids recorded there.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kreplica.errors import UsageError
+from kreplica.sandbox.jars import (
+    SandboxError,
+    check_version,
+    default_version,
+    fetch,
+    java_binary,
+    major,
+)
+
+STATE_FILE = "state.json"
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_MAX_VOTERS = 3
+
+# Lean JVMs: 2-core machines run 4+ of them at once. C1 only and SerialGC start faster and use
+# less memory; the sandbox carries test traffic, not load.
+_JVM_COMMON = [
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:-UsePerfData",
+    "-Xss1m",
+    "-Djava.awt.headless=true",
+    "-Djava.net.preferIPv4Stack=true",
+]
+_ZK_HEAP = ["-Xms32m", "-Xmx128m"]
+_BROKER_HEAP = ["-Xms128m", "-Xmx384m"]
+
+# Settings Kafka's own test kit uses for small clusters (TestUtils.createBrokerConfig).
+_SMALL_BROKER = {
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "5",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "5",
+    "group.initial.rebalance.delay.ms": "0",
+    "log.cleaner.dedupe.buffer.size": "2097152",
+    "num.network.threads": "2",
+    "num.io.threads": "2",
+    "background.threads": "2",
+    "num.recovery.threads.per.data.dir": "1",
+    "log.initial.task.delay.ms": "100",
+    "log.segment.delete.delay.ms": "1000",
+    # Tests assert on placement and leadership: no accidental topics, no leader moves.
+    "auto.create.topics.enable": "false",
+    "auto.leader.rebalance.enable": "false",
+}
+
+_LOG4J1 = """\
+log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.org.apache.kafka.storage.internals.log=WARN
+log4j.logger.kafka.log=WARN
+"""
+
+_LOG4J2 = """\
+status = warn
+appender.out.type = Console
+appender.out.name = STDOUT
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.out.ref = STDOUT
+logger.request.name = kafka.request.logger
+logger.request.level = warn
+logger.segments.name = org.apache.kafka.storage.internals.log
+logger.segments.level = warn
+"""
+
+
+@dataclass(frozen=True)
+class SandboxBroker:
+    id: int
+    rack: str | None
+    port: int
+
+
+@dataclass(frozen=True)
+class SandboxInfo:
+    name: str
+    mode: str  # "zk" | "kraft"
+    bootstrap_servers: str
+    zookeeper: str | None
+    cluster_id: str
+    kafka_version: str
+    brokers: tuple[SandboxBroker, ...]
+    state_dir: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "mode": self.mode,
+            "bootstrap_servers": self.bootstrap_servers,
+            "zookeeper": self.zookeeper,
+            "cluster_id": self.cluster_id,
+            "kafka_version": self.kafka_version,
+            "brokers": [{"id": b.id, "rack": b.rack, "port": b.port} for b in self.brokers],
+            "state_dir": self.state_dir,
+        }
+
+
+@dataclass(frozen=True)
+class SandboxProcess:
+    role: str  # "zookeeper" | "broker" | "controller" | "broker,controller"
+    node_id: int | None
+    pid: int
+    log: str
+    alive: bool
+
+
+# --------------------------------------------------------------------------- where things live
+
+
+def sandbox_root() -> Path:
+    """Folder holding one sub-folder per named sandbox (temporary storage: data is throw-away)."""
+    base = os.environ.get("KREPLICA_SANDBOX_DIR")
+    if base:
+        return Path(base)
+    return Path(tempfile.gettempdir()) / f"kreplica-sandbox-{os.getuid()}"
+
+
+def _state_dir(name: str) -> Path:
+    if not _NAME_RE.match(name):
+        raise UsageError(
+            f"sandbox name {name!r} is not allowed: use letters, digits, '.', '_' or '-' "
+            "(at most 64 characters)"
+        )
+    return sandbox_root() / name
+
+
+def _read_state(name: str) -> dict[str, Any] | None:
+    path = _state_dir(name) / STATE_FILE
+    try:
+        data: dict[str, Any] = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise SandboxError(
+            f"sandbox state file {path} is unreadable ({exc}): stop its java processes by hand "
+            "and delete that folder"
+        ) from exc
+    return data
+
+
+def _write_state(state_dir: Path, state: dict[str, Any]) -> None:
+    tmp = state_dir / (STATE_FILE + ".tmp")
+    tmp.write_text(json.dumps(state, indent=2))
+    tmp.replace(state_dir / STATE_FILE)
+
+
+def _info_from_state(state: dict[str, Any]) -> SandboxInfo:
+    return SandboxInfo(
+        name=state["name"],
+        mode=state["mode"],
+        bootstrap_servers=state["bootstrap_servers"],
+        zookeeper=state["zookeeper"],
+        cluster_id=state["cluster_id"],
+        kafka_version=state["kafka_version"],
+        brokers=tuple(
+            SandboxBroker(id=b["id"], rack=b["rack"], port=b["port"]) for b in state["brokers"]
+        ),
+        state_dir=state["state_dir"],
+    )
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def _is_ours(pid: int, state_dir: str) -> bool:
+    """True while `pid` is a live process started for this sandbox (guards against pid reuse)."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reap it if it is our own exited child
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            if fh.read().rsplit(b")", 1)[-1].split()[0] == b"Z":
+                return False
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return state_dir.encode() in fh.read()
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    except PermissionError:
+        return True
+
+
+def _signal_all(pids: Sequence[int], sig: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+
+
+def _stop(pids: Sequence[int], state_dir: str, grace_s: float) -> None:
+    """SIGTERM (Kafka's shutdown hook runs), then SIGKILL whatever outlives the grace period."""
+    live = [p for p in pids if _is_ours(p, state_dir)]
+    _signal_all(live, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while live and time.monotonic() < deadline:
+        time.sleep(0.1)
+        live = [p for p in live if _is_ours(p, state_dir)]
+    _signal_all(live, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while live and time.monotonic() < deadline:
+        time.sleep(0.05)
+        live = [p for p in live if _is_ours(p, state_dir)]
+
+
+def _log_tail(path: str | Path, lines: int = 25) -> str:
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _free_ports(count: int) -> list[int]:
+    """Distinct free loopback ports (all sockets held open until every port is chosen)."""
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _properties(values: dict[str, str]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in values.items())
+
+
+def _new_cluster_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def up(
+    *,
+    mode: str = "zk",
+    brokers: int = 3,
+    racks: Sequence[str] | None = ("a", "b", "c"),
+    name: str = "default",
+    kafka_version: str | None = None,
+    timeout_s: float = 180,
+) -> SandboxInfo:
+    """Start a sandbox and return once every broker is registered and answers metadata."""
+    if mode not in ("zk", "kraft"):
+        raise UsageError(f"sandbox mode {mode!r} is unknown: use zk or kraft")
+    if not 1 <= brokers <= 32:
+        raise UsageError(f"--brokers {brokers} is out of range: use 1 to 32")
+    rack_list = list(racks) if racks else []
+    for rack in rack_list:
+        if not rack or not re.match(r"^[A-Za-z0-9_.-]+$", rack):
+            raise UsageError(
+                f"rack {rack!r} is not allowed: use letters, digits, '.', '_' or '-' "
+                "(e.g. --racks a,b,c)"
+            )
+    version = kafka_version or default_version(mode)
+    check_version(mode, version)
+    state_dir = _state_dir(name)
+
+    existing = _read_state(name)
+    if existing is not None and any(
+        _is_ours(p["pid"], existing["state_dir"]) for p in existing["processes"]
+    ):
+        raise SandboxError(
+            f"sandbox {name!r} is already running: stop it with "
+            f"`kreplica sandbox down --name {name}` or pick another --name"
+        )
+    if state_dir.exists():
+        shutil.rmtree(state_dir)  # leftovers of a dead sandbox: stale data breaks start-up
+
+    classpath = fetch(version)
+    java = java_binary()
+    state_dir.mkdir(parents=True)
+    launcher = _Launcher(
+        name=name,
+        mode=mode,
+        version=version,
+        classpath=classpath,
+        java=java,
+        state_dir=state_dir,
+        rack_list=rack_list,
+        brokers=brokers,
+    )
+    try:
+        return launcher.start(deadline=time.monotonic() + timeout_s, timeout_s=timeout_s)
+    except BaseException:
+        _stop([p["pid"] for p in launcher.state["processes"]], str(state_dir), grace_s=2)
+        shutil.rmtree(state_dir, ignore_errors=True)
+        raise
+
+
+def status(name: str = "default") -> SandboxInfo | None:
+    """The running sandbox called `name`, or None if there is none (or all its processes died)."""
+    state = _read_state(name)
+    if state is None or not state.get("ready"):
+        return None
+    if not any(_is_ours(p["pid"], state["state_dir"]) for p in state["processes"]):
+        return None
+    return _info_from_state(state)
+
+
+def processes(name: str = "default") -> list[SandboxProcess]:
+    """The processes recorded for sandbox `name`, with whether each is still running."""
+    state = _read_state(name)
+    if state is None:
+        return []
+    return [
+        SandboxProcess(
+            role=p["role"],
+            node_id=p["node_id"],
+            pid=p["pid"],
+            log=p["log"],
+            alive=_is_ours(p["pid"], state["state_dir"]),
+        )
+        for p in state["processes"]
+    ]
+
+
+def down(name: str = "default", *, grace_s: float = 10.0) -> bool:
+    """Stop exactly the processes recorded for `name` and delete its folder.
+
+    Returns False when there was no such sandbox."""
+    state = _read_state(name)
+    state_dir = _state_dir(name)
+    if state is None:
+        if state_dir.exists():
+            shutil.rmtree(state_dir, ignore_errors=True)
+        return False
+    procs = state["processes"]
+    # Brokers first: a ZooKeeper-mode broker whose ZooKeeper is gone hangs in shutdown.
+    _stop([p["pid"] for p in procs if p["role"] != "zookeeper"], state["state_dir"], grace_s)
+    _stop([p["pid"] for p in procs if p["role"] == "zookeeper"], state["state_dir"], grace_s)
+    shutil.rmtree(state_dir, ignore_errors=True)
+    return True
+
+
+# --------------------------------------------------------------------------- the launcher
+
+
+class _Launcher:
+    def __init__(
+        self,
+        *,
+        name: str,
+        mode: str,
+        version: str,
+        classpath: str,
+        java: str,
+        state_dir: Path,
+        rack_list: list[str],
+        brokers: int,
+    ) -> None:
+        self.mode = mode
+        self.version = version
+        self.classpath = classpath
+        self.java = java
+        self.dir = state_dir
+        self.count = brokers
+        self.racks: dict[int, str | None] = {
+            i: (rack_list[(i - 1) % len(rack_list)] if rack_list else None)
+            for i in range(1, brokers + 1)
+        }
+        self.log4j1 = major(version) < 4
+        log_config = self.dir / ("log4j.properties" if self.log4j1 else "log4j2.properties")
+        log_config.write_text(_LOG4J1 if self.log4j1 else _LOG4J2)
+        self.log_flag = (
+            f"-Dlog4j.configuration=file:{log_config}"
+            if self.log4j1
+            else f"-Dlog4j2.configurationFile={log_config}"
+        )
+        self.state: dict[str, Any] = {
+            "kreplica_sandbox": 1,
+            "name": name,
+            "mode": mode,
+            "kafka_version": version,
+            "state_dir": str(state_dir),
+            "ready": False,
+            "processes": [],
+        }
+
+    # -- helpers
+
+    def _java(self, heap: list[str], node_dir: Path, main: str, *args: str) -> list[str]:
+        return [
+            self.java,
+            *heap,
+            *_JVM_COMMON,
+            self.log_flag,
+            f"-Dkafka.logs.dir={node_dir}",
+            "-cp",
+            self.classpath,
+            main,
+            *args,
+        ]
+
+    def _spawn(self, role: str, node_id: int | None, cmd: list[str], log: Path) -> None:
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=self.dir,
+                start_new_session=True,  # outlives `kreplica sandbox up`, ignores its Ctrl-C
+            )
+        self.state["processes"].append(
+            {"role": role, "node_id": node_id, "pid": proc.pid, "log": str(log)}
+        )
+        _write_state(self.dir, self.state)  # recorded at once so `down` can always find it
+
+    def _check_alive(self) -> None:
+        for p in self.state["processes"]:
+            if not _is_ours(p["pid"], str(self.dir)):
+                who = p["role"] if p["node_id"] is None else f"{p['role']} {p['node_id']}"
+                raise SandboxError(
+                    f"sandbox {who} (Kafka {self.version}) exited during start-up; "
+                    f"fix the cause shown in its log ({p['log']}):\n{_log_tail(p['log'])}"
+                )
+
+    def _timeout(self, timeout_s: float, waiting_for: str) -> SandboxError:
+        tails = "\n".join(
+            f"--- {p['role']} {p['node_id'] or ''} ({p['log']})\n{_log_tail(p['log'], 10)}"
+            for p in self.state["processes"]
+        )
+        return SandboxError(
+            f"sandbox did not start within {timeout_s:.0f}s (waiting for {waiting_for}); "
+            f"raise --timeout or check the logs:\n{tails}"
+        )
+
+    # -- start
+
+    def start(self, *, deadline: float, timeout_s: float) -> SandboxInfo:
+        if self.mode == "zk":
+            self._start_zk_mode(deadline, timeout_s)
+        else:
+            self._start_kraft_mode(deadline, timeout_s)
+        self._wait_brokers_ready(deadline, timeout_s)
+        cluster_id = self._wait_metadata(deadline, timeout_s)
+        if self.mode == "zk":
+            self.state["cluster_id"] = cluster_id
+        self.state["ready"] = True
+        _write_state(self.dir, self.state)
+        return _info_from_state(self.state)
+
+    def _broker_ports(self) -> dict[int, int]:
+        ports = _free_ports(self.count)
+        return {i: ports[i - 1] for i in range(1, self.count + 1)}
+
+    def _record_brokers(self, ports: dict[int, int]) -> None:
+        self.state["brokers"] = [
+            {"id": i, "rack": self.racks[i], "port": ports[i]} for i in range(1, self.count + 1)
+        ]
+        self.state["bootstrap_servers"] = ",".join(
+            f"127.0.0.1:{ports[i]}" for i in range(1, self.count + 1)
+        )
+
+    def _start_zk_mode(self, deadline: float, timeout_s: float) -> None:
+        (zk_port,) = _free_ports(1)
+        ports = self._broker_ports()
+        self._record_brokers(ports)
+        self.state["zookeeper"] = f"127.0.0.1:{zk_port}"
+        self.state["cluster_id"] = ""
+
+        zk_dir = self.dir / "zookeeper"
+        zk_dir.mkdir()
+        zk_props = self.dir / "zookeeper.properties"
+        zk_props.write_text(
+            _properties(
+                {
+                    "dataDir": str(zk_dir / "data"),
+                    "clientPort": str(zk_port),
+                    "clientPortAddress": "127.0.0.1",
+                    "maxClientCnxns": "0",
+                    "admin.enableServer": "false",
+                    "4lw.commands.whitelist": "srvr,ruok,stat,mntr",
+                }
+            )
+        )
+        self._spawn(
+            "zookeeper",
+            None,
+            self._java(
+                _ZK_HEAP,
+                zk_dir,
+                "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                str(zk_props),
+            ),
+            self.dir / "zookeeper.log",
+        )
+        while not _zk_answers(zk_port):
+            self._check_alive()
+            if time.monotonic() > deadline:
+                raise self._timeout(timeout_s, "ZooKeeper to answer `srvr`")
+            time.sleep(0.1)
+
+        for i in range(1, self.count + 1):  # in parallel: Popen does not wait
+            node_dir = self.dir / f"broker-{i}"
+            node_dir.mkdir()
+            props = {
+                "broker.id": str(i),
+                "listeners": f"PLAINTEXT://127.0.0.1:{ports[i]}",
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{ports[i]}",
+                "zookeeper.connect": f"127.0.0.1:{zk_port}",
+                "zookeeper.connection.timeout.ms": "30000",
+                "zookeeper.session.timeout.ms": "6000",
+                "log.dirs": str(node_dir / "data"),
+                # A throw-away cluster stops all brokers at once: skip the leader hand-off.
+                "controlled.shutdown.enable": "false",
+                **_SMALL_BROKER,
+            }
+            if self.racks[i] is not None:
+                props["broker.rack"] = str(self.racks[i])
+            path = self.dir / f"broker-{i}.properties"
+            path.write_text(_properties(props))
+            self._spawn(
+                "broker",
+                i,
+                self._java(_BROKER_HEAP, node_dir, "kafka.Kafka", str(path)),
+                self.dir / f"broker-{i}.log",
+            )
+
+    def _start_kraft_mode(self, deadline: float, timeout_s: float) -> None:
+        voters = min(self.count, _MAX_VOTERS)
+        ports = self._broker_ports()
+        controller_ports = dict(zip(range(1, voters + 1), _free_ports(voters), strict=True))
+        self._record_brokers(ports)
+        self.state["zookeeper"] = None
+        cluster_id = _new_cluster_id()
+        self.state["cluster_id"] = cluster_id
+        voter_list = ",".join(f"{i}@127.0.0.1:{p}" for i, p in controller_ports.items())
+
+        node_props: dict[int, Path] = {}
+        for i in range(1, self.count + 1):
+            node_dir = self.dir / f"node-{i}"
+            node_dir.mkdir()
+            is_controller = i <= voters
+            listeners = f"PLAINTEXT://127.0.0.1:{ports[i]}"
+            if is_controller:
+                listeners += f",CONTROLLER://127.0.0.1:{controller_ports[i]}"
+            props = {
+                "process.roles": "broker,controller" if is_controller else "broker",
+                "node.id": str(i),
+                "controller.quorum.voters": voter_list,
+                "listeners": listeners,
+                "advertised.listeners": listeners,
+                "controller.listener.names": "CONTROLLER",
+                "inter.broker.listener.name": "PLAINTEXT",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                "log.dirs": str(node_dir / "data"),
+                "share.coordinator.state.topic.replication.factor": "1",
+                "share.coordinator.state.topic.min.isr": "1",
+                **_SMALL_BROKER,
+            }
+            if self.racks[i] is not None:
+                props["broker.rack"] = str(self.racks[i])
+            path = self.dir / f"node-{i}.properties"
+            path.write_text(_properties(props))
+            node_props[i] = path
+
+        # Every node is formatted with the same cluster id before its first start.
+        formats = {
+            i: subprocess.Popen(
+                self._java(
+                    ["-Xmx128m"],
+                    self.dir / f"node-{i}",
+                    "kafka.tools.StorageTool",
+                    "format",
+                    "-t",
+                    cluster_id,
+                    "-c",
+                    str(path),
+                ),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                cwd=self.dir,
+            )
+            for i, path in node_props.items()
+        }
+        for i, proc in formats.items():
+            try:
+                out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                for other in formats.values():
+                    other.kill()
+                raise self._timeout(timeout_s, f"the storage format of node {i}") from None
+            if proc.returncode != 0:
+                tail = "\n".join(out.decode(errors="replace").splitlines()[-15:])
+                raise SandboxError(
+                    f"formatting KRaft node {i} (Kafka {self.version}) failed; see:\n{tail}"
+                )
+
+        for i, path in node_props.items():
+            role = "broker,controller" if i <= voters else "broker"
+            self._spawn(
+                role,
+                i,
+                self._java(_BROKER_HEAP, self.dir / f"node-{i}", "kafka.Kafka", str(path)),
+                self.dir / f"node-{i}.log",
+            )
+
+    def _wait_brokers_ready(self, deadline: float, timeout_s: float) -> None:
+        """Cheap first: each broker logs a line once it serves requests."""
+        marker = "started (kafka.server.KafkaServer)" if self.mode == "zk" else "to RUNNING"
+        pending = {p["log"] for p in self.state["processes"] if "broker" in p["role"]}
+        while pending:
+            self._check_alive()
+            pending = {log for log in pending if marker not in _read(log)}
+            if not pending:
+                break
+            if time.monotonic() > deadline:
+                raise self._timeout(timeout_s, "every broker to log that it started")
+            time.sleep(0.2)
+
+    def _wait_metadata(self, deadline: float, timeout_s: float) -> str:
+        """Then from outside: the cluster reports all N brokers, their racks and a controller."""
+        from confluent_kafka.admin import AdminClient
+
+        quiet = logging.getLogger("kreplica.sandbox.client")
+        quiet.addHandler(logging.NullHandler())
+        quiet.propagate = False
+        config: dict[str, Any] = {"bootstrap.servers": self.state["bootstrap_servers"]}
+        config["logger"] = quiet
+        admin = AdminClient(config)
+        want = {b["id"]: b["rack"] for b in self.state["brokers"]}
+        seen: dict[int, str | None] = {}
+        while True:
+            self._check_alive()
+            try:
+                described = admin.describe_cluster(request_timeout=5).result(timeout=10)
+                seen = {n.id: n.rack for n in described.nodes}
+                if seen == want and described.controller is not None:
+                    return str(described.cluster_id)
+            except Exception:  # not answering yet; the deadline bounds this
+                pass
+            if time.monotonic() > deadline:
+                raise self._timeout(
+                    timeout_s, f"metadata to show brokers {want} (last seen {seen or 'none'})"
+                )
+            time.sleep(0.3)
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _zk_answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+            s.sendall(b"srvr")
+            reply = s.recv(1024)
+    except OSError:
+        return False
+    return b"Mode: standalone" in reply

@@ -1,0 +1,921 @@
+"""Kafka's own replica placement, reproduced bit for bit (standard library only).
+
+* ZooKeeper mode: ``AdminUtils.assignReplicasToBrokers`` (rack-unaware and rack-aware) and the
+  ZK add-partitions placement of ``AdminZkClient.createNewPartitionsAssignment``.
+* KRaft mode: ``StripedReplicaPlacer.place``.
+* ``java.util.Random`` (and Kafka's test ``MockRandom``), Java ``String.compareTo`` /
+  ``hashCode`` and the collection iteration orders Kafka's callers feed into the placers.
+* :func:`infer_layout`: recover the broker order, start index and replica shift a topic was
+  created with, so a plan can extend it exactly as Kafka would have placed it.
+
+Errors are Kafka's exception names with Kafka's exact messages, all subclasses of
+:class:`KafkaAssignmentError` (itself a :class:`~kreplica.errors.PlanInfeasible`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeVar, runtime_checkable
+
+from kreplica.errors import PlanInfeasible
+
+__all__ = [
+    "DEFAULT_SEED",
+    "AdminOperationException",
+    "InvalidPartitionsException",
+    "InvalidReplicationFactorException",
+    "JavaRandom",
+    "KafkaAssignmentError",
+    "KafkaLayout",
+    "MockRandom",
+    "RandomSource",
+    "StripedRackList",
+    "add_partitions",
+    "assign_replicas",
+    "infer_layout",
+    "java_compare_strings",
+    "java_hashmap_order",
+    "java_string_hash",
+    "rack_alternated_brokers",
+    "scala_longmap_order",
+    "striped_place",
+]
+
+# A fixed seed keeps kreplica deterministic where Kafka would draw from an unseeded Random.
+DEFAULT_SEED = 0
+
+_INT_MASK = 0xFFFFFFFF
+
+_HashKey = TypeVar("_HashKey", int, str | None)
+
+
+def _to_int32(value: int) -> int:
+    value &= _INT_MASK
+    return value - (1 << 32) if value & 0x80000000 else value
+
+
+# --------------------------------------------------------------------------------------------
+# Errors
+
+
+class KafkaAssignmentError(PlanInfeasible):
+    """A placement Kafka itself would refuse; ``str(exc)`` is Kafka's message, verbatim."""
+
+    code = "kafka-refused"
+
+    @property
+    def kafka_exception(self) -> str:
+        """The simple name of the Java exception class Kafka throws."""
+        return type(self).__name__
+
+
+class InvalidPartitionsException(KafkaAssignmentError):
+    pass
+
+
+class InvalidReplicationFactorException(KafkaAssignmentError):
+    pass
+
+
+class AdminOperationException(KafkaAssignmentError):
+    pass
+
+
+# --------------------------------------------------------------------------------------------
+# Random sources
+
+
+@runtime_checkable
+class RandomSource(Protocol):
+    def next_int(self, bound: int) -> int: ...
+
+
+class JavaRandom:
+    """``java.util.Random``: same seed, same sequence as the JVM."""
+
+    _MULTIPLIER = 0x5DEECE66D
+    _ADDEND = 0xB
+    _MASK = (1 << 48) - 1
+
+    def __init__(self, seed: int) -> None:
+        self._seed = (seed ^ self._MULTIPLIER) & self._MASK
+
+    def next_bits(self, bits: int) -> int:
+        """``Random.next(bits)``: the protected generator step every draw goes through."""
+        self._seed = (self._seed * self._MULTIPLIER + self._ADDEND) & self._MASK
+        return _to_int32(self._seed >> (48 - bits))
+
+    def next_int(self, bound: int) -> int:
+        """``Random.nextInt(bound)``, including its rejection loop."""
+        if bound <= 0:
+            raise ValueError("bound must be positive")
+        r = self.next_bits(31)
+        m = bound - 1
+        if bound & m == 0:  # power of two: take the high bits
+            return (bound * r) >> 31
+        u = r
+        r = u % bound
+        # Java rejects when u - r + m overflows int32 (the last, partial block of values).
+        while u - r + m > 0x7FFFFFFF:
+            u = self.next_bits(31)
+            r = u % bound
+        return r
+
+
+class MockRandom(JavaRandom):
+    """Kafka's ``org.apache.kafka.server.util.MockRandom`` used by its placement tests."""
+
+    def __init__(self, seed: int = 17) -> None:
+        self._state = seed & 0xFFFFFFFFFFFFFFFF
+
+    def next_bits(self, bits: int) -> int:
+        self._state = (self._state * 2862933555777941757 + 3037000493) & 0xFFFFFFFFFFFFFFFF
+        return _to_int32(self._state >> (64 - bits))
+
+
+# --------------------------------------------------------------------------------------------
+# Java / Scala semantics the placers depend on
+
+
+def _utf16_units(text: str) -> bytes:
+    return text.encode("utf-16-be", "surrogatepass")
+
+
+def java_compare_strings(a: str, b: str) -> int:
+    """``String.compareTo``: UTF-16 code units, case-sensitive (negative, zero or positive)."""
+    ua, ub = _utf16_units(a), _utf16_units(b)
+    return (ua > ub) - (ua < ub)
+
+
+def _java_sort_key(text: str) -> bytes:
+    # Big-endian UTF-16 bytes compare exactly like Java's code-unit comparison.
+    return _utf16_units(text)
+
+
+def java_string_hash(text: str) -> int:
+    """``String.hashCode`` (signed 32-bit)."""
+    units = _utf16_units(text)
+    h = 0
+    for i in range(0, len(units), 2):
+        h = (31 * h + ((units[i] << 8) | units[i + 1])) & _INT_MASK
+    return _to_int32(h)
+
+
+def _java_key_hash(key: int | str | None) -> int:
+    if key is None:  # Optional.empty()
+        return 0
+    if isinstance(key, str):  # Optional.of(s).hashCode() == s.hashCode()
+        return java_string_hash(key)
+    return _to_int32(key)  # Integer.hashCode
+
+
+def java_hashmap_order(keys: Iterable[_HashKey]) -> list[_HashKey]:
+    """Iteration order of a ``java.util.HashMap`` (default capacity) filled with ``keys``.
+
+    Keys are ``Integer`` (ints) or ``Optional<String>`` (str, ``None`` = empty). Models
+    resizes and the small-table resize that replaces treeification; bins are assumed to stay
+    linked lists (a bin needs 9 colliding keys in a table of 64+ to become a tree).
+    """
+    capacity = 16
+    entries: list[tuple[_HashKey, int]] = []  # insertion order; a bin keeps insertion order
+    seen: set[_HashKey] = set()
+    for key in keys:
+        if key in seen:
+            continue
+        h = _java_key_hash(key) & _INT_MASK
+        spread = h ^ (h >> 16)
+        bin_size = sum(1 for _, s in entries if s & (capacity - 1) == spread & (capacity - 1))
+        entries.append((key, spread))
+        seen.add(key)
+        if bin_size >= 8 and capacity < 64:  # treeifyBin on a small table resizes instead
+            capacity *= 2
+        if len(entries) > capacity * 3 // 4:
+            capacity *= 2
+    order = sorted(range(len(entries)), key=lambda i: (entries[i][1] & (capacity - 1), i))
+    return [entries[i][0] for i in order]
+
+
+def scala_longmap_order(keys: Iterable[int], initial_buffer_size: int = 16) -> list[int]:
+    """Iteration order of ``scala.collection.mutable.LongMap`` after ``update`` of each key.
+
+    ZK-mode CreateTopics hands ``AdminUtils`` the alive brokers in this order
+    (``ZkMetadataCache`` keeps them in ``new LongMap(previousAliveCount)``).
+    """
+
+    def mask_for(size: int) -> int:
+        if size < 0:
+            return 7
+        # Java: (1 << (32 - numberOfLeadingZeros(n - 1))) - 1, where the shift is taken mod 32
+        shift = ((size - 1) & _INT_MASK).bit_length() % 32
+        return (((1 << shift) - 1) & 0x3FFFFFFF) | 0x7
+
+    mask = mask_for(initial_buffer_size)
+    slots: list[int | None] = [None] * (mask + 1)
+    size = 0
+    has_zero = False
+    has_min = False
+
+    def to_index(key: int, table_mask: int) -> int:
+        k = key & 0xFFFFFFFFFFFFFFFF
+        h = _to_int32((k ^ (k >> 32)) & _INT_MASK)
+        hu = h & _INT_MASK
+        x = ((hu ^ (hu >> 16)) * 0x85EBCA6B) & _INT_MASK
+        return (x ^ (x >> 13)) & table_mask
+
+    def seek_empty(table: list[int | None], key: int, table_mask: int) -> int:
+        e = to_index(key, table_mask)
+        x = 0
+        while table[e] is not None:
+            x += 1
+            e = (e + 2 * (x + 1) * x - 3) & table_mask
+        return e
+
+    for key in keys:
+        if key == 0:
+            has_zero = True
+            continue
+        if key == -(1 << 63):
+            has_min = True
+            continue
+        if key in slots:
+            continue
+        slots[seek_empty(slots, key, mask)] = key
+        size += 1
+        if size > 0.5 * mask:  # imbalanced: repack into a table twice the size
+            new_mask = ((mask << 1) + 1) & 0x3FFFFFFF
+            while new_mask > 8 and size < (new_mask >> 3):
+                new_mask >>= 1
+            new_slots: list[int | None] = [None] * (new_mask + 1)
+            for old in slots:
+                if old is not None:
+                    new_slots[seek_empty(new_slots, old, new_mask)] = old
+            mask, slots = new_mask, new_slots
+    ordered = [0] if has_zero else []
+    if has_min:
+        ordered.append(-(1 << 63))
+    ordered.extend(k for k in slots if k is not None)
+    return ordered
+
+
+# --------------------------------------------------------------------------------------------
+# ZooKeeper mode: AdminUtils.assignReplicasToBrokers
+
+
+def rack_alternated_brokers(racks: Mapping[int, str]) -> list[int]:
+    """``AdminUtils.getRackAlternatedBrokerList``: one broker per rack in turn.
+
+    Racks are ordered by Java ``String.compareTo``; brokers inside a rack by id.
+    """
+    by_rack: dict[str, list[int]] = {}
+    for broker, rack in racks.items():
+        by_rack.setdefault(rack, []).append(broker)
+    rack_names = sorted(by_rack, key=_java_sort_key)
+    queues = [sorted(by_rack[name]) for name in rack_names]
+    result: list[int] = []
+    depth = 0
+    while len(result) < len(racks):
+        for queue in queues:
+            if depth < len(queue):
+                result.append(queue[depth])
+        depth += 1
+    return result
+
+
+def _replica_index(first: int, second_replica_shift: int, j: int, n: int) -> int:
+    return (first + 1 + (second_replica_shift + j) % (n - 1)) % n
+
+
+def _zk_replicas(
+    order: Sequence[int],
+    rack_of: Mapping[int, str] | None,
+    num_racks: int,
+    replication_factor: int,
+    first: int,
+    shift: int,
+) -> list[int]:
+    """One partition's replicas, given its first-replica index and its current shift."""
+    n = len(order)
+    leader = order[first]
+    replicas = [leader]
+    if rack_of is None:
+        for j in range(replication_factor - 1):
+            replicas.append(order[_replica_index(first, shift, j, n)])
+        return replicas
+    racks_used = {rack_of[leader]}
+    brokers_used = {leader}
+    k = 0  # keeps counting across the followers of one partition, as in Kafka
+    for _ in range(replication_factor - 1):
+        while True:
+            broker = order[_replica_index(first, shift * num_racks, k, n)]
+            k += 1
+            rack = rack_of[broker]
+            if (rack not in racks_used or len(racks_used) == num_racks) and (
+                broker not in brokers_used or len(brokers_used) == n
+            ):
+                replicas.append(broker)
+                racks_used.add(rack)
+                brokers_used.add(broker)
+                break
+    return replicas
+
+
+def _place_zk(
+    order: Sequence[int],
+    rack_of: Mapping[int, str] | None,
+    n_partitions: int,
+    replication_factor: int,
+    start_index: int,
+    replica_shift: int,
+    start_partition_id: int,
+) -> dict[int, list[int]]:
+    """The placement loop shared by both ZK paths, with start and shift given separately.
+
+    ``order`` is the broker list as Kafka indexes it (the rack-alternated list when
+    ``rack_of`` is given); no validation here.
+    """
+    n = len(order)
+    num_racks = len(set(rack_of.values())) if rack_of is not None else 0
+    shift = replica_shift
+    partition = max(0, start_partition_id)
+    out: dict[int, list[int]] = {}
+    for _ in range(n_partitions):
+        # The shift moves on each time the absolute partition id crosses a multiple of n.
+        if partition > 0 and partition % n == 0:
+            shift += 1
+        first = (partition + start_index) % n
+        out[partition] = _zk_replicas(order, rack_of, num_racks, replication_factor, first, shift)
+        partition += 1
+    return out
+
+
+def _batch_shift(n: int, base_shift: int, batch_first: int, partition: int) -> int:
+    """Shift in effect at ``partition`` for a ZK call that started at ``batch_first``."""
+    lowest = max(batch_first, 1)
+    bumps = partition // n - (lowest - 1) // n if partition >= lowest else 0
+    return base_shift + bumps
+
+
+def _rack_map(
+    brokers: Sequence[int], racks: Mapping[int, str | None] | None
+) -> dict[int, str | None]:
+    return {b: (racks.get(b) if racks is not None else None) for b in brokers}
+
+
+def assign_replicas(
+    brokers: Sequence[int],
+    n_partitions: int,
+    replication_factor: int,
+    *,
+    racks: Mapping[int, str | None] | None = None,
+    fixed_start_index: int = -1,
+    start_partition_id: int = -1,
+    rng: RandomSource | None = None,
+) -> dict[int, list[int]]:
+    """ZK-mode ``AdminUtils.assignReplicasToBrokers``, bit for bit.
+
+    ``brokers`` is used in the order given (Kafka's rack-unaware output depends on it).
+    With ``fixed_start_index < 0`` the start index and then the replica shift are drawn from
+    ``rng`` (a fresh ``JavaRandom(DEFAULT_SEED)`` when None), as Kafka draws them.
+    """
+    if n_partitions <= 0:
+        raise InvalidPartitionsException("Number of partitions must be larger than 0.")
+    if replication_factor <= 0:
+        raise InvalidReplicationFactorException("Replication factor must be larger than 0.")
+    if replication_factor > len(brokers):
+        raise InvalidReplicationFactorException(
+            f"Replication factor: {replication_factor} larger than available brokers: "
+            f"{len(brokers)}."
+        )
+    rack_by_broker = _rack_map(brokers, racks)
+    racked = {b: r for b, r in rack_by_broker.items() if r is not None}
+    if racked and len(racked) < len(rack_by_broker):
+        raise AdminOperationException(
+            "Not all brokers have rack information for replica rack aware assignment."
+        )
+    if racked:
+        order = rack_alternated_brokers(racked)
+        rack_of: dict[int, str] | None = racked
+    else:
+        order = list(brokers)
+        rack_of = None
+    if fixed_start_index >= 0:
+        start = shift = fixed_start_index
+    else:
+        source = rng if rng is not None else JavaRandom(DEFAULT_SEED)
+        start = source.next_int(len(order))
+        shift = source.next_int(len(order))
+    return _place_zk(
+        order, rack_of, n_partitions, replication_factor, start, shift, start_partition_id
+    )
+
+
+def _zk_add_start_index(sorted_brokers: Sequence[int], partition0_leader: int) -> int:
+    # Scala: math.max(0, allBrokers.indexWhere(_.id >= existingAssignmentPartition0.head))
+    for index, broker in enumerate(sorted_brokers):
+        if broker >= partition0_leader:
+            return index
+    return 0
+
+
+def add_partitions(
+    brokers: Sequence[int],
+    existing: Mapping[int, Sequence[int]],
+    new_total: int,
+    *,
+    racks: Mapping[int, str | None] | None = None,
+    topic: str = "<topic>",
+) -> dict[int, list[int]]:
+    """ZK-mode add-partitions placement; returns the new partitions only.
+
+    As ``AdminZkClient.createNewPartitionsAssignment``: brokers sorted by id, start index from
+    partition 0's first replica (used for the shift too), start partition id = existing count,
+    RF = partition 0's replica count. The decrease/equal checks are the ones the broker's
+    ``ZkAdminManager.createPartitions`` runs first, so the messages are what operators see.
+    """
+    current = len(existing)
+    if new_total < current:
+        raise InvalidPartitionsException(
+            f"Topic currently has {current} partitions, which is higher than the requested "
+            f"{new_total}."
+        )
+    if new_total == current:
+        raise InvalidPartitionsException(f"Topic already has {current} partitions.")
+    if 0 not in existing:
+        shown = ", ".join(f"{p} -> {list(existing[p])}" for p in sorted(existing))
+        raise AdminOperationException(
+            f"Unexpected existing replica assignment for topic '{topic}', partition id 0 is "
+            f"missing. Assignment: Map({shown})"
+        )
+    partition0 = list(existing[0])
+    sorted_brokers = sorted(set(brokers))
+    rack_by_broker = _rack_map(sorted_brokers, racks)
+    racked = [b for b, r in rack_by_broker.items() if r is not None]
+    if racked and len(racked) < len(sorted_brokers):
+        # getBrokerMetadatas(RackAwareMode.Enforced)
+        raise AdminOperationException(
+            "Not all brokers have rack information. Add --disable-rack-aware in command line "
+            "to make replica assignment without rack information."
+        )
+    start = _zk_add_start_index(sorted_brokers, partition0[0]) if partition0 else 0
+    return assign_replicas(
+        sorted_brokers,
+        new_total - current,
+        len(partition0),
+        racks=racks,
+        fixed_start_index=start,
+        start_partition_id=current,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# KRaft mode: StripedReplicaPlacer
+
+
+_Item = TypeVar("_Item")
+
+
+def _shuffle(items: list[_Item], rng: RandomSource) -> None:
+    # Collections.shuffle: for i = size..2, swap(i-1, nextInt(i))
+    for i in range(len(items), 1, -1):
+        j = rng.next_int(i)
+        items[i - 1], items[j] = items[j], items[i - 1]
+
+
+class _BrokerList:
+    __slots__ = ("brokers", "epoch", "index", "offset")
+
+    def __init__(self) -> None:
+        self.brokers: list[int] = []
+        self.epoch = 0
+        self.index = 0
+        self.offset = 0
+
+    def initialize(self, rng: RandomSource) -> None:
+        if self.brokers:
+            self.brokers.sort()
+            self.offset = rng.next_int(len(self.brokers))
+
+    def next(self, epoch: int) -> int:
+        if not self.brokers:
+            return -1
+        if self.epoch != epoch:
+            self.epoch = epoch
+            self.index = 0
+            self.offset = (self.offset + 1) % len(self.brokers)
+        if self.index >= len(self.brokers):
+            return -1
+        broker = self.brokers[(self.index + self.offset) % len(self.brokers)]
+        self.index += 1
+        return broker
+
+
+class _Rack:
+    __slots__ = ("fenced", "unfenced")
+
+    def __init__(self) -> None:
+        self.fenced = _BrokerList()
+        self.unfenced = _BrokerList()
+
+    def next(self, epoch: int) -> int:
+        result = self.unfenced.next(epoch)
+        return result if result >= 0 else self.fenced.next(epoch)
+
+
+def _usable_broker(broker: object) -> tuple[int, str | None, bool]:
+    if isinstance(broker, tuple):
+        broker_id, rack, fenced = broker
+        return int(broker_id), rack, bool(fenced)
+    return (
+        int(getattr(broker, "id")),  # noqa: B009 - duck-typed broker objects
+        getattr(broker, "rack"),  # noqa: B009
+        bool(getattr(broker, "fenced", False)),
+    )
+
+
+def _check_positive(replication_factor: int) -> None:
+    if replication_factor <= 0:
+        raise InvalidReplicationFactorException(
+            f"Invalid replication factor {replication_factor}: the replication factor must be "
+            "positive."
+        )
+
+
+def _check_enough(replication_factor: int, total: int) -> None:
+    if replication_factor > total:
+        raise InvalidReplicationFactorException(
+            f"The target replication factor of {replication_factor} cannot be reached because "
+            f"only {total} broker(s) are registered."
+        )
+
+
+def _check_unfenced(unfenced: int) -> None:
+    if unfenced == 0:
+        raise InvalidReplicationFactorException("All brokers are currently fenced.")
+
+
+class StripedRackList:
+    """``StripedReplicaPlacer.RackList``: one per ``place()`` call; draws on construction."""
+
+    def __init__(self, rng: RandomSource, usable_brokers: Iterable[object]) -> None:
+        self._rng = rng
+        self._racks: dict[str | None, _Rack] = {}
+        self._rack_names: list[str | None] = []
+        self.total_brokers = 0
+        self.unfenced_brokers = 0
+        for item in usable_brokers:
+            broker_id, rack_name, fenced = _usable_broker(item)
+            rack = self._racks.get(rack_name)
+            if rack is None:
+                rack = self._racks[rack_name] = _Rack()
+                self._rack_names.append(rack_name)
+            if fenced:
+                rack.fenced.brokers.append(broker_id)
+            else:
+                rack.unfenced.brokers.append(broker_id)
+                self.unfenced_brokers += 1
+            self.total_brokers += 1
+        # The racks live in a java.util.HashMap: its order decides who draws first.
+        self._hash_order = java_hashmap_order(self._rack_names)
+        for name in self._hash_order:
+            self._racks[name].fenced.initialize(rng)
+            self._racks[name].unfenced.initialize(rng)
+        # Optional.empty() sorts first, then String.compareTo.
+        self._rack_names.sort(key=lambda n: (n is not None, _java_sort_key(n or "")))
+        self._offset = rng.next_int(len(self._rack_names)) if self._rack_names else 0
+        self._epoch = 0
+
+    def _shuffle(self) -> None:
+        _shuffle(self._rack_names, self._rng)
+        for name in self._hash_order:
+            _shuffle(self._racks[name].fenced.brokers, self._rng)
+            _shuffle(self._racks[name].unfenced.brokers, self._rng)
+
+    def place(self, replication_factor: int) -> list[int]:
+        """``RackList.place``: the replicas of one partition."""
+        _check_positive(replication_factor)
+        _check_enough(replication_factor, self.total_brokers)
+        _check_unfenced(self.unfenced_brokers)
+        # After as many placements as unfenced brokers, shuffle to avoid repeating the cycle
+        # (not for a single unfenced broker, which would loop forever).
+        if self._epoch == self.unfenced_brokers and self.unfenced_brokers > 1:
+            self._shuffle()
+            self._epoch = 0
+        names = self._rack_names
+        if self._offset == len(names):
+            self._offset = 0
+        first_rack = self._offset
+        while True:
+            leader = self._racks[names[first_rack]].unfenced.next(self._epoch)
+            if leader >= 0:
+                break
+            first_rack = (first_rack + 1) % len(names)
+        replicas = [leader]
+        rack_index = self._offset
+        for _ in range(replication_factor - 1):
+            result = -1
+            while result < 0:
+                if rack_index == first_rack:
+                    first_rack = -1  # skip the leader's rack once
+                else:
+                    result = self._racks[names[rack_index]].next(self._epoch)
+                rack_index = (rack_index + 1) % len(names)
+            replicas.append(result)
+        self._epoch += 1
+        self._offset += 1
+        return replicas
+
+
+def striped_place(
+    brokers: Iterable[object],
+    n_partitions: int,
+    replication_factor: int,
+    *,
+    rng: RandomSource,
+) -> dict[int, list[int]]:
+    """KRaft ``StripedReplicaPlacer.place`` for ``n_partitions`` partitions (keys from 0).
+
+    ``brokers``: ``(id, rack_or_None, fenced)`` tuples or objects with ``.id``, ``.rack`` and
+    ``.fenced``, in the controller's iteration order. Reuse one ``rng`` across calls to
+    reproduce a controller's sequence of placements.
+    """
+    rack_list = StripedRackList(rng, brokers)
+    _check_positive(replication_factor)
+    _check_unfenced(rack_list.unfenced_brokers)
+    _check_enough(replication_factor, rack_list.total_brokers)
+    return {p: rack_list.place(replication_factor) for p in range(n_partitions)}
+
+
+# --------------------------------------------------------------------------------------------
+# Layout inference
+
+
+@dataclass(frozen=True)
+class KafkaLayout:
+    """Parameters under which ZK-mode Kafka reproduces a topic's assignment.
+
+    ``broker_list`` is the list Kafka indexes (for ``rack_aware`` the rack-alternated list),
+    ``start_index`` and ``replica_shift`` the two values Kafka draws at topic creation.
+    ``conforming`` are the partitions whose replicas are a prefix of what :meth:`extend`
+    returns; ``nonconforming`` the rest. ``added_batches`` are ``(first, stop)`` partition
+    ranges recognised as created by a later ZK add-partitions call; ``broker_racks`` holds
+    the racks used by the rack-aware placement.
+    """
+
+    broker_list: tuple[int, ...]
+    start_index: int
+    replica_shift: int
+    rack_aware: bool
+    conforming: tuple[int, ...]
+    nonconforming: tuple[int, ...]
+    added_batches: tuple[tuple[int, int], ...] = ()
+    broker_racks: tuple[tuple[int, str], ...] = ()
+
+    def _rack_of(self) -> dict[int, str] | None:
+        return dict(self.broker_racks) if self.rack_aware else None
+
+    def _add_start_index(self) -> int:
+        leader = self.broker_list[self.start_index % len(self.broker_list)]
+        return _zk_add_start_index(sorted(self.broker_list), leader)
+
+    def extend(self, n_partitions: int, rf: int) -> dict[int, list[int]]:
+        """Kafka's replicas for partitions ``0..n_partitions-1`` at replication factor ``rf``.
+
+        Partitions in ``added_batches`` follow the add-partitions placement of their batch,
+        all others the creation placement. Raising ``rf`` only appends replicas (Kafka's
+        placement is prefix-stable), so conforming partitions keep every current replica.
+        """
+        if n_partitions <= 0:
+            return {}
+        rf = max(1, min(rf, len(self.broker_list)))
+        rack_of = self._rack_of()
+        out = _place_zk(
+            self.broker_list, rack_of, n_partitions, rf, self.start_index, self.replica_shift, 0
+        )
+        if self.added_batches:
+            # ZK add-partitions indexes the id-sorted list (rack-alternated when racks).
+            add_order = self.broker_list if self.rack_aware else sorted(self.broker_list)
+            add_start = self._add_start_index()
+            for first, stop in self.added_batches:
+                count = min(stop, n_partitions) - first
+                if count > 0:
+                    out.update(
+                        _place_zk(add_order, rack_of, count, rf, add_start, add_start, first)
+                    )
+        return out
+
+
+def _is_prefix(observed: Sequence[int], kafka: Sequence[int]) -> bool:
+    return len(observed) <= len(kafka) and list(observed) == list(kafka[: len(observed)])
+
+
+def _contiguous_ids(parts: Mapping[int, Sequence[int]]) -> int:
+    count = 0
+    while count in parts:
+        count += 1
+    return count
+
+
+def _unaware_prefix(
+    parts: Mapping[int, Sequence[int]], members: set[int], n: int, count: int, shift: int
+) -> tuple[int, dict[int, int]]:
+    """Longest prefix of partitions consistent with some order (start 0) and this shift.
+
+    Every replica pins a broker to a list position; constraints are forced, so processing
+    partitions in order and stopping at the first conflict gives the exact longest prefix.
+    """
+    at: dict[int, int] = {}  # position -> broker
+    where: dict[int, int] = {}  # broker -> position
+    for p in range(count):
+        replicas = parts[p]
+        if not replicas or len(replicas) > n or len(set(replicas)) != len(replicas):
+            return p, at
+        if not members.issuperset(replicas):
+            return p, at
+        first = p % n
+        current_shift = shift + p // n
+        wanted = [(first, replicas[0])]
+        wanted.extend(
+            (_replica_index(first, current_shift, j, n), broker)
+            for j, broker in enumerate(replicas[1:])
+        )
+        if any(at.get(pos, b) != b or where.get(b, pos) != pos for pos, b in wanted):
+            return p, at
+        for pos, b in wanted:
+            at[pos] = b
+            where[b] = pos
+    return count, at
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    score: tuple[int, ...]
+    layout: KafkaLayout
+
+
+def _classify(
+    parts: Mapping[int, Sequence[int]],
+    order: Sequence[int],
+    rack_of: Mapping[int, str] | None,
+    start: int,
+    shift: int,
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[tuple[int, int], ...]]:
+    """Split partitions into conforming / not, recognising ZK add-partitions batches.
+
+    After the creation prefix, a partition continues the current add-partitions batch if it
+    can, else conforms to the creation layout, else may open a new batch (ZK add-partitions
+    restarts at the then partition count with the sorted list and partition 0's leader).
+    """
+    n = len(order)
+    num_racks = len(set(rack_of.values())) if rack_of is not None else 0
+    rf = max(1, min(n, max(len(r) for r in parts.values())))
+    add_order = order if rack_of is not None else sorted(order)
+    add_start = _zk_add_start_index(sorted(order), parts[0][0])
+
+    def creation(p: int) -> list[int]:
+        return _zk_replicas(order, rack_of, num_racks, rf, (p + start) % n, shift + p // n)
+
+    def added(batch_first: int, p: int) -> list[int]:
+        batch_shift = _batch_shift(n, add_start, batch_first, p)
+        return _zk_replicas(add_order, rack_of, num_racks, rf, (p + add_start) % n, batch_shift)
+
+    conforming: list[int] = []
+    nonconforming: list[int] = []
+    batches: list[list[int]] = []  # [first, stop]
+    batch: list[int] | None = None
+    in_prefix = True
+    for expected_id, p in enumerate(sorted(parts)):
+        observed = parts[p]
+        in_prefix = in_prefix and p == expected_id
+        if in_prefix and _is_prefix(observed, creation(p)):
+            conforming.append(p)
+            continue
+        in_prefix = False
+        if batch is not None and batch[1] == p and _is_prefix(observed, added(batch[0], p)):
+            batch[1] = p + 1
+            conforming.append(p)
+            continue
+        batch = None
+        if _is_prefix(observed, creation(p)):
+            conforming.append(p)
+        elif p > 0 and _is_prefix(observed, added(p, p)):
+            batch = [p, p + 1]
+            batches.append(batch)
+            conforming.append(p)
+        else:
+            nonconforming.append(p)
+    return tuple(conforming), tuple(nonconforming), tuple((a, b) for a, b in batches)
+
+
+def _infer_unaware(parts: Mapping[int, Sequence[int]], members: list[int]) -> KafkaLayout | None:
+    n = len(members)
+    member_set = set(members)
+    count = _contiguous_ids(parts)
+    has_followers = any(len(parts[p]) > 1 for p in range(count))
+    shifts = range(n - 1) if n > 1 and has_followers else range(1)
+    best: tuple[int, int, dict[int, int]] | None = None
+    for shift in shifts:
+        matched, positions = _unaware_prefix(parts, member_set, n, count, shift)
+        if best is None or matched > best[0]:
+            best = (matched, shift, positions)
+        if matched == count:
+            break
+    if best is None or best[0] == 0:
+        return None
+    _, shift, positions = best
+    # Positions no replica pins down get the remaining brokers in id order (any is valid).
+    spare = iter(sorted(member_set - set(positions.values())))
+    order = tuple(positions[i] if i in positions else next(spare) for i in range(n))
+    conforming, nonconforming, batches = _classify(parts, order, None, 0, shift)
+    return KafkaLayout(order, 0, shift, False, conforming, nonconforming, batches)
+
+
+def _infer_aware(
+    parts: Mapping[int, Sequence[int]], members: list[int], racks: Mapping[int, str]
+) -> KafkaLayout | None:
+    rack_of = {b: racks[b] for b in members}
+    order = rack_alternated_brokers(rack_of)
+    n = len(order)
+    leader = parts[0][0] if parts[0] else None
+    if leader not in rack_of:
+        return None
+    start = order.index(leader)
+    count = _contiguous_ids(parts)
+    rf = max(1, min(n, max(len(parts[p]) for p in range(count))))
+    # shift * numRacks only matters modulo n - 1, and it grows by one per wrap.
+    best: tuple[int, int] | None = None
+    for shift in range(n - 1 if n > 1 else 1):
+        placed = _place_zk(order, rack_of, count, rf, start, shift, 0)
+        matched = 0
+        while matched < count and _is_prefix(parts[matched], placed[matched]):
+            matched += 1
+        if best is None or matched > best[0]:
+            best = (matched, shift)
+        if matched == count:
+            break
+    if best is None or best[0] == 0:
+        return None
+    shift = best[1]
+    conforming, nonconforming, batches = _classify(parts, order, rack_of, start, shift)
+    return KafkaLayout(
+        tuple(order),
+        start,
+        shift,
+        True,
+        conforming,
+        nonconforming,
+        batches,
+        tuple(sorted(rack_of.items())),
+    )
+
+
+def infer_layout(
+    assignment: Mapping[int, Sequence[int]],
+    brokers: Sequence[int] | None = None,
+    racks: Mapping[int, str | None] | None = None,
+) -> KafkaLayout | None:
+    """Find the broker order, start index and shift under which Kafka reproduces ``assignment``.
+
+    Maximises the number of partitions reproduced from partition 0 on (rack-unaware, and
+    rack-aware over the rack-alternated list when every candidate broker has a rack), then
+    also recognises partitions added later by ZK add-partitions. Rack-unaware layouts are
+    returned rotated so that ``start_index`` is 0 (the rotation is indistinguishable).
+    ``replica_shift`` is the smallest equivalent value (it only matters modulo n - 1); when
+    no partition has a follower it is unconstrained and reported as 0. Returns None when not
+    even partition 0 fits. Tries O(n) candidate shifts, never permutations of brokers.
+    """
+    parts = {int(p): list(r) for p, r in assignment.items()}
+    if not parts.get(0):
+        return None
+    observed = sorted({b for replicas in parts.values() for b in replicas})
+    broker_sets = [observed]
+    if brokers is not None:
+        widened = sorted(set(brokers) | set(observed))
+        if widened != observed:
+            broker_sets.append(widened)
+    candidates: list[_Candidate] = []
+    for rank, members in enumerate(broker_sets):
+        layouts = [_infer_unaware(parts, members)]
+        rack_names = {b: racks.get(b) for b in members} if racks is not None else {}
+        if racks is not None and all(r is not None for r in rack_names.values()):
+            layouts.append(
+                _infer_aware(parts, members, {b: r for b, r in rack_names.items() if r is not None})
+            )
+        for layout in layouts:
+            if layout is None:
+                continue
+            prefix = _contiguous_prefix(layout.conforming)
+            score = (len(layout.conforming), prefix, int(layout.rack_aware), rank)
+            candidates.append(_Candidate(score, layout))
+    if not candidates:
+        return None
+    return max(candidates, key=lambda c: c.score).layout
+
+
+def _contiguous_prefix(conforming: Sequence[int]) -> int:
+    prefix = 0
+    for p in conforming:
+        if p != prefix:
+            break
+        prefix += 1
+    return prefix

@@ -1,0 +1,217 @@
+"""`kreplica check`: lint any reassignment JSON against a snapshot.
+
+Codes (stable): unknown-partition, unknown-broker, duplicate-broker, duplicate-partition,
+empty-replicas (errors); offline-broker, rf-mismatch, rack-violation, rf-below-min-isr,
+leader-skew, reassignment-in-progress, movement (warnings or info).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kreplica.model import ClusterSnapshot, Finding
+from kreplica.planner.evaluate import (
+    duplicate_brokers,
+    has_rack_violation,
+    leaders_per_broker,
+    rack_count,
+    spread,
+)
+from kreplica.planner.serialize import parse_new_partitions, parse_reassignment_json
+
+# Moving more than this share of a topic's replicas is flagged as a warning (a rebalance
+# rather than a minimal change); below it, an info line reports the share.
+MOVEMENT_WARNING_SHARE = 0.5
+
+
+def check_reassignment(snapshot: ClusterSnapshot, data: Any) -> list[Finding]:
+    rows = parse_reassignment_json(data)
+    new_rows = parse_new_partitions(data)
+    racks = snapshot.racks()
+    brokers = {b.id: b for b in snapshot.brokers}
+    alive = [b.id for b in snapshot.brokers if b.alive]
+    available_racks = rack_count(racks, alive)
+    existing = {(t.name, p.partition): p for t in snapshot.topics for p in t.partitions}
+    topics = {t.name: t for t in snapshot.topics}
+    findings: list[Finding] = []
+    after: dict[tuple[str, int], tuple[int, ...]] = {k: p.replicas for k, p in existing.items()}
+    seen: set[tuple[str, int]] = set()
+    new_keys = {(t, p) for t, p, _ in new_rows}
+
+    for topic, pid, replicas in [*rows, *new_rows]:
+        key = (topic, pid)
+        is_new = key in new_keys and key not in existing
+        where = f"{topic}-{pid}"
+        if key in seen:
+            findings.append(
+                Finding("error", "duplicate-partition", f"{where} is listed twice", topic, pid)
+            )
+            continue
+        seen.add(key)
+        if key not in existing and not is_new:
+            hint = (
+                f"topic {topic!r} has {len(topics[topic].partitions)} partitions"
+                if topic in topics
+                else f"topic {topic!r} does not exist"
+            )
+            findings.append(
+                Finding(
+                    "error",
+                    "unknown-partition",
+                    f"{where} does not exist ({hint}); remove it or create it first",
+                    topic,
+                    pid,
+                )
+            )
+            continue
+        if not replicas:
+            findings.append(
+                Finding("error", "empty-replicas", f"{where} has no replicas", topic, pid)
+            )
+            continue
+        unknown = sorted({b for b in replicas if b not in brokers})
+        if unknown:
+            findings.append(
+                Finding(
+                    "error",
+                    "unknown-broker",
+                    f"{where}: broker(s) {unknown} are not in this cluster "
+                    f"(brokers: {sorted(brokers)})",
+                    topic,
+                    pid,
+                )
+            )
+        dups = duplicate_brokers(replicas)
+        if dups:
+            findings.append(
+                Finding(
+                    "error",
+                    "duplicate-broker",
+                    f"{where}: broker(s) {dups} appear twice in {list(replicas)}",
+                    topic,
+                    pid,
+                )
+            )
+        offline = sorted({b for b in replicas if b in brokers and not brokers[b].alive})
+        if offline:
+            findings.append(
+                Finding(
+                    "warning",
+                    "offline-broker",
+                    f"{where}: broker(s) {offline} are not alive; the move cannot complete "
+                    "until they are back",
+                    topic,
+                    pid,
+                )
+            )
+        part = existing.get(key)
+        if part is not None and part.reassigning:
+            findings.append(
+                Finding(
+                    "warning",
+                    "reassignment-in-progress",
+                    f"{where} is being reassigned already; wait for it to finish",
+                    topic,
+                    pid,
+                )
+            )
+        if not dups and has_rack_violation(racks, replicas, available_racks):
+            findings.append(
+                Finding(
+                    "warning",
+                    "rack-violation",
+                    f"{where}: replicas {list(replicas)} span fewer racks than "
+                    f"min(RF, {available_racks} racks)",
+                    topic,
+                    pid,
+                )
+            )
+        after[key] = replicas
+
+    touched = sorted({t for t, _ in seen} & set(topics) | {t for t, _, _ in new_rows})
+    by_topic: dict[str, dict[tuple[str, int], tuple[int, ...]]] = {name: {} for name in touched}
+    for key, reps in after.items():
+        if key[0] in by_topic:
+            by_topic[key[0]][key] = reps
+    for name in touched:
+        findings.extend(_topic_findings(snapshot, name, by_topic[name], existing, seen))
+    findings.extend(_leader_skew(snapshot, existing, after))
+    return findings
+
+
+def _topic_findings(
+    snapshot: ClusterSnapshot,
+    name: str,
+    parts: dict[tuple[str, int], tuple[int, ...]],
+    existing: dict[tuple[str, int], Any],
+    seen: set[tuple[str, int]],
+) -> list[Finding]:
+    findings: list[Finding] = []
+    rfs = sorted({len(v) for v in parts.values()})
+    if len(rfs) > 1:
+        findings.append(
+            Finding(
+                "warning",
+                "rf-mismatch",
+                f"topic {name!r}: partitions would have different replica counts {rfs}; "
+                "Kafka reports partition 0's as the topic RF",
+                topic=name,
+            )
+        )
+    topic = next((t for t in snapshot.topics if t.name == name), None)
+    min_isr = topic.min_insync_replicas if topic else None
+    if min_isr is not None and parts:
+        low = min(len(v) for v in parts.values())
+        if low <= min_isr:
+            findings.append(
+                Finding(
+                    "error" if low < min_isr else "warning",
+                    "rf-below-min-isr",
+                    f"topic {name!r}: RF {low} <= min.insync.replicas={min_isr}; producers with "
+                    "acks=all fail when a replica is unavailable"
+                    + (" (always, as RF < min.insync)" if low < min_isr else ""),
+                    topic=name,
+                )
+            )
+    total = moved = 0
+    for key, reps in parts.items():
+        part = existing.get(key)
+        if part is None:
+            continue
+        total += len(part.replicas)
+        if key in seen:
+            moved += len([b for b in reps if b not in part.replicas])
+    if total and moved:
+        share = moved / total
+        findings.append(
+            Finding(
+                "warning" if share > MOVEMENT_WARNING_SHARE else "info",
+                "movement",
+                f"topic {name!r}: {moved} of {total} replicas ({share:.0%}) would be copied to "
+                "new brokers",
+                topic=name,
+            )
+        )
+    return findings
+
+
+def _leader_skew(
+    snapshot: ClusterSnapshot,
+    existing: dict[tuple[str, int], Any],
+    after: dict[tuple[str, int], tuple[int, ...]],
+) -> list[Finding]:
+    alive = [b.id for b in snapshot.brokers if b.alive]
+    before_counts = leaders_per_broker({k: p.replicas for k, p in existing.items()}, alive)
+    after_counts = leaders_per_broker(after, alive)
+    before_spread, after_spread = spread(before_counts), spread(after_counts)
+    if after_spread > max(before_spread, 1):
+        busiest = max(after_counts, key=lambda b: (after_counts[b], -b))
+        return [
+            Finding(
+                "warning",
+                "leader-skew",
+                f"preferred leaders per broker would differ by {after_spread} (was "
+                f"{before_spread}); broker {busiest} would lead {after_counts[busiest]}",
+            )
+        ]
+    return []

@@ -1,0 +1,109 @@
+"""The mutable bookkeeping of one planning run: eligible brokers, racks and live load counts.
+
+Every decision the pickers make reads these counts, and every accepted partition change
+updates them at once, so later choices see the load earlier ones created.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kreplica.model import ClusterSnapshot
+from kreplica.planner.evaluate import rack_key
+
+
+@dataclass
+class Fallback:
+    topic: str
+    partition: int
+    reason: str
+
+
+@dataclass
+class PlanContext:
+    snapshot: ClusterSnapshot
+    eligible: tuple[int, ...]  # sorted broker ids new replicas may go to
+    racks: dict[int, str | None]
+    seed: int | None
+    use_bytes: bool  # sizes are known: bytes break ties after replica counts
+    tiebreak: dict[int, int] = field(default_factory=dict)
+    topic_replicas: defaultdict[str, defaultdict[int, int]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(int))
+    )
+    topic_leaders: defaultdict[str, defaultdict[int, int]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(int))
+    )
+    topic_rack_leaders: defaultdict[str, defaultdict[str, int]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(int))
+    )
+    cluster_replicas: defaultdict[int, int] = field(default_factory=lambda: defaultdict(int))
+    cluster_leaders: defaultdict[int, int] = field(default_factory=lambda: defaultdict(int))
+    cluster_bytes: defaultdict[int, int] = field(default_factory=lambda: defaultdict(int))
+    fallbacks: list[Fallback] = field(default_factory=list)
+
+    @classmethod
+    def build(
+        cls, snapshot: ClusterSnapshot, eligible: Sequence[int], seed: int | None
+    ) -> PlanContext:
+        use_bytes = any(p.size_bytes for t in snapshot.topics for p in t.partitions)
+        ctx = cls(
+            snapshot=snapshot,
+            eligible=tuple(sorted(eligible)),
+            racks=snapshot.racks(),
+            seed=seed,
+            use_bytes=use_bytes,
+        )
+        order = sorted(set(snapshot.broker_ids()) | set(eligible))
+        if seed is not None:
+            random.Random(seed).shuffle(order)
+        ctx.tiebreak = {b: i for i, b in enumerate(order)}
+        for topic in snapshot.topics:
+            for p in topic.partitions:
+                ctx.account(topic.name, p.replicas, p.size_bytes or 0, +1)
+        return ctx
+
+    def rack(self, broker: int) -> str:
+        return rack_key(self.racks, broker)
+
+    def rank(self, broker: int) -> int:
+        return self.tiebreak.get(broker, len(self.tiebreak) + broker)
+
+    def account(self, topic: str, replicas: Sequence[int], size: int, sign: int) -> None:
+        """Add (sign=+1) or remove (sign=-1) one partition's replicas from the counts."""
+        tr = self.topic_replicas[topic]
+        for b in replicas:
+            tr[b] += sign
+            self.cluster_replicas[b] += sign
+            self.cluster_bytes[b] += sign * size
+        if replicas:
+            leader = replicas[0]
+            self.topic_leaders[topic][leader] += sign
+            self.topic_rack_leaders[topic][self.rack(leader)] += sign
+            self.cluster_leaders[leader] += sign
+
+    def replace(self, topic: str, old: Sequence[int], new: Sequence[int], size: int | None) -> None:
+        self.account(topic, old, size or 0, -1)
+        self.account(topic, new, size or 0, +1)
+
+    def ring_distance(self, start: int, broker: int) -> int:
+        """Steps from `start` to `broker` along the tie-break ring: ties go to the broker right
+        after the last replica, which spreads partitions the way Kafka's round-robin does."""
+        n = len(self.tiebreak)
+        if start not in self.tiebreak or broker not in self.tiebreak:
+            return self.rank(broker)
+        return (self.tiebreak[broker] - self.tiebreak[start]) % n
+
+    def load_key(self, topic: str, broker: int) -> tuple[int, int, int, int]:
+        """Lower is less loaded: topic replicas, cluster replicas, bytes, tie-break."""
+        return (
+            self.topic_replicas[topic][broker],
+            self.cluster_replicas[broker],
+            self.cluster_bytes[broker] if self.use_bytes else 0,
+            self.rank(broker),
+        )
+
+    def fallback(self, topic: str, partition: int, reason: str) -> None:
+        self.fallbacks.append(Fallback(topic, partition, reason))

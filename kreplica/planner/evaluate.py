@@ -1,0 +1,140 @@
+"""Invariant checks and measures shared by the planner's report, `kreplica check` and the tests.
+
+Racks: a broker without a rack (or unknown to the snapshot) counts as a rack of its own, so a
+cluster without rack information never has rack violations and a partial one degrades gently.
+A partition violates rack diversity when it spans fewer distinct racks than
+min(its replica count, the racks available).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+Assignment = Mapping[tuple[str, int], Sequence[int]]
+
+
+def rack_key(racks: Mapping[int, str | None], broker: int) -> str:
+    rack = racks.get(broker)
+    # NUL cannot appear in a real rack name, so a rackless broker never shares a "rack".
+    return rack if rack is not None else f"\0broker:{broker}"
+
+
+def distinct_racks(racks: Mapping[int, str | None], replicas: Iterable[int]) -> int:
+    return len({rack_key(racks, b) for b in replicas})
+
+
+def rack_count(racks: Mapping[int, str | None], brokers: Iterable[int]) -> int:
+    return distinct_racks(racks, brokers)
+
+
+def has_rack_violation(
+    racks: Mapping[int, str | None], replicas: Sequence[int], available_racks: int
+) -> bool:
+    return distinct_racks(racks, replicas) < min(len(set(replicas)), available_racks)
+
+
+def rack_violations(
+    assignment: Assignment, racks: Mapping[int, str | None], brokers: Iterable[int]
+) -> list[tuple[str, int]]:
+    """Partitions spanning fewer racks than min(RF, racks of `brokers`), sorted."""
+    available = rack_count(racks, brokers)
+    return sorted(
+        key for key, reps in assignment.items() if has_rack_violation(racks, reps, available)
+    )
+
+
+def duplicate_brokers(replicas: Sequence[int]) -> list[int]:
+    seen: set[int] = set()
+    dups: list[int] = []
+    for b in replicas:
+        if b in seen and b not in dups:
+            dups.append(b)
+        seen.add(b)
+    return dups
+
+
+def replicas_per_broker(assignment: Assignment, brokers: Iterable[int]) -> dict[int, int]:
+    """Replica count per broker; every broker in `brokers` is present (others only if used)."""
+    counts = dict.fromkeys(brokers, 0)
+    for reps in assignment.values():
+        for b in reps:
+            counts[b] = counts.get(b, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def leaders_per_broker(assignment: Assignment, brokers: Iterable[int]) -> dict[int, int]:
+    """Preferred-leader (first replica) count per broker."""
+    counts = dict.fromkeys(brokers, 0)
+    for reps in assignment.values():
+        if reps:
+            counts[reps[0]] = counts.get(reps[0], 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def spread(counts: Mapping[int, int]) -> int:
+    """max - min of a per-broker count (0 for no brokers)."""
+    if not counts:
+        return 0
+    values = counts.values()
+    return max(values) - min(values)
+
+
+def topic_assignment(assignment: Assignment, topic: str) -> dict[tuple[str, int], Sequence[int]]:
+    return {k: v for k, v in assignment.items() if k[0] == topic}
+
+
+def balance_bound(total_replicas: int, eligible: int, rf: int) -> int:
+    """Most replicas of one topic a single eligible broker can hold after `balanced` adds
+    replicas, when it held fewer before and racks do not restrict the choice.
+
+    Why: a new replica goes to the least-loaded broker outside its partition, so at least
+    eligible-rf+1 brokers hold as many as the chosen one: its load before the pick is at
+    most total/(eligible-rf+1), and after the pick one more.
+    """
+    return total_replicas // max(1, eligible - rf + 1) + 1
+
+
+def invariant_violations(
+    before: Assignment,
+    after: Assignment,
+    *,
+    eligible: Iterable[int],
+    racks: Mapping[int, str | None],
+    target_rf: Mapping[str, int],
+    raising: bool | None = None,
+) -> list[str]:
+    """Problems a plan must never have, as readable strings (empty: all good).
+
+    - every partition of a topic with a target RF has that many replicas, none duplicated;
+    - every replica not already there before is on an eligible broker;
+    - raising RF keeps every existing replica in place and in order (before is a prefix);
+    - lowering RF keeps a subset of the replicas, in their order;
+    - partitions of untouched topics are identical.
+    """
+    eligible_set = set(eligible)
+    problems: list[str] = []
+    for key, reps in sorted(after.items()):
+        topic, pid = key
+        name = f"{topic}-{pid}"
+        if duplicate_brokers(reps):
+            problems.append(f"{name}: duplicate brokers {list(reps)}")
+        old = before.get(key)
+        if topic not in target_rf:
+            if old is not None and tuple(old) != tuple(reps):
+                problems.append(f"{name}: untouched topic changed {list(old)} -> {list(reps)}")
+            continue
+        if len(reps) != target_rf[topic]:
+            problems.append(f"{name}: {len(reps)} replicas, wanted {target_rf[topic]}")
+        fresh = [b for b in reps if old is None or b not in old]
+        if any(b not in eligible_set for b in fresh):
+            problems.append(f"{name}: new replica on an ineligible broker {fresh}")
+        if old is None or raising is None:
+            continue
+        if raising and tuple(reps[: len(old)]) != tuple(old):
+            problems.append(f"{name}: existing replicas moved {list(old)} -> {list(reps)}")
+        if not raising and [b for b in old if b in reps] != list(reps):
+            problems.append(f"{name}: lowering is not a subset {list(old)} -> {list(reps)}")
+    for key in before:
+        if key not in after:
+            problems.append(f"{key[0]}-{key[1]}: partition disappeared")
+    return problems

@@ -1,0 +1,26 @@
+"""What a user asks the planner for: per-topic targets and plan-wide options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+STRATEGIES: tuple[str, ...] = ("balanced", "kafka", "append")
+
+
+@dataclass(frozen=True)
+class TopicRequest:
+    """The target shape of one topic. None keeps today's value."""
+
+    topic: str
+    rf: int | None = None  # absolute target replication factor
+    partitions: int | None = None  # absolute target partition count
+    fix_racks: bool = False  # rack repair for this topic
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    strategy: str = "balanced"  # one of STRATEGIES
+    brokers: frozenset[int] | None = None  # eligible brokers (None: all alive brokers)
+    exclude_brokers: frozenset[int] = frozenset()
+    seed: int | None = None  # tie-break and kafka-strategy randomness, deterministic
+    force: bool = False  # allow lowering RF to <= min.insync.replicas

@@ -1,0 +1,119 @@
+"""Which broker wins: the load-based choices every strategy shares.
+
+Strategies decide *what* changes (how many replicas, which partition); pickers decide *where*.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from kreplica.errors import PlanInfeasible
+from kreplica.planner.context import PlanContext
+
+
+def pick_new_replica(ctx: PlanContext, topic: str, replicas: Sequence[int]) -> int:
+    """The least-loaded eligible broker outside `replicas`, on a rack they do not use yet
+    when one is available.
+
+        candidates = eligible - replicas
+        prefer those whose rack is not used by replicas
+        return argmin(topic replicas, cluster replicas, cluster bytes,
+                      ring distance after the last replica)
+    """
+    used = set(replicas)
+    used_racks = {ctx.rack(b) for b in replicas}
+    candidates = [b for b in ctx.eligible if b not in used]
+    if not candidates:
+        raise PlanInfeasible(
+            f"topic {topic!r}: no eligible broker left for another replica of {list(replicas)}; "
+            "add brokers with --brokers or lower the RF"
+        )
+    fresh = [b for b in candidates if ctx.rack(b) not in used_racks]
+    last = replicas[-1] if replicas else None
+
+    def key(b: int) -> tuple[int, int, int, int]:
+        load = ctx.load_key(topic, b)
+        tie = ctx.ring_distance(last, b) if last is not None else load[3]
+        return (load[0], load[1], load[2], tie)
+
+    return min(fresh or candidates, key=key)
+
+
+def pick_leader(ctx: PlanContext, topic: str) -> int:
+    """The leader of a new partition: fewest topic leaders, then leaders on its rack (so
+    leaders rotate across racks), then topic/cluster load, then tie-break."""
+    return min(
+        ctx.eligible,
+        key=lambda b: (
+            ctx.topic_leaders[topic][b],
+            ctx.topic_rack_leaders[topic][ctx.rack(b)],
+            ctx.topic_replicas[topic][b],
+            ctx.cluster_leaders[b],
+            *ctx.load_key(topic, b)[1:],
+        ),
+    )
+
+
+def pick_removal(
+    ctx: PlanContext,
+    topic: str,
+    replicas: Sequence[int],
+    *,
+    out_of_sync: Collection[int],
+    protected: Collection[int],
+) -> int:
+    """The replica to drop when lowering RF (no data moves).
+
+    never a protected replica (current and preferred leader) unless nothing else is left
+    prefer: out of sync, then on an ineligible broker, then on a rack another replica
+    also uses, then the most loaded (topic, cluster, bytes), then tie-break
+    """
+    candidates = [b for b in replicas if b not in protected] or list(replicas[1:])
+    rack_use: dict[str, int] = {}
+    for b in replicas:
+        rack_use[ctx.rack(b)] = rack_use.get(ctx.rack(b), 0) + 1
+    eligible = set(ctx.eligible)
+
+    position = {b: i for i, b in enumerate(replicas)}
+
+    def key(b: int) -> tuple[bool, bool, bool, int, int, int, int]:
+        load = ctx.load_key(topic, b)
+        return (
+            b in out_of_sync,
+            b not in eligible,
+            rack_use[ctx.rack(b)] > 1,
+            load[0],
+            load[1],
+            load[2],
+            position[b],
+        )
+
+    return max(candidates, key=key)
+
+
+def pick_rack_move_source(
+    ctx: PlanContext,
+    topic: str,
+    replicas: Sequence[int],
+    *,
+    prefer: Collection[int],
+    protected: Collection[int] = (),
+) -> int | None:
+    """The replica to move in rack repair: one sharing its rack with another replica, never
+    the first (preferred leader) and the current leader only if nothing else shares a rack;
+    `prefer` (replicas this plan just added, which hold no data yet) first, then
+    ineligible, then most loaded."""
+    rack_use: dict[str, int] = {}
+    for b in replicas:
+        rack_use[ctx.rack(b)] = rack_use.get(ctx.rack(b), 0) + 1
+    eligible = set(ctx.eligible)
+    shared = [b for b in replicas[1:] if rack_use[ctx.rack(b)] > 1]
+    candidates = [b for b in shared if b not in protected] or shared
+    if not candidates:
+        return None
+
+    def key(b: int) -> tuple[bool, bool, int, int, int, int]:
+        load = ctx.load_key(topic, b)
+        return (b in prefer, b not in eligible, load[0], load[1], load[2], -load[3])
+
+    return max(candidates, key=key)

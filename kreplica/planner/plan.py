@@ -1,0 +1,286 @@
+"""make_plan: validate a request, run the strategy per topic, and package the result.
+
+Per topic, in topic-name order: change the RF of existing partitions, add partitions (at the
+target RF), then rack repair (when asked) over all partitions. Replicas added by this plan
+are moved first by rack repair, since they hold no data yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kreplica.errors import PlanInfeasible, UsageError
+from kreplica.model import ClusterSnapshot, Finding, PartitionChange, Plan, Topic
+from kreplica.planner.context import PlanContext
+from kreplica.planner.options import STRATEGIES, PlanOptions, TopicRequest
+from kreplica.planner.report import LowerBound, build_report
+from kreplica.planner.strategies import Work, repair_racks, strategy_named
+
+
+def _ids(ids: Sequence[int]) -> str:
+    return ", ".join(map(str, ids))
+
+
+def eligible_brokers(
+    snapshot: ClusterSnapshot, options: PlanOptions
+) -> tuple[list[int], dict[int, str]]:
+    """The brokers new replicas may go to, and why each other known broker is not eligible."""
+    known = set(snapshot.broker_ids())
+    for flag, ids in (
+        ("--brokers", options.brokers),
+        ("--exclude-brokers", options.exclude_brokers),
+    ):
+        unknown = sorted(set(ids or ()) - known)
+        if unknown:
+            raise UsageError(
+                f"{flag}: broker{'s' if len(unknown) > 1 else ''} {_ids(unknown)} "
+                f"{'are' if len(unknown) > 1 else 'is'} not in this cluster "
+                f"(brokers: {_ids(sorted(known))}); fix the list"
+            )
+    why_not: dict[int, str] = {}
+    eligible: list[int] = []
+    for broker in snapshot.brokers:
+        if options.brokers is not None and broker.id not in options.brokers:
+            why_not[broker.id] = "not in --brokers"
+        elif broker.id in options.exclude_brokers:
+            why_not[broker.id] = "excluded"
+        elif not broker.alive:
+            why_not[broker.id] = "not alive"
+        else:
+            eligible.append(broker.id)
+    return sorted(eligible), why_not
+
+
+def _too_few_brokers(topic: str, rf: int, eligible: Sequence[int], why_not: dict[int, str]) -> str:
+    items = sorted(why_not.items())
+    reasons = ", ".join(f"broker {b} is {why}" for b, why in items[:6])
+    if len(items) > 6:
+        reasons += f", {len(items) - 6} more"
+    detail = f" ({reasons})" if reasons else ""
+    return (
+        f"topic {topic!r}: RF {rf} needs {rf} eligible brokers, {len(eligible)} "
+        f"{'is' if len(eligible) == 1 else 'are'} eligible{detail}; "
+        "make more brokers eligible or ask for a lower RF"
+    )
+
+
+def _validate(
+    snapshot: ClusterSnapshot,
+    requests: Sequence[TopicRequest],
+    options: PlanOptions,
+    eligible: Sequence[int],
+    why_not: dict[int, str],
+) -> list[Finding]:
+    findings: list[Finding] = []
+    seen: set[str] = set()
+    for req in requests:
+        if req.topic in seen:
+            raise UsageError(f"topic {req.topic!r} is requested twice; give each topic once")
+        seen.add(req.topic)
+        topic = snapshot.topic(req.topic)  # UnknownTopicError names the fix
+        if req.rf is not None and req.rf < 1:
+            raise UsageError(
+                f"topic {req.topic!r}: RF {req.rf} is invalid; the replication factor must be "
+                "at least 1"
+            )
+        if req.partitions is not None and req.partitions < 1:
+            raise UsageError(
+                f"topic {req.topic!r}: {req.partitions} partitions is invalid; ask for at least 1"
+            )
+        current = len(topic.partitions)
+        if req.partitions is not None and req.partitions < current:
+            raise PlanInfeasible(
+                f"topic {req.topic!r} has {current} partitions and Kafka cannot remove "
+                f"partitions; ask for {current} or more"
+            )
+        if req.partitions is not None and req.partitions > current:
+            ids = [p.partition for p in topic.partitions]
+            if ids != list(range(current)):
+                raise PlanInfeasible(
+                    f"topic {req.topic!r}: partition ids are not 0..{current - 1}; "
+                    "repair the topic before adding partitions"
+                )
+        target_rf = req.rf if req.rf is not None else topic.replication_factor
+        grows = any(len(p.replicas) < target_rf for p in topic.partitions)
+        adds = req.partitions is not None and req.partitions > current
+        if (grows or adds or req.fix_racks) and target_rf > len(eligible):
+            raise PlanInfeasible(_too_few_brokers(req.topic, target_rf, eligible, why_not))
+        findings.extend(_min_isr_findings(topic, req, options))
+    return findings
+
+
+def _min_isr_findings(topic: Topic, req: TopicRequest, options: PlanOptions) -> list[Finding]:
+    min_isr = topic.min_insync_replicas
+    if req.rf is None or min_isr is None or req.rf > min_isr:
+        return []
+    lowering = any(len(p.replicas) > req.rf for p in topic.partitions)
+    text = (
+        f"topic {topic.name!r}: RF {req.rf} <= min.insync.replicas={min_isr}, so producers "
+        "with acks=all fail as soon as a replica is unavailable"
+    )
+    if lowering and not options.force:
+        raise PlanInfeasible(
+            f"{text}; lower min.insync.replicas first, ask for RF {min_isr + 1} or more, "
+            "or pass --force"
+        )
+    return [Finding("warning", "rf-below-min-isr", text, topic=topic.name)]
+
+
+def _state_findings(topic: Topic) -> list[Finding]:
+    findings: list[Finding] = []
+    lagging = [p.partition for p in topic.partitions if p.out_of_sync]
+    if lagging:
+        shown = _ids(lagging[:10]) + (", ..." if len(lagging) > 10 else "")
+        findings.append(
+            Finding(
+                "warning",
+                "under-replicated",
+                f"topic {topic.name!r}: {len(lagging)} partition(s) have out-of-sync replicas "
+                f"({shown}); lowering RF removes those first, other moves wait for them",
+                topic=topic.name,
+            )
+        )
+    moving = [p.partition for p in topic.partitions if p.reassigning]
+    if moving:
+        findings.append(
+            Finding(
+                "warning",
+                "reassignment-in-progress",
+                f"topic {topic.name!r}: partitions {_ids(moving[:10])} are being reassigned; "
+                "wait for it to finish (kafka-reassign-partitions --verify) before applying",
+                topic=topic.name,
+            )
+        )
+    return findings
+
+
+def _rack_target(ctx: PlanContext, replicas: Sequence[int], rf: int) -> int:
+    available = {ctx.rack(b) for b in ctx.eligible} | {ctx.rack(b) for b in replicas}
+    return min(rf, len(available))
+
+
+def _lower_bound(
+    ctx: PlanContext, topic: Topic, req: TopicRequest, target_rf: int, bound: LowerBound
+) -> None:
+    """Fewest adds/removes for this topic's request: RF deltas per partition, new partitions
+    at the target RF, and the rack moves no RF change can avoid (each added replica or
+    move gains at most one rack; removals never gain one)."""
+    for p in topic.partitions:
+        have = len(p.replicas)
+        adds = max(0, target_rf - have)
+        removes = max(0, have - target_rf)
+        if req.fix_racks:
+            racks_now = len({ctx.rack(b) for b in p.replicas})
+            target = _rack_target(ctx, p.replicas, target_rf)
+            reachable = min(racks_now + adds, target) if adds else min(racks_now, target_rf)
+            moves = max(0, target - reachable)
+            adds += moves
+            removes += moves
+        bound.add_partition(adds, removes, p.size_bytes)
+    if req.partitions is not None and req.partitions > len(topic.partitions):
+        bound.add_partition((req.partitions - len(topic.partitions)) * target_rf, 0, 0)
+
+
+def make_plan(
+    snapshot: ClusterSnapshot,
+    requests: Sequence[TopicRequest],
+    options: PlanOptions = PlanOptions(),
+) -> Plan:
+    """The smallest change giving each requested topic its target shape (see module doc)."""
+    if options.strategy not in STRATEGIES:
+        raise UsageError(
+            f"unknown strategy {options.strategy!r}; use one of {', '.join(STRATEGIES)}"
+        )
+    eligible, why_not = eligible_brokers(snapshot, options)
+    findings = _validate(snapshot, requests, options, eligible, why_not)
+    ctx = PlanContext.build(snapshot, eligible, options.seed)
+    strategy = strategy_named(options.strategy)
+    bound = LowerBound()
+    changes: list[PartitionChange] = []
+
+    for req in sorted(requests, key=lambda r: r.topic):
+        topic = snapshot.topic(req.topic)
+        findings.extend(_state_findings(topic))
+        target_rf = req.rf if req.rf is not None else topic.replication_factor
+        _lower_bound(ctx, topic, req, target_rf, bound)
+        work: Work = {p.partition: list(p.replicas) for p in topic.partitions}
+        if req.rf is not None and any(len(r) != req.rf for r in work.values()):
+            strategy.change_rf(ctx, topic, work, req.rf)
+        if req.partitions is not None and req.partitions > len(topic.partitions):
+            strategy.add_partitions(ctx, topic, work, req.partitions, target_rf)
+        if req.fix_racks:
+            partitions = {p.partition: p for p in topic.partitions}
+            for pid in sorted(work):
+                part = partitions.get(pid)
+                original = part.replicas if part else ()
+                added = [b for b in work[pid] if b not in original]
+                repair_racks(ctx, topic.name, part, work[pid], added=added)
+        changes.extend(_changes(topic, work))
+
+    changes.sort(key=lambda c: (c.topic, c.partition))
+    topics = [r.topic for r in requests]
+    findings.extend(_fallback_findings(ctx))
+    report = build_report(
+        snapshot=snapshot,
+        strategy=options.strategy,
+        eligible=eligible,
+        topics=topics,
+        changes=changes,
+        lower_bound=bound,
+        fallbacks=ctx.fallbacks,
+    )
+    findings.extend(_imbalance_findings(report))
+    return Plan(
+        cluster_id=snapshot.cluster_id,
+        snapshot_fingerprint=snapshot.fingerprint(),
+        strategy=options.strategy,
+        changes=tuple(changes),
+        report=report,
+        findings=tuple(findings),
+    )
+
+
+def _changes(topic: Topic, work: Work) -> list[PartitionChange]:
+    existing = {p.partition: p for p in topic.partitions}
+    out: list[PartitionChange] = []
+    for pid in sorted(work):
+        after = tuple(work[pid])
+        part = existing.get(pid)
+        if part is None:
+            out.append(PartitionChange(topic.name, pid, None, after, 0))
+        elif part.replicas != after:
+            out.append(PartitionChange(topic.name, pid, part.replicas, after, part.size_bytes))
+    return out
+
+
+def _fallback_findings(ctx: PlanContext) -> list[Finding]:
+    by_topic: dict[str, list[int]] = {}
+    for f in ctx.fallbacks:
+        by_topic.setdefault(f.topic, []).append(f.partition)
+    return [
+        Finding(
+            "warning",
+            "strategy-fallback",
+            f"topic {topic!r}: {len(pids)} partition(s) did not fit the Kafka layout and were "
+            f"placed by 'balanced' ({_ids(sorted(set(pids))[:10])}"
+            f"{', ...' if len(set(pids)) > 10 else ''}); see report.fallbacks",
+            topic=topic,
+        )
+        for topic, pids in sorted(by_topic.items())
+    ]
+
+
+def _imbalance_findings(report: dict[str, object]) -> list[Finding]:
+    spreads = report["topic_spread_after"]
+    assert isinstance(spreads, dict)
+    return [
+        Finding(
+            "info",
+            "imbalance",
+            f"topic {topic!r}: replicas per broker still differ by {value} after this plan "
+            "(existing replicas are not moved; a full rebalance would be needed)",
+            topic=topic,
+        )
+        for topic, value in sorted(spreads.items())
+        if value > 1
+    ]

@@ -1,0 +1,167 @@
+"""Plans as files: Kafka's reassignment JSON, the rollback, new partitions and the kreplica
+envelope kept beside them. Deterministic: sorted by (topic, partition), no clock."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from kreplica.errors import InputError
+from kreplica.model import ClusterSnapshot, Plan
+
+PLAN_FORMAT_VERSION = 1
+
+
+def _entries(rows: list[tuple[str, int, tuple[int, ...]]]) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "partitions": [
+            {
+                "topic": topic,
+                "partition": partition,
+                "replicas": list(replicas),
+                "log_dirs": ["any"] * len(replicas),
+            }
+            for topic, partition, replicas in sorted(rows)
+        ],
+    }
+
+
+def reassignment_json(plan: Plan) -> dict[str, Any]:
+    """What `kafka-reassign-partitions --execute` takes: changed existing partitions only."""
+    return _entries([(c.topic, c.partition, c.after) for c in plan.reassignments])
+
+
+def rollback_json(plan: Plan) -> dict[str, Any]:
+    """The same partitions with their replicas before the plan (undo file)."""
+    return _entries([(c.topic, c.partition, c.before or ()) for c in plan.reassignments])
+
+
+def new_partitions_list(plan: Plan) -> list[dict[str, Any]]:
+    return [
+        {"topic": c.topic, "partition": c.partition, "replicas": list(c.after)}
+        for c in sorted(plan.new_partitions, key=lambda c: (c.topic, c.partition))
+    ]
+
+
+def plan_document(plan: Plan, snapshot: ClusterSnapshot) -> dict[str, Any]:
+    """The kreplica envelope: where the plan came from, the before-state apply checks for
+    drift, the plan itself, its rollback and its report."""
+    before = [
+        {"topic": c.topic, "partition": c.partition, "replicas": list(c.before or ())}
+        for c in sorted(plan.reassignments, key=lambda c: (c.topic, c.partition))
+    ]
+    return {
+        "kreplica_plan": PLAN_FORMAT_VERSION,
+        "cluster_id": plan.cluster_id if plan.cluster_id is not None else snapshot.cluster_id,
+        "snapshot_fingerprint": plan.snapshot_fingerprint,
+        "strategy": plan.strategy,
+        "before": before,
+        "reassignment": reassignment_json(plan),
+        "new_partitions": new_partitions_list(plan),
+        "rollback": rollback_json(plan),
+        "report": json.loads(json.dumps(dict(plan.report), sort_keys=True)),
+        "findings": [
+            {
+                "level": f.level,
+                "code": f.code,
+                "message": f.message,
+                "topic": f.topic,
+                "partition": f.partition,
+            }
+            for f in plan.findings
+        ],
+    }
+
+
+def _bad(path: str, problem: str) -> InputError:
+    return InputError(
+        f"reassignment JSON: {path} {problem}; expected Kafka's "
+        '{"version": 1, "partitions": [{"topic", "partition", "replicas"}]} or a kreplica plan'
+    )
+
+
+def _int(value: Any, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _bad(path, f"must be an integer, got {json.dumps(value)}")
+    return value
+
+
+def _reassignment_root(data: Any) -> Mapping[str, Any]:
+    if not isinstance(data, dict):
+        raise _bad("the top level", "must be an object")
+    if "kreplica_plan" in data:
+        inner = data.get("reassignment")
+        if not isinstance(inner, dict):
+            raise _bad("reassignment", "must be an object in a kreplica plan")
+        return inner
+    return data
+
+
+def parse_reassignment_json(data: Any) -> list[tuple[str, int, tuple[int, ...]]]:
+    """(topic, partition, replicas) rows of Kafka's reassignment JSON or of a kreplica plan
+    document (its `reassignment` part), in file order. Bad shapes raise InputError naming
+    the path, e.g. `partitions[3].replicas[1]`."""
+    root = _reassignment_root(data)
+    prefix = "reassignment." if isinstance(data, dict) and "kreplica_plan" in data else ""
+    version = root.get("version", 1)
+    if version != 1:
+        raise _bad(f"{prefix}version", f"must be 1, got {json.dumps(version)}")
+    partitions = root.get("partitions")
+    if not isinstance(partitions, list):
+        raise _bad(f"{prefix}partitions", "must be a list")
+    rows: list[tuple[str, int, tuple[int, ...]]] = []
+    for i, entry in enumerate(partitions):
+        path = f"{prefix}partitions[{i}]"
+        if not isinstance(entry, dict):
+            raise _bad(path, "must be an object")
+        topic = entry.get("topic")
+        if not isinstance(topic, str) or not topic:
+            raise _bad(f"{path}.topic", f"must be a topic name, got {json.dumps(topic)}")
+        partition = _int(entry.get("partition"), f"{path}.partition")
+        if partition < 0:
+            raise _bad(f"{path}.partition", f"must be >= 0, got {partition}")
+        replicas = entry.get("replicas")
+        if not isinstance(replicas, list):
+            raise _bad(
+                f"{path}.replicas", f"must be a list of broker ids, got {json.dumps(replicas)}"
+            )
+        ids = tuple(_int(b, f"{path}.replicas[{j}]") for j, b in enumerate(replicas))
+        log_dirs = entry.get("log_dirs")
+        if log_dirs is not None and (
+            not isinstance(log_dirs, list)
+            or len(log_dirs) != len(ids)
+            or not all(isinstance(d, str) for d in log_dirs)
+        ):
+            raise _bad(
+                f"{path}.log_dirs",
+                f'must be a list of {len(ids)} paths or "any" (one per replica)',
+            )
+        rows.append((topic, partition, ids))
+    return rows
+
+
+def parse_new_partitions(data: Any) -> list[tuple[str, int, tuple[int, ...]]]:
+    """The `new_partitions` rows of a kreplica plan document ([] for Kafka's format)."""
+    if not isinstance(data, dict) or "kreplica_plan" not in data:
+        return []
+    entries = data.get("new_partitions", [])
+    if not isinstance(entries, list):
+        raise _bad("new_partitions", "must be a list")
+    rows: list[tuple[str, int, tuple[int, ...]]] = []
+    for i, entry in enumerate(entries):
+        path = f"new_partitions[{i}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("topic"), str):
+            raise _bad(path, "must be an object with topic, partition and replicas")
+        replicas = entry.get("replicas")
+        if not isinstance(replicas, list):
+            raise _bad(f"{path}.replicas", "must be a list of broker ids")
+        rows.append(
+            (
+                entry["topic"],
+                _int(entry.get("partition"), f"{path}.partition"),
+                tuple(_int(b, f"{path}.replicas[{j}]") for j, b in enumerate(replicas)),
+            )
+        )
+    return rows

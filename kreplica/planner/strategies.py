@@ -1,0 +1,247 @@
+"""What changes: the three strategies for RF changes and new partitions, plus rack repair.
+
+Each strategy works on one topic's working assignment (`work`: partition id -> replica list,
+mutated in place) and reports every accepted partition change to the context so the load
+counts stay current. Existing replicas are never moved or reordered by an RF change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Protocol
+
+from kreplica.model import Partition, Topic
+from kreplica.planner.context import PlanContext
+from kreplica.planner.pickers import (
+    pick_leader,
+    pick_new_replica,
+    pick_rack_move_source,
+    pick_removal,
+)
+
+Work = dict[int, list[int]]
+
+
+class Strategy(Protocol):
+    name: str
+
+    def change_rf(self, ctx: PlanContext, topic: Topic, work: Work, rf: int) -> None: ...
+
+    def add_partitions(
+        self, ctx: PlanContext, topic: Topic, work: Work, total: int, rf: int
+    ) -> None: ...
+
+
+def _sizes(topic: Topic) -> dict[int, int | None]:
+    return {p.partition: p.size_bytes for p in topic.partitions}
+
+
+def _partitions(topic: Topic) -> dict[int, Partition]:
+    return {p.partition: p for p in topic.partitions}
+
+
+def grow_balanced(
+    ctx: PlanContext, topic: str, replicas: list[int], rf: int, size: int | None
+) -> None:
+    """Append least-loaded replicas (fresh racks first) until `replicas` has `rf`."""
+    while len(replicas) < rf:
+        chosen = pick_new_replica(ctx, topic, replicas)
+        ctx.replace(topic, replicas, [*replicas, chosen], size)
+        replicas.append(chosen)
+
+
+def shrink_balanced(
+    ctx: PlanContext,
+    topic: str,
+    partition: Partition | None,
+    replicas: list[int],
+    rf: int,
+) -> None:
+    """Drop replicas (out-of-sync first, then the most loaded, never a leader if avoidable)
+    until `replicas` has `rf`; the survivors keep their order."""
+    size = partition.size_bytes if partition else None
+    out_of_sync = partition.out_of_sync if partition else ()
+    protected = {replicas[0]} if replicas else set()
+    if partition is not None and partition.current_leader is not None:
+        protected.add(partition.current_leader)
+    while len(replicas) > rf:
+        victim = pick_removal(ctx, topic, replicas, out_of_sync=out_of_sync, protected=protected)
+        kept = [b for b in replicas if b != victim]
+        ctx.replace(topic, replicas, kept, size)
+        replicas[:] = kept
+
+
+def repair_racks(
+    ctx: PlanContext,
+    topic: str,
+    partition: Partition | None,
+    replicas: list[int],
+    *,
+    added: Collection[int] = (),
+) -> int:
+    """Make `replicas` span min(RF, racks available) racks with the fewest replacements.
+
+        target = min(len(replicas), racks of eligible brokers and of replicas)
+        while racks(replicas) < target:
+            move a replica off a shared rack (never the first, newly added ones first)
+            to the least-loaded eligible broker on a rack not used yet, same position
+    Each move adds exactly one rack, so the number of moves is target - racks now: minimal.
+    Returns the number of moves.
+    """
+    size = partition.size_bytes if partition else None
+    protected = {partition.current_leader} if partition and partition.current_leader else set()
+    available = len({ctx.rack(b) for b in ctx.eligible} | {ctx.rack(b) for b in replicas})
+    target = min(len(replicas), available)
+    moves = 0
+    while len({ctx.rack(b) for b in replicas}) < target:
+        source = pick_rack_move_source(ctx, topic, replicas, prefer=added, protected=protected)
+        if source is None:
+            break
+        rest = [b for b in replicas if b != source]
+        used_racks = {ctx.rack(b) for b in rest}
+        fresh = [
+            b
+            for b in ctx.eligible
+            if b not in rest and b != source and ctx.rack(b) not in used_racks
+        ]
+        if not fresh:
+            break
+        dest = min(fresh, key=lambda b: ctx.load_key(topic, b))
+        new = [dest if b == source else b for b in replicas]
+        ctx.replace(topic, replicas, new, size)
+        replicas[:] = new
+        moves += 1
+    return moves
+
+
+class BalancedStrategy:
+    """Default: least-loaded placement with rack diversity.
+
+        raise RF:  for each partition, append pick_new_replica() until RF is reached
+        lower RF:  for each partition, drop pick_removal() until RF is reached
+        add partitions: leader = pick_leader() (rotates over brokers and racks),
+                        followers = pick_new_replica()
+    Loads: topic replica count, then cluster replica count, then bytes (when known), then
+    broker id (or a --seed permutation).
+    """
+
+    name = "balanced"
+
+    def change_rf(self, ctx: PlanContext, topic: Topic, work: Work, rf: int) -> None:
+        partitions = _partitions(topic)
+        sizes = _sizes(topic)
+        for pid in sorted(work):
+            replicas = work[pid]
+            if len(replicas) < rf:
+                grow_balanced(ctx, topic.name, replicas, rf, sizes.get(pid))
+            elif len(replicas) > rf:
+                shrink_balanced(ctx, topic.name, partitions.get(pid), replicas, rf)
+
+    def add_partitions(
+        self, ctx: PlanContext, topic: Topic, work: Work, total: int, rf: int
+    ) -> None:
+        for pid in range(len(work), total):
+            leader = pick_leader(ctx, topic.name)
+            ctx.replace(topic.name, [], [leader], 0)
+            replicas = [leader]
+            grow_balanced(ctx, topic.name, replicas, rf, 0)
+            work[pid] = replicas
+
+
+def _ring_after(ring: Sequence[int], start: int) -> list[int]:
+    """The ring's brokers in order after `start` (wrapping), `start` itself last."""
+    if start in ring:
+        i = ring.index(start)
+        return [*ring[i + 1 :], *ring[: i + 1]]
+    after = [b for b in ring if b > start]
+    return [*after, *(b for b in ring if b <= start)]
+
+
+def next_in_ring(ctx: PlanContext, ring: Sequence[int], replicas: Sequence[int]) -> int | None:
+    """The first eligible broker after the last replica in the id-sorted ring that is not a
+    replica yet, on an unused rack when one is available."""
+    used = set(replicas)
+    used_racks = {ctx.rack(b) for b in replicas}
+    eligible = set(ctx.eligible)
+    order = [b for b in _ring_after(ring, replicas[-1]) if b in eligible and b not in used]
+    for b in order:
+        if ctx.rack(b) not in used_racks:
+            return b
+    return order[0] if order else None
+
+
+class AppendStrategy:
+    """Seed idea 2: extend each partition from its last replica along the id-sorted ring.
+
+    ring = all broker ids, sorted
+    raise RF: new replica = next eligible broker after the last replica in the ring that
+              is not in the partition, skipping to one on an unused rack if any exists
+    lower RF: truncate the tail (the current leader is kept)
+    add partitions: leader = next eligible broker after the previous partition's leader,
+                    followers appended as above
+    """
+
+    name = "append"
+
+    def _ring(self, ctx: PlanContext, work: Work) -> list[int]:
+        brokers = set(ctx.snapshot.broker_ids()) | set(ctx.eligible)
+        for reps in work.values():
+            brokers.update(reps)
+        return sorted(brokers)
+
+    def _grow(
+        self,
+        ctx: PlanContext,
+        ring: Sequence[int],
+        topic: str,
+        replicas: list[int],
+        rf: int,
+        size: int | None,
+    ) -> None:
+        while len(replicas) < rf:
+            chosen = next_in_ring(ctx, ring, replicas)
+            if chosen is None:  # only when the ring is exhausted; reuse the picker's message
+                chosen = pick_new_replica(ctx, topic, replicas)
+            ctx.replace(topic, replicas, [*replicas, chosen], size)
+            replicas.append(chosen)
+
+    def change_rf(self, ctx: PlanContext, topic: Topic, work: Work, rf: int) -> None:
+        ring = self._ring(ctx, work)
+        partitions = _partitions(topic)
+        for pid in sorted(work):
+            replicas = work[pid]
+            part = partitions.get(pid)
+            size = part.size_bytes if part else None
+            if len(replicas) < rf:
+                self._grow(ctx, ring, topic.name, replicas, rf, size)
+            elif len(replicas) > rf:
+                leader = part.current_leader if part else None
+                keep = replicas[:rf]
+                if leader is not None and leader in replicas and leader not in keep:
+                    keep = [*replicas[: rf - 1], leader]
+                ctx.replace(topic.name, replicas, keep, size)
+                replicas[:] = keep
+
+    def add_partitions(
+        self, ctx: PlanContext, topic: Topic, work: Work, total: int, rf: int
+    ) -> None:
+        ring = self._ring(ctx, work)
+        eligible = set(ctx.eligible)
+        for pid in range(len(work), total):
+            previous = work[pid - 1][0] if pid > 0 and work.get(pid - 1) else ring[-1]
+            leader = next(b for b in _ring_after(ring, previous) if b in eligible)
+            ctx.replace(topic.name, [], [leader], 0)
+            replicas = [leader]
+            self._grow(ctx, ring, topic.name, replicas, rf, 0)
+            work[pid] = replicas
+
+
+def strategy_named(name: str) -> Strategy:
+    from kreplica.planner.kafka_strategy import KafkaStrategy
+
+    strategies: dict[str, Strategy] = {
+        "balanced": BalancedStrategy(),
+        "append": AppendStrategy(),
+        "kafka": KafkaStrategy(),
+    }
+    return strategies[name]

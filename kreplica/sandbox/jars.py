@@ -8,6 +8,7 @@ The poms beside this file pin the versions. Maven keeps the jars in its own repo
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -105,6 +106,7 @@ def fetch(kafka_version: str, *, quiet: bool = True) -> str:
     cmd = [
         mvn,
         "-B",
+        "-Dstyle.color=never",
         *(["-q"] if quiet else []),
         "-f",
         str(pom_for(kafka_version)),
@@ -115,10 +117,11 @@ def fetch(kafka_version: str, *, quiet: bool = True) -> str:
     ]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0 or not tmp.exists():
-        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
         raise SandboxError(
-            f"Maven could not resolve Kafka {kafka_version} from Maven Central (exit "
-            f"{done.returncode}); check the version exists and Maven Central is reachable:\n{tail}"
+            f"Maven could not resolve Kafka {kafka_version} from Maven Central "
+            f"({_first_maven_error(done.stdout + done.stderr)}); check that the version exists "
+            "and Maven Central is reachable (rerun with `python -m kreplica.sandbox fetch "
+            f"{kafka_version} --verbose`)"
         )
     classpath = tmp.read_text().strip()
     tmp.replace(cached)
@@ -136,3 +139,11 @@ def java_binary() -> str:
             "openjdk-17-jre-headless`) or set JAVA_HOME"
         )
     return java
+
+
+def _first_maven_error(output: str) -> str:
+    for line in output.splitlines():
+        line = re.sub(r"\x1b\[[0-9;]*m", "", line).strip()
+        if line.startswith("[ERROR]") and len(line) > len("[ERROR] "):
+            return line.removeprefix("[ERROR] ")[:300]
+    return "no error message"

@@ -1,0 +1,428 @@
+"""What each command does, once typer has parsed it. Imported lazily by kreplica.cli.app."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kreplica.cli import output
+from kreplica.cli.config import SourceSpec, resolve_source
+from kreplica.cli.options import Options, OutputFormat
+from kreplica.errors import InputError, NotImplementedYet, UsageError
+from kreplica.model import ClusterSnapshot, Finding, Plan
+
+# --- shared steps ------------------------------------------------------------------------
+
+
+def source_spec(opts: Options) -> SourceSpec:
+    return resolve_source(
+        snapshot=opts.snapshot,
+        zookeeper=opts.zookeeper,
+        bootstrap_server=opts.bootstrap_server,
+        command_config=opts.command_config,
+        cluster=opts.cluster,
+        timeout_s=opts.timeout,
+    )
+
+
+def read_cluster(spec: SourceSpec) -> ClusterSnapshot:
+    source = spec.open()
+    try:
+        snap: ClusterSnapshot = source.snapshot(None)
+    finally:
+        source.close()
+    return snap
+
+
+def describe_source(spec: SourceSpec) -> str:
+    names = {"snapshot": "snapshot", "zookeeper": "zookeeper", "bootstrap_server": "bootstrap"}
+    text = f"{names.get(spec.kind, spec.kind)} {spec.address}"
+    return text if spec.origin in ("command line",) else f"{text} (from {spec.origin})"
+
+
+def parse_broker_ids(text: str | None, flag: str) -> frozenset[int] | None:
+    """'1,2,5-8' -> {1, 2, 5, 6, 7, 8}."""
+    if text is None:
+        return None
+    ids: set[int] = set()
+    for item in text.split(","):
+        item = item.strip()
+        match = re.fullmatch(r"(\d+)(?:-(\d+))?", item)
+        if not match:
+            raise UsageError(f"{flag}: {item!r} is not a broker id; write ids like 1,2,5-8")
+        low = int(match.group(1))
+        high = int(match.group(2) or low)
+        if high < low:
+            raise UsageError(f"{flag}: range {item!r} runs backwards; write it as {high}-{low}")
+        ids.update(range(low, high + 1))
+    return frozenset(ids)
+
+
+def console(file: Any = None) -> Any:
+    from kreplica.render.console import make_console
+
+    return make_console(file, no_color=output.STATE.no_color)
+
+
+def print_json_data(data: Any, errors: list[dict[str, str]] | None = None) -> None:
+    output.emit_envelope(data, errors)
+
+
+def findings_json(findings: Sequence[Finding]) -> list[dict[str, Any]]:
+    return [
+        {
+            "level": f.level,
+            "code": f.code,
+            "message": f.message,
+            "topic": f.topic,
+            "partition": f.partition,
+        }
+        for f in findings
+    ]
+
+
+# --- plan commands -------------------------------------------------------------------------
+
+
+def rf_change(opts: Options, *, topics: list[str], rf: int, direction: str) -> None:
+    """expand / shrink / set-rf: the RF is absolute; expand never lowers, shrink never raises."""
+    if rf < 1:
+        raise UsageError(f"--rf {rf} is not a replication factor; use 1 or more")
+    spec = source_spec(opts)
+    snap = read_cluster(spec)
+    currents: dict[str, int] = {}
+    for name in topics:
+        current = currents[name] = snap.topic(name).replication_factor
+        if direction == "expand" and rf < current:
+            raise UsageError(
+                f"expand raises RF, but {name} has RF {current} and --rf is {rf}; "
+                f"use `kreplica shrink --topic {name} --rf {rf}`"
+            )
+        if direction == "shrink" and rf > current:
+            raise UsageError(
+                f"shrink lowers RF, but {name} has RF {current} and --rf is {rf}; "
+                f"use `kreplica expand --topic {name} --rf {rf}`"
+            )
+    from kreplica.planner import TopicRequest
+
+    requests = [TopicRequest(topic=name, rf=rf) for name in dict.fromkeys(topics)]
+    verb = {"expand": "expand", "shrink": "shrink", "any": "set RF of"}[direction]
+    title = f"{verb} " + ", ".join(f"{n} (RF {c} → {rf})" for n, c in currents.items())
+    _plan_and_show(opts, spec, snap, requests, title)
+
+
+def plan_topics(
+    opts: Options,
+    *,
+    topics: list[str],
+    regex: str | None,
+    rf: int | None,
+    partitions: int | None,
+    fix_racks: bool,
+) -> None:
+    if rf is None and partitions is None and not fix_racks:
+        raise UsageError("nothing to plan; give --rf N, --partitions N and/or --fix-racks")
+    if rf is not None and rf < 1:
+        raise UsageError(f"--rf {rf} is not a replication factor; use 1 or more")
+    if partitions is not None and partitions < 1:
+        raise UsageError(f"--partitions {partitions} is not a partition count; use 1 or more")
+    if not topics and regex is None:
+        raise UsageError("no topic given; pass --topic NAME (repeatable) or --topics REGEX")
+    pattern = None
+    if regex is not None:
+        try:
+            pattern = re.compile(regex)
+        except re.error as exc:
+            raise UsageError(f"--topics {regex!r} is not a valid regex ({exc}); fix it") from None
+    spec = source_spec(opts)
+    snap = read_cluster(spec)
+    names = list(dict.fromkeys(topics))
+    for name in names:
+        snap.topic(name)  # unknown topic: a clear error before planning
+    if pattern is not None:
+        matched = [t.name for t in snap.topics if pattern.fullmatch(t.name)]
+        if not matched:
+            from kreplica.errors import UnknownTopicError
+
+            raise UnknownTopicError(
+                f"--topics {regex!r} matches no topic in this cluster; "
+                "the regex must match the whole name (e.g. 'orders.*')"
+            )
+        names += [m for m in matched if m not in names]
+    from kreplica.planner import TopicRequest
+
+    requests = [
+        TopicRequest(topic=n, rf=rf, partitions=partitions, fix_racks=fix_racks) for n in names
+    ]
+    what = []
+    if rf is not None:
+        what.append(f"RF {rf}")
+    if partitions is not None:
+        what.append(f"{partitions} partitions")
+    if fix_racks:
+        what.append("racks repaired")
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    _plan_and_show(opts, spec, snap, requests, f"plan {shown}: {', '.join(what)}")
+
+
+def _plan_and_show(
+    opts: Options, spec: SourceSpec, snap: ClusterSnapshot, requests: list[Any], title: str
+) -> None:
+    from kreplica.planner import PlanOptions, make_plan
+
+    plan_options = PlanOptions(
+        strategy=opts.strategy,
+        brokers=parse_broker_ids(opts.brokers, "--brokers"),
+        exclude_brokers=parse_broker_ids(opts.exclude_brokers, "--exclude-brokers") or frozenset(),
+        seed=opts.seed,
+        force=opts.force,
+    )
+    plan = make_plan(snap, requests, plan_options)
+    files = write_plan_files(plan, snap, opts.out) if opts.out else None
+    not_applied = None
+    if not opts.dry_run and plan.changes:
+        not_applied = NotImplementedYet(
+            "applying a plan is not built yet; nothing was changed on the cluster. "
+            "Rerun with --dry-run --out PLAN.json and run "
+            "kafka-reassign-partitions --execute --reassignment-json-file PLAN.json"
+        )
+    if opts.output is OutputFormat.json:
+        data = plan_data(plan, snap, title=title, source=describe_source(spec), files=files)
+        errors = []
+        if not_applied is not None:
+            errors.append({"code": not_applied.code, "message": not_applied.message})
+        print_json_data(data, errors)
+    elif opts.output is OutputFormat.markdown:
+        from kreplica.render.markdown import plan_markdown
+
+        sys.stdout.write(
+            plan_markdown(
+                plan,
+                snap,
+                title=title,
+                source=describe_source(spec),
+                runbook=runbook(plan, snap, opts, spec),
+                limit=opts.limit,
+            )
+        )
+    else:
+        from kreplica.render.diff import plan_view
+
+        out = console()
+        out.print(
+            plan_view(plan, snap, title=title, source=describe_source(spec), limit=opts.limit)
+        )
+        if files:
+            out.print()
+            out.print("wrote " + ", ".join(str(p) for p in files.values()))
+        if plan.changes and files:
+            out.print()
+            for label, command in runbook(plan, snap, opts, spec):
+                out.print(f"[muted]# {label}[/muted]", soft_wrap=True)
+                out.print(command, soft_wrap=True, markup=False)
+        elif plan.changes:
+            out.print()
+            out.print(
+                "[muted]add --out PLAN.json to write Kafka's reassignment JSON, its rollback "
+                "and the kreplica plan document[/muted]"
+            )
+    if not_applied is not None:
+        raise not_applied
+
+
+def plan_data(
+    plan: Plan,
+    snap: ClusterSnapshot,
+    *,
+    title: str,
+    source: str,
+    files: dict[str, Path] | None,
+) -> dict[str, Any]:
+    from kreplica.planner.serialize import new_partitions_list, reassignment_json, rollback_json
+
+    return {
+        "title": title,
+        "source": source,
+        "cluster_id": plan.cluster_id,
+        "snapshot_fingerprint": plan.snapshot_fingerprint,
+        "strategy": plan.strategy,
+        "reassignment": reassignment_json(plan),
+        "new_partitions": new_partitions_list(plan),
+        "rollback": rollback_json(plan),
+        "report": dict(plan.report),
+        "findings": findings_json(plan.findings),
+        "files": {k: str(v) for k, v in files.items()} if files else None,
+    }
+
+
+def sibling_paths(out: Path) -> dict[str, Path]:
+    stem = out.name[: -len(".json")] if out.name.endswith(".json") else out.name
+    return {
+        "reassignment": out,
+        "rollback": out.with_name(stem + ".rollback.json"),
+        "plan_document": out.with_name(stem + ".kreplica.json"),
+    }
+
+
+def write_plan_files(plan: Plan, snap: ClusterSnapshot, out: Path) -> dict[str, Path]:
+    """PLAN.json (Kafka's format), PLAN.rollback.json and PLAN.kreplica.json beside it."""
+    from kreplica.planner.serialize import plan_document, reassignment_json, rollback_json
+
+    paths = sibling_paths(out)
+    documents = {
+        "reassignment": reassignment_json(plan),
+        "rollback": rollback_json(plan),
+        "plan_document": plan_document(plan, snap),
+    }
+    if not out.parent.exists():
+        raise UsageError(
+            f"--out {str(out)!r}: folder {str(out.parent)!r} does not exist; create it"
+        )
+    for key, path in paths.items():
+        try:
+            path.write_text(json.dumps(documents[key], indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {str(path)!r} ({exc.strerror}); check --out") from None
+    return paths
+
+
+def runbook(
+    plan: Plan, snap: ClusterSnapshot, opts: Options, spec: SourceSpec
+) -> list[tuple[str, str]]:
+    """The exact commands that apply, verify and roll back this plan with Kafka's own tools."""
+    from kreplica.render.text import runbook_commands
+
+    return runbook_commands(
+        plan,
+        snap,
+        bootstrap=spec.bootstrap_server or "BROKER:9092",
+        command_config=opts.command_config,
+        out=opts.out,
+    )
+
+
+# --- explain, check, snapshot ---------------------------------------------------------------
+
+
+def explain(opts: Options, *, topics: list[str]) -> None:
+    from kreplica.planner import explain_topic
+
+    spec = source_spec(opts)
+    snap = read_cluster(spec)
+    names = list(dict.fromkeys(topics)) or [t.name for t in snap.topics]
+    results = [explain_topic(snap, name) for name in names]
+    if opts.output is OutputFormat.json:
+        print_json_data({"source": describe_source(spec), "topics": results})
+    elif opts.output is OutputFormat.markdown:
+        from kreplica.render.markdown import explain_markdown
+
+        sys.stdout.write(explain_markdown(results, snap))
+    else:
+        from kreplica.render.explain import explain_view
+
+        console().print(explain_view(results, snap))
+
+
+def check(opts: Options, plan_file: Path) -> None:
+    from kreplica.planner import check_reassignment
+
+    try:
+        text = plan_file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"plan file {str(plan_file)!r} not found; check the path") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read plan file {str(plan_file)!r}: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{plan_file} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            "pass a kafka-reassign-partitions JSON or a PLAN.kreplica.json"
+        ) from None
+    spec = source_spec(opts)
+    snap = read_cluster(spec)
+    findings = check_reassignment(snap, data)
+    errors = [f for f in findings if f.level == "error"]
+    if opts.output is OutputFormat.json:
+        print_json_data(
+            {
+                "source": describe_source(spec),
+                "file": str(plan_file),
+                "findings": findings_json(findings),
+            },
+            [{"code": f.code, "message": _where(f) + f.message} for f in errors],
+        )
+    elif opts.output is OutputFormat.markdown:
+        from kreplica.render.markdown import findings_markdown
+
+        sys.stdout.write(findings_markdown(findings, title=f"kreplica check {plan_file}"))
+    else:
+        from kreplica.render.diff import findings_view
+
+        out = console()
+        if findings:
+            out.print(findings_view(findings))
+        counts = {
+            lvl: sum(f.level == lvl for f in findings) for lvl in ("error", "warning", "info")
+        }
+        out.print(
+            f"{plan_file}: {counts['error']} errors, {counts['warning']} warnings, "
+            f"{counts['info']} notes (checked against {describe_source(spec)})"
+        )
+    if errors:
+        from kreplica.errors import VerificationFailed
+
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise VerificationFailed(f"{plan_file}: {_where(first)}{first.message}{more}")
+
+
+def _where(finding: Finding) -> str:
+    if finding.topic is None:
+        return ""
+    part = f"-{finding.partition}" if finding.partition is not None else ""
+    return f"{finding.topic}{part}: "
+
+
+def snapshot(opts: Options, *, out: Path | None, topics: list[str]) -> None:
+    from kreplica.sources.snapshot import dump_snapshot, snapshot_to_dict
+
+    spec = source_spec(opts)
+    source = spec.open()
+    try:
+        snap: ClusterSnapshot = source.snapshot(list(dict.fromkeys(topics)) or None)
+    finally:
+        source.close()
+    if out is not None and str(out) != "-":
+        if not out.parent.exists():
+            raise UsageError(
+                f"-o {str(out)!r}: folder {str(out.parent)!r} does not exist; create it"
+            )
+        try:
+            out.write_text(dump_snapshot(snap), encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {str(out)!r} ({exc.strerror}); check -o") from None
+    summary: dict[str, Any] = {
+        "file": None if out is None or str(out) == "-" else str(out),
+        "cluster_id": snap.cluster_id,
+        "brokers": len(snap.brokers),
+        "topics": len(snap.topics),
+        "partitions": sum(len(t.partitions) for t in snap.topics),
+        "fingerprint": snap.fingerprint(),
+    }
+    if opts.output is OutputFormat.json:
+        if summary["file"] is None:
+            summary["snapshot"] = snapshot_to_dict(snap)
+        print_json_data(summary)
+    elif summary["file"] is None:
+        sys.stdout.write(dump_snapshot(snap))
+    else:
+        console().print(
+            f"wrote {out}: {summary['brokers']} brokers, {summary['topics']} topics, "
+            f"{summary['partitions']} partitions (cluster {snap.cluster_id or 'unknown'}, "
+            f"fingerprint {summary['fingerprint']})"
+        )

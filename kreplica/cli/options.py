@@ -1,0 +1,316 @@
+"""Options shared by many commands, declared once and added to each command's signature.
+
+`@shared(SOURCE, OUTPUT)` appends those options to the decorated command and hands their values
+to it as one `opts: Options` argument, so the commands stay short and every command spells a
+shared option the same way.
+"""
+
+# No `from __future__ import annotations`: typer reads these annotations at runtime.
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+SOURCE_PANEL = "Cluster source"
+PLAN_PANEL = "Planning"
+OUTPUT_PANEL = "Output"
+
+
+class OutputFormat(StrEnum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+
+
+@dataclass
+class Options:
+    snapshot: Optional[str] = None  # noqa: UP045 - typer needs Optional at runtime on 3.11
+    zookeeper: Optional[str] = None  # noqa: UP045
+    bootstrap_server: Optional[str] = None  # noqa: UP045
+    command_config: Optional[str] = None  # noqa: UP045
+    cluster: Optional[str] = None  # noqa: UP045
+    timeout: float = 15.0
+    output: OutputFormat = OutputFormat.table
+    no_color: bool = False
+    debug: bool = False
+    strategy: str = "balanced"
+    brokers: Optional[str] = None  # noqa: UP045
+    exclude_brokers: Optional[str] = None  # noqa: UP045
+    seed: Optional[int] = None  # noqa: UP045
+    force: bool = False
+    dry_run: bool = False
+    out: Optional[Path] = None  # noqa: UP045
+    yes: bool = False
+    limit: int = 50
+
+
+def _param(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default
+    )
+
+
+SOURCE = [
+    _param(
+        "snapshot",
+        Annotated[
+            Optional[str],  # noqa: UP045
+            typer.Option(
+                "--snapshot",
+                metavar="FILE",
+                help="Read the cluster from a snapshot file (written by `kreplica snapshot`).",
+                rich_help_panel=SOURCE_PANEL,
+            ),
+        ],
+        None,
+    ),
+    _param(
+        "zookeeper",
+        Annotated[
+            Optional[str],  # noqa: UP045
+            typer.Option(
+                "--zookeeper",
+                metavar="HOST:PORT[/chroot]",
+                help="Read assignments from ZooKeeper (ZooKeeper-mode clusters).",
+                rich_help_panel=SOURCE_PANEL,
+            ),
+        ],
+        None,
+    ),
+    _param(
+        "bootstrap_server",
+        Annotated[
+            Optional[str],  # noqa: UP045
+            typer.Option(
+                "--bootstrap-server",
+                metavar="HOST:PORT",
+                help="Read the cluster through the Kafka AdminClient.",
+                rich_help_panel=SOURCE_PANEL,
+            ),
+        ],
+        None,
+    ),
+    _param(
+        "command_config",
+        Annotated[
+            Optional[str],  # noqa: UP045
+            typer.Option(
+                "--command-config",
+                metavar="FILE",
+                help="Client properties (security.protocol, sasl.*, ssl.*), as for Kafka's tools.",
+                rich_help_panel=SOURCE_PANEL,
+            ),
+        ],
+        None,
+    ),
+    _param(
+        "cluster",
+        Annotated[
+            Optional[str],  # noqa: UP045
+            typer.Option(
+                "--cluster",
+                metavar="NAME",
+                help="A named cluster from ~/.config/kreplica/clusters.toml (or KREPLICA_CONFIG).",
+                rich_help_panel=SOURCE_PANEL,
+            ),
+        ],
+        None,
+    ),
+    _param(
+        "timeout",
+        Annotated[
+            float,
+            typer.Option(
+                "--timeout",
+                min=0.1,
+                metavar="SECONDS",
+                help="Give up on an unreachable cluster after this long.",
+                rich_help_panel=SOURCE_PANEL,
+            ),
+        ],
+        15.0,
+    ),
+]
+
+OUTPUT = [
+    _param(
+        "output",
+        Annotated[
+            OutputFormat,
+            typer.Option(
+                "--output",
+                help="table for people, json for scripts (one envelope), markdown for tickets.",
+                envvar="KREPLICA_OUTPUT",
+                rich_help_panel=OUTPUT_PANEL,
+            ),
+        ],
+        OutputFormat.table,
+    ),
+    _param(
+        "no_color",
+        Annotated[
+            bool,
+            typer.Option(
+                "--no-color", help="No colours (also: NO_COLOR=1).", rich_help_panel=OUTPUT_PANEL
+            ),
+        ],
+        False,
+    ),
+    _param(
+        "debug",
+        Annotated[
+            bool,
+            typer.Option(
+                "--debug",
+                help="Show tracebacks (also: KREPLICA_DEBUG=1).",
+                rich_help_panel=OUTPUT_PANEL,
+            ),
+        ],
+        False,
+    ),
+]
+
+PLAN = [
+    _param(
+        "strategy",
+        Annotated[
+            str,
+            typer.Option(
+                "--strategy",
+                help="balanced (least-loaded brokers, no moves), kafka (what Kafka would place), "
+                "append (simple round-robin).",
+                rich_help_panel=PLAN_PANEL,
+            ),
+        ],
+        "balanced",
+    ),
+    _param(
+        "brokers",
+        Annotated[
+            Optional[str],  # noqa: UP045
+            typer.Option(
+                "--brokers",
+                metavar="IDS",
+                help="Only place new replicas on these brokers, e.g. 1,2,5-8.",
+                rich_help_panel=PLAN_PANEL,
+            ),
+        ],
+        None,
+    ),
+    _param(
+        "exclude_brokers",
+        Annotated[
+            Optional[str],  # noqa: UP045
+            typer.Option(
+                "--exclude-brokers",
+                metavar="IDS",
+                help="Never place new replicas on these brokers.",
+                rich_help_panel=PLAN_PANEL,
+            ),
+        ],
+        None,
+    ),
+    _param(
+        "seed",
+        Annotated[
+            Optional[int],  # noqa: UP045
+            typer.Option(
+                "--seed",
+                help="Seed for tie-breaks; same seed, same plan.",
+                rich_help_panel=PLAN_PANEL,
+            ),
+        ],
+        None,
+    ),
+    _param(
+        "force",
+        Annotated[
+            bool,
+            typer.Option(
+                "--force",
+                help="Allow a new RF at or below min.insync.replicas.",
+                rich_help_panel=PLAN_PANEL,
+            ),
+        ],
+        False,
+    ),
+    _param(
+        "dry_run",
+        Annotated[
+            bool,
+            typer.Option(
+                "--dry-run", help="Show the plan only; change nothing.", rich_help_panel=PLAN_PANEL
+            ),
+        ],
+        False,
+    ),
+    _param(
+        "out",
+        Annotated[
+            Optional[Path],  # noqa: UP045
+            typer.Option(
+                "--out",
+                metavar="PLAN.json",
+                help="Write Kafka's reassignment JSON here, plus PLAN.rollback.json and "
+                "PLAN.kreplica.json (cluster id, before-state, report) beside it.",
+                rich_help_panel=PLAN_PANEL,
+            ),
+        ],
+        None,
+    ),
+    _param(
+        "yes",
+        Annotated[
+            bool,
+            typer.Option(
+                "--yes", "-y", help="Do not ask for confirmation.", rich_help_panel=PLAN_PANEL
+            ),
+        ],
+        False,
+    ),
+    _param(
+        "limit",
+        Annotated[
+            int,
+            typer.Option(
+                "--limit",
+                min=0,
+                help="Show at most this many changed partitions in the table (0: all).",
+                rich_help_panel=OUTPUT_PANEL,
+            ),
+        ],
+        50,
+    ),
+]
+
+
+def shared(*groups: list[inspect.Parameter]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Add the given option groups to a command; it receives them as `opts: Options`."""
+    extra = [p for group in groups for p in group]
+    names = {p.name for p in extra}
+    known = {f.name for f in fields(Options)}
+    assert names <= known, names - known
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(command)
+        own = [p for p in signature.parameters.values() if p.name != "opts"]
+
+        @functools.wraps(command)
+        def wrapper(**kwargs: Any) -> Any:
+            opts = Options(**{k: kwargs.pop(k) for k in list(kwargs) if k in names})
+            return command(opts=opts, **kwargs)
+
+        wrapper.__signature__ = signature.replace(parameters=own + extra)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {
+            **{k: v for k, v in command.__annotations__.items() if k != "opts"},
+            **{p.name: p.annotation for p in extra},
+        }
+        return wrapper
+
+    return decorate

@@ -1,0 +1,112 @@
+"""Run state, the JSON envelope, and turning errors into one line plus an exit code."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from kreplica.errors import ExitCode, KreplicaError
+
+ENVELOPE_VERSION = 1
+OUTPUT_FORMATS = ("table", "json", "markdown")
+
+
+@dataclass
+class RunState:
+    """What the error handler must know about the current invocation. Filled from a quick scan of
+    argv before parsing (so even a usage error knows `--output json`) and then by the command."""
+
+    command: str = ""
+    output: str = "table"
+    debug: bool = False
+    no_color: bool = False
+    envelope_sent: bool = False
+    extra_errors: list[dict[str, str]] = field(default_factory=list)
+
+
+STATE = RunState()
+
+
+def reset_state(args: list[str], env: dict[str, str]) -> RunState:
+    """Start a fresh invocation (in place: other modules hold a reference to STATE)."""
+    fresh = RunState(
+        command=_first_word(args),
+        output=_scan_output(args, env.get("KREPLICA_OUTPUT", "table")),
+        debug="--debug" in args or env.get("KREPLICA_DEBUG", "") not in ("", "0"),
+        no_color="--no-color" in args,
+    )
+    STATE.__dict__.update(fresh.__dict__)
+    return STATE
+
+
+def _first_word(args: list[str]) -> str:
+    words = [a for a in args if not a.startswith("-")]
+    if not words:
+        return ""
+    if words[0] == "sandbox" and len(words) > 1:
+        return f"sandbox {words[1]}"
+    return words[0]
+
+
+def _scan_output(args: list[str], default: str) -> str:
+    value = default
+    for i, arg in enumerate(args):
+        if arg == "--output" and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith("--output="):
+            value = arg.split("=", 1)[1]
+    return value if value in OUTPUT_FORMATS else "table"
+
+
+def envelope(
+    command: str, data: Any, errors: list[dict[str, str]] | None = None, *, status: str = ""
+) -> dict[str, Any]:
+    errors = errors or []
+    return {
+        "kreplica": ENVELOPE_VERSION,
+        "command": command,
+        "status": status or ("error" if errors else "ok"),
+        "data": data,
+        "errors": errors,
+    }
+
+
+def dumps(document: Any) -> str:
+    """Machine output: deterministic bytes (sorted keys, fixed indentation)."""
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def emit_envelope(
+    data: Any,
+    errors: list[dict[str, str]] | None = None,
+    *,
+    status: str = "",
+    file: IO[str] | None = None,
+) -> None:
+    out = file or sys.stdout
+    out.write(dumps(envelope(STATE.command, data, errors, status=status)))
+    out.flush()
+    STATE.envelope_sent = True
+
+
+def one_line(message: str) -> str:
+    return " ".join(str(message).split())
+
+
+def report_error(exc: BaseException, code: ExitCode, *, code_name: str, message: str) -> int:
+    """Print `error: ...` on stderr (traceback only with --debug); with --output json also one
+    error envelope on stdout, unless the command already printed its own."""
+    if STATE.debug:
+        traceback.print_exception(exc, file=sys.stderr)
+    sys.stderr.write(f"error: {one_line(message)}\n")
+    sys.stderr.flush()
+    if STATE.output == "json" and not STATE.envelope_sent:
+        emit_envelope(None, [{"code": code_name, "message": one_line(message)}])
+    return int(code)
+
+
+def report_kreplica_error(exc: KreplicaError) -> int:
+    return report_error(exc, exc.exit_code, code_name=exc.code, message=exc.message)

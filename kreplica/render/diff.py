@@ -1,0 +1,179 @@
+"""The dry-run diff as rich renderables: partition table, per-broker load, footer, warnings.
+
+Colour is a second channel only: every mark also exists as text (`*` leader, `+` added,
+`-` removed, `LEADER a→b`), so the diff reads the same in a no-colour log or pager.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from kreplica.model import ClusterSnapshot, Finding, Plan
+from kreplica.render.text import (
+    broker_label,
+    change_words,
+    diff_rows,
+    format_bytes,
+    optimality_line,
+    per_broker,
+    short_racks,
+    totals_line,
+)
+
+LEVEL_STYLE = {"error": "error", "warning": "warning", "info": "info"}
+
+
+def replicas_text(
+    replicas: tuple[int, ...] | None,
+    other: tuple[int, ...] | None,
+    racks: Mapping[int, str | None],
+    *,
+    side: str,
+) -> Text:
+    """One replica list, leader first and starred. On the 'before' side brokers that go away are
+    marked `-` (red); on the 'after' side brokers that arrive are marked `+` (green)."""
+    if replicas is None:
+        return Text("(new)", style="muted")
+    text = Text()
+    for i, broker in enumerate(replicas):
+        if i:
+            text.append(" ")
+        mark, style = "", ""
+        if side == "before" and other is not None and broker not in other:
+            mark, style = "-", "removed"
+        elif side == "after" and broker not in (other or ()):
+            mark, style = "+", "added"
+        leader = "*" if i == 0 else ""
+        text.append(f"{mark}{leader}{broker_label(broker, racks)}", style=style)
+    return text
+
+
+def diff_table(plan: Plan, snapshot: ClusterSnapshot, *, limit: int = 0) -> Table:
+    racks, _legend = short_racks(snapshot.racks())
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    table.add_column("Topic", no_wrap=True)
+    table.add_column("Part", justify="right", no_wrap=True)
+    table.add_column("Before")
+    table.add_column("After")
+    table.add_column("Change")
+    last_topic = None
+    for row in diff_rows(plan, snapshot, limit):
+        topic = row.topic if row.topic != last_topic else ""
+        last_topic = row.topic
+        if row.kind == "unchanged":
+            noun = "partition" if row.count == 1 else "partitions"
+            table.add_row(topic, row.partitions, Text(f"({row.count} {noun} unchanged)", "muted"))
+        elif row.kind == "hidden":
+            table.add_row(
+                "…",
+                "",
+                Text(f"{row.count} more changed partitions (--limit 0 shows all)", "muted"),
+            )
+        else:
+            change = Text()
+            for i, (word, style) in enumerate(change_words(row.before, row.after or (), racks)):
+                change.append(("  " if i else "") + word, style=style)
+            table.add_row(
+                topic,
+                row.partitions,
+                replicas_text(row.before, row.after, racks, side="before"),
+                replicas_text(row.after, row.before, racks, side="after"),
+                change,
+            )
+    return table
+
+
+def broker_table(plan: Plan, snapshot: ClusterSnapshot) -> Table:
+    """Per broker: replicas now / peak during the move / after, leaders, bytes in / out."""
+    report = plan.report
+    sizes_known = report.get("bytes_to_move") is not None
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    table.add_column("Broker", justify="right")
+    table.add_column("Rack")
+    table.add_column("Replicas now", justify="right")
+    table.add_column("peak", justify="right")
+    table.add_column("after", justify="right")
+    table.add_column("Leaders now", justify="right")
+    table.add_column("after", justify="right")
+    table.add_column("Bytes in", justify="right")
+    table.add_column("Bytes out", justify="right")
+    for broker in snapshot.brokers:
+        now = per_broker(report, "broker_replicas_before", broker.id)
+        peak = per_broker(report, "broker_replicas_peak", broker.id)
+        after = per_broker(report, "broker_replicas_after", broker.id)
+        lead_now = per_broker(report, "broker_leaders_before", broker.id)
+        lead_after = per_broker(report, "broker_leaders_after", broker.id)
+        bytes_in = per_broker(report, "broker_bytes_in", broker.id)
+        bytes_out = per_broker(report, "broker_bytes_out", broker.id)
+        table.add_row(
+            str(broker.id) + ("" if broker.alive else " (down)"),
+            broker.rack or "-",
+            str(now),
+            str(peak),
+            _delta(after, now),
+            str(lead_now),
+            _delta(lead_after, lead_now),
+            format_bytes(bytes_in) if sizes_known else "?",
+            format_bytes(bytes_out) if sizes_known else "?",
+        )
+    return table
+
+
+def _delta(value: int, before: int) -> Text:
+    if value == before:
+        return Text(str(value))
+    style = "added" if value > before else "removed"
+    return Text(f"{value} ({value - before:+d})", style=style)
+
+
+def findings_view(findings: Iterable[Finding]) -> Text:
+    text = Text()
+    for finding in findings:
+        if text:
+            text.append("\n")
+        where = ""
+        if finding.topic is not None:
+            where = finding.topic + (
+                f"-{finding.partition}" if finding.partition is not None else ""
+            )
+            where += ": "
+        text.append(
+            f"{finding.level}: {where}{finding.message}", style=LEVEL_STYLE.get(finding.level, "")
+        )
+    return text
+
+
+def plan_view(
+    plan: Plan, snapshot: ClusterSnapshot, *, title: str, source: str, limit: int = 0
+) -> Group:
+    """The whole dry-run screen: header, partition diff, broker table, footer, warnings."""
+    report = plan.report
+    parts: list[RenderableType] = [
+        Text(title, style="title"),
+        Text(
+            f"cluster {plan.cluster_id or '(unknown id)'} · {source} · "
+            f"strategy {report.get('strategy', plan.strategy)}",
+            style="muted",
+        ),
+    ]
+    if not plan.changes:
+        parts.append(Text("\nNothing to change: the cluster already has this shape."))
+    else:
+        legend = short_racks(snapshot.racks())[1]
+        key = "* leader, + added, - removed" + (f"; racks: {legend}" if legend else "")
+        parts += [Text(key, style="muted"), Text("")]
+        parts += [diff_table(plan, snapshot, limit=limit), Text("")]
+        parts += [broker_table(plan, snapshot), Text("")]
+        parts.append(Text(optimality_line(report)))
+        parts.append(Text(totals_line(report), style="muted"))
+        fallbacks = report.get("fallbacks") or []
+        if isinstance(fallbacks, list) and fallbacks:
+            parts.append(Text(f"{len(fallbacks)} partitions used a fallback placement", "warning"))
+    if plan.findings:
+        parts += [Text(""), findings_view(plan.findings)]
+    return Group(*parts)

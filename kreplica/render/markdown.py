@@ -1,0 +1,148 @@
+"""Markdown for change tickets and runbooks: summary, diff table, and the exact commands."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kreplica.model import ClusterSnapshot, Finding, Plan
+from kreplica.render.text import (
+    broker_label,
+    change_words,
+    diff_rows,
+    format_bytes,
+    optimality_line,
+    per_broker,
+    short_racks,
+    totals_line,
+)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _replicas(
+    replicas: tuple[int, ...] | None,
+    other: tuple[int, ...] | None,
+    racks: Mapping[int, str | None],
+    side: str,
+) -> str:
+    if replicas is None:
+        return "(new)"
+    words = []
+    for i, broker in enumerate(replicas):
+        mark = ""
+        if side == "before" and other is not None and broker not in other:
+            mark = "-"
+        elif side == "after" and broker not in (other or ()):
+            mark = "+"
+        words.append(f"{mark}{'*' if i == 0 else ''}{broker_label(broker, racks)}")
+    return "`" + " ".join(words) + "`"
+
+
+def plan_markdown(
+    plan: Plan,
+    snapshot: ClusterSnapshot,
+    *,
+    title: str,
+    source: str,
+    runbook: Sequence[tuple[str, str]],
+    limit: int = 0,
+) -> str:
+    report = plan.report
+    racks, legend = short_racks(snapshot.racks())
+    lines = [
+        f"## kreplica: {title}",
+        "",
+        f"- Cluster: `{plan.cluster_id or 'unknown'}` ({source}), "
+        f"snapshot fingerprint `{plan.snapshot_fingerprint}`",
+        f"- Strategy: {report.get('strategy', plan.strategy)}",
+        f"- Movement: {optimality_line(report)}",
+        f"- Totals: {totals_line(report)}",
+        "",
+    ]
+    if not plan.changes:
+        lines += ["Nothing to change: the cluster already has this shape.", ""]
+    else:
+        lines += [
+            "### Changes (`*` leader, `+` added, `-` removed"
+            + (f"; racks: {legend})" if legend else ")"),
+            "",
+            "| Topic | Partition | Before | After | Change |",
+            "|---|---:|---|---|---|",
+        ]
+        for row in diff_rows(plan, snapshot, limit):
+            if row.kind == "unchanged":
+                lines.append(
+                    f"| {_cell(row.topic)} | {row.partitions} | ({row.count} unchanged) | | |"
+                )
+            elif row.kind == "hidden":
+                lines.append(f"| … | | {row.count} more changed partitions | | |")
+            else:
+                change = ", ".join(w for w, _ in change_words(row.before, row.after or (), racks))
+                lines.append(
+                    f"| {_cell(row.topic)} | {row.partitions} | "
+                    f"{_replicas(row.before, row.after, racks, 'before')} | "
+                    f"{_replicas(row.after, row.before, racks, 'after')} | {change} |"
+                )
+        sizes_known = report.get("bytes_to_move") is not None
+        lines += [
+            "",
+            "### Per broker",
+            "",
+            "| Broker | Rack | Replicas now | peak | after "
+            "| Leaders now | after | Bytes in | Bytes out |",
+            "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for b in snapshot.brokers:
+            cells = [
+                per_broker(report, key, b.id)
+                for key in (
+                    "broker_replicas_before",
+                    "broker_replicas_peak",
+                    "broker_replicas_after",
+                    "broker_leaders_before",
+                    "broker_leaders_after",
+                )
+            ]
+            moved = [
+                format_bytes(per_broker(report, key, b.id)) if sizes_known else "?"
+                for key in ("broker_bytes_in", "broker_bytes_out")
+            ]
+            lines.append(
+                f"| {b.id} | {b.rack or '-'} | "
+                + " | ".join(map(str, cells))
+                + f" | {moved[0]} | {moved[1]} |"
+            )
+        lines.append("")
+    if plan.findings:
+        lines += ["### Warnings", ""] + [f"- {_finding(f)}" for f in plan.findings] + [""]
+    if runbook:
+        lines += ["### Apply, verify, roll back", ""]
+        for number, (label, command) in enumerate(runbook, start=1):
+            lines += [f"{number}. {label}:", "", "   ```sh", f"   {command}", "   ```", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _finding(f: Finding) -> str:
+    where = ""
+    if f.topic is not None:
+        where = f"`{f.topic}" + (f"-{f.partition}" if f.partition is not None else "") + "` "
+    return f"**{f.level}** {where}{f.message} ({f.code})"
+
+
+def findings_markdown(findings: Sequence[Finding], *, title: str) -> str:
+    lines = [f"## {title}", ""]
+    lines += [f"- {_finding(f)}" for f in findings] or ["No problems found."]
+    return "\n".join(lines) + "\n"
+
+
+def explain_markdown(results: Sequence[Mapping[str, Any]], snapshot: ClusterSnapshot) -> str:
+    lines = ["## Topic layouts", ""]
+    for r in results:
+        lines.append(f"- **{r.get('topic')}**: {r.get('summary', '')}")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["explain_markdown", "findings_markdown", "format_bytes", "plan_markdown"]

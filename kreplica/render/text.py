@@ -1,0 +1,244 @@
+"""Plain-text pieces shared by the table, markdown and JSON-adjacent output (no rich here)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kreplica.model import ClusterSnapshot, PartitionChange, Plan
+
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def format_bytes(n: int | None) -> str:
+    """Binary units, one decimal: 3435973836 -> '3.2 GiB'. None means sizes are unknown."""
+    if n is None:
+        return "?"
+    value = float(n)
+    for unit in _UNITS:
+        if abs(value) < 1024 or unit == _UNITS[-1]:
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def short_racks(racks: Mapping[int, str | None]) -> tuple[dict[int, str | None], str]:
+    """Rack names without their common prefix ('eu-west-1a' -> 'a') and the legend that maps
+    them back, so replica lists stay narrow. Names are kept whole when shortening is ambiguous."""
+    names = sorted({r for r in racks.values() if r})
+    if len(names) < 2:
+        return dict(racks), ""
+    prefix = os.path.commonprefix(names)  # noqa: RUF071 - character prefix is intended
+    short = {name: name[len(prefix) :] for name in names}
+    if not all(short.values()) or max(map(len, short.values())) > 6:
+        return dict(racks), ""
+    legend = ", ".join(f"{short[n]} = {n}" for n in names)
+    return {b: (short[r] if r else None) for b, r in racks.items()}, legend
+
+
+def broker_label(broker: int, racks: Mapping[int, str | None]) -> str:
+    rack = racks.get(broker)
+    return f"{broker}({rack})" if rack else str(broker)
+
+
+def per_broker(report: Mapping[str, Any], key: str, broker: int) -> int:
+    """A broker's value from a report map; reports read back from JSON have string keys."""
+    values = report.get(key) or {}
+    if not isinstance(values, Mapping):
+        return 0
+    value = values.get(broker, values.get(str(broker), 0))
+    return int(value or 0)
+
+
+def _vs_bound(done: Any, bound: Any) -> str:
+    if bound is None:
+        return ""
+    return f" = lower bound {bound}" if done == bound else f" (lower bound {bound})"
+
+
+def optimality_line(report: Mapping[str, Any]) -> str:
+    """The footer sentence an on-call engineer checks first, e.g.
+    'adds 12 replicas = lower bound 12; removes 0 = lower bound 0; 0 existing replicas moved;
+    0 leaders changed; 3.2 GiB to copy, 1.1 GiB across racks'."""
+    added = report.get("replicas_added", 0)
+    removed = report.get("replicas_removed", 0)
+    parts = [
+        f"adds {added} replicas" + _vs_bound(added, report.get("lower_bound_replicas_added")),
+        f"removes {removed}" + _vs_bound(removed, report.get("lower_bound_replicas_removed")),
+        f"{report.get('existing_replicas_moved', 0)} existing replicas moved",
+        f"{report.get('leaders_changed', 0)} leaders changed",
+    ]
+    moved = report.get("bytes_to_move")
+    if moved is None:
+        parts.append("data size unknown (the source has no partition sizes)")
+    else:
+        copy = f"{format_bytes(moved)} to copy"
+        bound = report.get("bytes_lower_bound")
+        if bound is not None and bound != moved:
+            copy += f" (lower bound {format_bytes(bound)})"
+        cross = report.get("cross_rack_bytes")
+        if cross is not None:
+            copy += f", {format_bytes(cross)} across racks"
+        parts.append(copy)
+    return "; ".join(parts)
+
+
+def totals_line(report: Mapping[str, Any]) -> str:
+    changed = report.get("partitions_changed", 0)
+    created = report.get("partitions_created", 0)
+    before = report.get("rack_violations_before")
+    after = report.get("rack_violations_after")
+    spread_before = report.get("cluster_spread_before")
+    spread_after = report.get("cluster_spread_after")
+    parts = [f"{changed} partitions reassigned", f"{created} partitions created"]
+    if before is not None and after is not None:
+        parts.append(f"rack violations {before} → {after}")
+    if spread_before is not None and spread_after is not None:
+        parts.append(f"replica spread {spread_before} → {spread_after}")
+    return "; ".join(parts)
+
+
+def change_words(
+    before: tuple[int, ...] | None, after: tuple[int, ...], racks: Mapping[int, str | None]
+) -> list[tuple[str, str]]:
+    """What happened to one partition, as (text, style) pairs for the Change column."""
+    if before is None:
+        return [("new partition", "added")]
+    words: list[tuple[str, str]] = []
+    added = [b for b in after if b not in before]
+    removed = [b for b in before if b not in after]
+    if added:
+        words.append(("add " + ",".join(map(str, added)), "added"))
+    if removed:
+        words.append(("drop " + ",".join(map(str, removed)), "removed"))
+    if not added and not removed and before != after:
+        words.append(("reorder", "leader.changed"))
+    if before and after and before[0] != after[0]:
+        words.append((f"LEADER {before[0]}→{after[0]}", "leader.changed"))
+    return words
+
+
+def ranges(numbers: list[int]) -> str:
+    """[3, 4, 5, 9] -> '3-5, 9'."""
+    out: list[str] = []
+    start = prev = None
+    for n in sorted(numbers):
+        if start is None:
+            start = prev = n
+        elif prev is not None and n == prev + 1:
+            prev = n
+        else:
+            out.append(str(start) if start == prev else f"{start}-{prev}")
+            start = prev = n
+    if start is not None:
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+    return ", ".join(out)
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    """One line of the diff: a changed partition, a collapsed run of unchanged ones, or the
+    count of rows cut by --limit."""
+
+    kind: str  # "change" | "unchanged" | "hidden"
+    topic: str
+    partitions: str
+    before: tuple[int, ...] | None = None
+    after: tuple[int, ...] | None = None
+    count: int = 1
+
+
+def diff_rows(plan: Plan, snapshot: ClusterSnapshot, limit: int = 0) -> list[DiffRow]:
+    """Rows in (topic, partition) order. Unchanged partitions between changed ones collapse into
+    one row; with limit > 0 only that many changed partitions are listed."""
+    by_topic: dict[str, dict[int, PartitionChange]] = {}
+    for change in plan.changes:
+        by_topic.setdefault(change.topic, {})[change.partition] = change
+    rows: list[DiffRow] = []
+    shown = hidden = 0
+    for topic in sorted(by_topic):
+        changes = by_topic[topic]
+        existing = {p.partition for t in snapshot.topics if t.name == topic for p in t.partitions}
+        run: list[int] = []
+        for pid in [*sorted(existing | set(changes)), None]:  # None: end of topic
+            found = changes.get(pid) if pid is not None else None
+            if pid is not None and (found is None or not found.changed):
+                run.append(pid)
+                continue
+            if run and not (limit and shown >= limit):
+                rows.append(DiffRow("unchanged", topic, ranges(run), count=len(run)))
+            run = []
+            if found is None:
+                continue
+            if limit and shown >= limit:
+                hidden += 1
+                continue
+            rows.append(DiffRow("change", topic, str(pid), found.before, found.after))
+            shown += 1
+    if hidden:
+        rows.append(DiffRow("hidden", "", "", count=hidden))
+    return rows
+
+
+def runbook_commands(
+    plan: Plan,
+    snapshot: ClusterSnapshot,
+    *,
+    bootstrap: str,
+    command_config: str | None,
+    out: Path | None,
+    throttle_bytes: int = 50_000_000,
+) -> list[tuple[str, str]]:
+    """(label, shell command) pairs to apply, verify and roll back `plan` with Kafka's tools.
+    Existing partitions move first; new partitions are created after the move completes, at
+    their final RF (Kafka checks new partitions against partition 0's replica count)."""
+    plan_file = str(out) if out else "PLAN.json"
+    stem = plan_file[: -len(".json")] if plan_file.endswith(".json") else plan_file
+    auth = f" --command-config {command_config}" if command_config else ""
+    base = f"kafka-reassign-partitions.sh --bootstrap-server {bootstrap}{auth}"
+    steps: list[tuple[str, str]] = []
+    if plan.reassignments:
+        steps += [
+            (
+                f"apply ({len(plan.reassignments)} partitions; throttled to "
+                f"{format_bytes(throttle_bytes)}/s per broker)",
+                f"{base} --reassignment-json-file {plan_file} --execute "
+                f"--throttle {throttle_bytes}",
+            ),
+            (
+                "verify: repeat until every partition is complete (this also removes the throttle)",
+                f"{base} --reassignment-json-file {plan_file} --verify",
+            ),
+            (
+                "roll back: cancel while in flight, or restore the old replicas when done",
+                f"{base} --reassignment-json-file {plan_file} --cancel   # or: "
+                f"--reassignment-json-file {stem}.rollback.json --execute",
+            ),
+        ]
+    after_by_topic: dict[str, dict[int, tuple[int, ...]]] = {}
+    for change in plan.new_partitions:
+        after_by_topic.setdefault(change.topic, {})[change.partition] = change.after
+    for topic_name, new in sorted(after_by_topic.items()):
+        current = {
+            p.partition: p.replicas
+            for t in snapshot.topics
+            if t.name == topic_name
+            for p in t.partitions
+        }
+        for change in plan.reassignments:
+            if change.topic == topic_name:
+                current[change.partition] = change.after
+        full = {**current, **new}
+        assignment = ",".join(":".join(map(str, full[p])) for p in sorted(full))
+        steps.append(
+            (
+                f"create {len(new)} partitions of {topic_name} (cannot be undone: Kafka never "
+                "removes partitions)",
+                f"kafka-topics.sh --bootstrap-server {bootstrap}{auth} --alter --topic "
+                f"{topic_name} --partitions {len(full)} --replica-assignment {assignment}",
+            )
+        )
+    return steps

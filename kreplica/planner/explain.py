@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kreplica.kafka import KafkaLayout, infer_layout
 from kreplica.model import ClusterSnapshot, Topic
 from kreplica.planner.evaluate import (
     distinct_racks,
@@ -16,45 +16,11 @@ from kreplica.planner.evaluate import (
 )
 
 
-def infer_topic_layout(topic: Topic, snapshot: ClusterSnapshot) -> tuple[Any | None, list[int]]:
-    """Kafka's inferred layout for the topic (None when none fits) and the nonconforming
-    partitions that Kafka's ZK add-partitions would have placed exactly as they are."""
-    try:
-        from kreplica.kafka import infer_layout
-    except ImportError:  # kreplica.kafka without inference: report no layout
-        return None, []
-    assignment = topic.assignment()
-    layout = infer_layout(assignment, snapshot.broker_ids(), snapshot.racks())
-    nonconforming = list(layout.nonconforming) if layout is not None else sorted(assignment)
-    return layout, added_later(assignment, nonconforming, snapshot)
-
-
-def added_later(
-    assignment: Mapping[int, Sequence[int]], candidates: Sequence[int], snapshot: ClusterSnapshot
-) -> list[int]:
-    """Partitions that match Kafka's ZK add-partitions placement given the partitions before
-    them, with the brokers sorted by id (the cluster's, or the topic's own)."""
-    from kreplica.kafka import KafkaAssignmentError, add_partitions
-
-    racks = snapshot.racks()
-    topic_brokers = sorted({b for reps in assignment.values() for b in reps})
-    broker_sets = [sorted(snapshot.broker_ids()), topic_brokers]
-    found: list[int] = []
-    for pid in sorted(candidates):
-        if pid == 0:
-            continue
-        before = {p: assignment[p] for p in range(pid) if p in assignment}
-        if len(before) != pid:
-            continue
-        for brokers in broker_sets:
-            try:
-                placed = add_partitions(brokers, before, pid + 1, racks=racks)
-            except KafkaAssignmentError:
-                continue
-            if list(placed.get(pid, [])) == list(assignment[pid]):
-                found.append(pid)
-                break
-    return found
+def _added_partitions(layout: KafkaLayout | None) -> list[int]:
+    """Partitions recognised as placed by a later ZK add-partitions call."""
+    if layout is None:
+        return []
+    return sorted(p for first, stop in layout.added_batches for p in range(first, stop))
 
 
 def explain_topic(snapshot: ClusterSnapshot, topic: str) -> dict[str, Any]:
@@ -73,7 +39,8 @@ def explain_topic(snapshot: ClusterSnapshot, topic: str) -> dict[str, Any]:
     ]
     racks_min = min((distinct_racks(racks, reps) for reps in assignment.values()), default=0)
 
-    layout, added = infer_topic_layout(t, snapshot)
+    layout = infer_layout(t.assignment(), snapshot.broker_ids(), racks)
+    added = _added_partitions(layout)
     nonconforming = (
         sorted(layout.nonconforming)
         if layout is not None

@@ -1,20 +1,132 @@
-"""Seed idea 1: continue the topic's Kafka layout (filled in once kreplica.kafka lands)."""
+"""Seed idea 1: continue the topic's own Kafka layout.
+
+layout = infer_layout(topic)            # broker list, start index, shift (kreplica.kafka)
+if every partition has one replica:     # the seed's RF=1 case: the shift is unconstrained,
+    layout.replica_shift = seeded draw  #   Kafka would have drawn it at random
+raise RF, conforming partition:  append Kafka's next replicas (Kafka's placement is
+                                 prefix-stable, so the existing replicas stay as they are)
+lower RF, conforming partition:  truncate the tail (what Kafka would have placed at that RF)
+add partitions:                  Kafka's ZK add-partitions over the eligible brokers
+anything else (no layout, nonconforming partition, Kafka's next replica ineligible or on a
+rack the partition already uses while another is free, tail holding the current leader,
+mixed racks): fall back to `balanced` for that partition and record why
+"""
 
 from __future__ import annotations
 
-from kreplica.errors import NotImplementedYet
+import dataclasses
+import random
+from collections.abc import Sequence
+
+from kreplica.kafka import KafkaAssignmentError, KafkaLayout, add_partitions, infer_layout
 from kreplica.model import Topic
 from kreplica.planner.context import PlanContext
-from kreplica.planner.strategies import Work
+from kreplica.planner.strategies import (
+    BalancedStrategy,
+    Work,
+    grow_balanced,
+    partitions_by_id,
+    shrink_balanced,
+)
+
+
+def topic_layout(ctx: PlanContext, topic: Topic) -> KafkaLayout | None:
+    """The inferred layout, with the RF=1 shift drawn deterministically (seed and topic)."""
+    assignment = topic.assignment()
+    layout = infer_layout(assignment, ctx.snapshot.broker_ids(), ctx.racks)
+    if layout is None:
+        return None
+    if all(len(reps) <= 1 for reps in assignment.values()) and len(layout.broker_list) > 1:
+        draw = random.Random(f"{ctx.seed}:{topic.name}").randrange(len(layout.broker_list))
+        layout = dataclasses.replace(layout, replica_shift=draw)
+    return layout
+
+
+def _tail_problem(ctx: PlanContext, replicas: Sequence[int], tail: Sequence[int]) -> str | None:
+    eligible = set(ctx.eligible)
+    used = list(replicas)
+    for b in tail:
+        if b not in eligible:
+            return f"Kafka's next replica would be broker {b}, which is not eligible"
+        if b in used:
+            return f"Kafka's next replica would be broker {b}, which already holds one"
+        used_racks = {ctx.rack(x) for x in used}
+        if ctx.rack(b) in used_racks and any(
+            ctx.rack(x) not in used_racks for x in ctx.eligible if x not in used
+        ):
+            return f"Kafka's next replica would be broker {b}, on a rack the partition uses"
+        used.append(b)
+    return None
 
 
 class KafkaStrategy:
     name = "kafka"
 
     def change_rf(self, ctx: PlanContext, topic: Topic, work: Work, rf: int) -> None:
-        raise NotImplementedYet("--strategy kafka is not built yet; use --strategy balanced")
+        layout = topic_layout(ctx, topic)
+        partitions = partitions_by_id(topic)
+        kafka: dict[int, list[int]] = {}
+        if layout is not None:
+            kafka = layout.extend(max(work) + 1 if work else 0, rf)
+        conforming = set(layout.conforming) if layout is not None else set()
+        for pid in sorted(work):
+            replicas = work[pid]
+            part = partitions.get(pid)
+            size = part.size_bytes if part else None
+            if len(replicas) == rf:
+                continue
+            if layout is None:
+                reason = "no Kafka layout reproduces partition 0 of this topic"
+            elif pid not in conforming:
+                reason = "does not fit the inferred Kafka layout (added or changed by hand)"
+            elif len(replicas) < rf:
+                target = kafka.get(pid, [])
+                if len(target) < rf:
+                    reason = (
+                        f"RF {rf} exceeds the {len(layout.broker_list)} brokers the topic's "
+                        "Kafka layout spans"
+                    )
+                else:
+                    tail = target[len(replicas) : rf]
+                    problem = _tail_problem(ctx, replicas, tail)
+                    if problem is None:
+                        ctx.replace(topic.name, replicas, [*replicas, *tail], size)
+                        replicas.extend(tail)
+                        continue
+                    reason = problem
+            else:
+                leader = part.current_leader if part else None
+                keep = replicas[:rf]
+                if leader is None or leader not in replicas or leader in keep:
+                    ctx.replace(topic.name, replicas, keep, size)
+                    replicas[:] = keep
+                    continue
+                reason = f"truncating would drop the current leader {leader}"
+            ctx.fallback(topic.name, pid, reason)
+            if len(replicas) < rf:
+                grow_balanced(ctx, topic.name, replicas, rf, size)
+            else:
+                shrink_balanced(ctx, topic.name, part, replicas, rf)
 
     def add_partitions(
         self, ctx: PlanContext, topic: Topic, work: Work, total: int, rf: int
     ) -> None:
-        raise NotImplementedYet("--strategy kafka is not built yet; use --strategy balanced")
+        current = len(work)
+        racks = {b: ctx.racks.get(b) for b in ctx.eligible}
+        try:
+            placed = add_partitions(list(ctx.eligible), work, total, racks=racks, topic=topic.name)
+        except KafkaAssignmentError as exc:
+            reason = f"Kafka's add-partitions refuses: {exc}"
+            placed = {}
+        else:
+            reason = ""
+        if placed and all(len(placed.get(pid, [])) == rf for pid in range(current, total)):
+            for pid in range(current, total):
+                replicas = list(placed[pid])
+                ctx.replace(topic.name, [], replicas, 0)
+                work[pid] = replicas
+            return
+        reason = reason or f"Kafka's add-partitions would not give RF {rf}"
+        for pid in range(current, total):
+            ctx.fallback(topic.name, pid, reason)
+        BalancedStrategy().add_partitions(ctx, topic, work, total, rf)

@@ -32,11 +32,11 @@ class Strategy(Protocol):
     ) -> None: ...
 
 
-def _sizes(topic: Topic) -> dict[int, int | None]:
+def sizes_by_id(topic: Topic) -> dict[int, int | None]:
     return {p.partition: p.size_bytes for p in topic.partitions}
 
 
-def _partitions(topic: Topic) -> dict[int, Partition]:
+def partitions_by_id(topic: Topic) -> dict[int, Partition]:
     return {p.partition: p for p in topic.partitions}
 
 
@@ -128,8 +128,8 @@ class BalancedStrategy:
     name = "balanced"
 
     def change_rf(self, ctx: PlanContext, topic: Topic, work: Work, rf: int) -> None:
-        partitions = _partitions(topic)
-        sizes = _sizes(topic)
+        partitions = partitions_by_id(topic)
+        sizes = sizes_by_id(topic)
         for pid in sorted(work):
             replicas = work[pid]
             if len(replicas) < rf:
@@ -207,7 +207,7 @@ class AppendStrategy:
 
     def change_rf(self, ctx: PlanContext, topic: Topic, work: Work, rf: int) -> None:
         ring = self._ring(ctx, work)
-        partitions = _partitions(topic)
+        partitions = partitions_by_id(topic)
         for pid in sorted(work):
             replicas = work[pid]
             part = partitions.get(pid)

@@ -97,11 +97,16 @@ class KafkaStrategy:
             else:
                 leader = part.current_leader if part else None
                 keep = replicas[:rf]
-                if leader is None or leader not in replicas or leader in keep:
+                if leader is not None and leader in replicas and leader not in keep:
+                    reason = f"truncating would drop the current leader {leader}"
+                elif len({ctx.rack(b) for b in keep}) < min(
+                    rf, len({ctx.rack(b) for b in replicas})
+                ):
+                    reason = "truncating would leave two replicas on one rack"
+                else:
                     ctx.replace(topic.name, replicas, keep, size)
                     replicas[:] = keep
                     continue
-                reason = f"truncating would drop the current leader {leader}"
             ctx.fallback(topic.name, pid, reason)
             if len(replicas) < rf:
                 grow_balanced(ctx, topic.name, replicas, rf, size)

@@ -170,6 +170,22 @@ def next_in_ring(ctx: PlanContext, ring: Sequence[int], replicas: Sequence[int])
     return order[0] if order else None
 
 
+def truncate_keeping_racks(
+    ctx: PlanContext, replicas: Sequence[int], rf: int, leader: int | None
+) -> list[int]:
+    """Drop replicas from the tail until `rf` remain, never the first or the current leader,
+    and skipping a replica whose rack no other replica covers while one that shares its rack
+    is left to drop."""
+    kept = list(replicas)
+    while len(kept) > rf:
+        droppable = [b for b in kept[1:] if b != leader] or kept[1:]
+        racks = [ctx.rack(b) for b in kept]
+        shared = [b for b in droppable if racks.count(ctx.rack(b)) > 1]
+        victim = (shared or droppable)[-1]
+        kept.remove(victim)
+    return kept
+
+
 class AppendStrategy:
     """Seed idea 2: extend each partition from its last replica along the id-sorted ring.
 
@@ -216,9 +232,7 @@ class AppendStrategy:
                 self._grow(ctx, ring, topic.name, replicas, rf, size)
             elif len(replicas) > rf:
                 leader = part.current_leader if part else None
-                keep = replicas[:rf]
-                if leader is not None and leader in replicas and leader not in keep:
-                    keep = [*replicas[: rf - 1], leader]
+                keep = truncate_keeping_racks(ctx, replicas, rf, leader)
                 ctx.replace(topic.name, replicas, keep, size)
                 replicas[:] = keep
 

@@ -753,6 +753,23 @@ class _Candidate:
     layout: KafkaLayout
 
 
+def _batch_starts(n: int, run_start: int, partition: int, lookback: int = 4) -> list[int]:
+    """Where an add-partitions call ending at ``partition`` may have started.
+
+    Its first partitions can coincide with the creation layout, so the call may have begun
+    before ``partition``. Only ``(first - 1) // n`` changes the result, so one representative
+    per block of n is tried, newest first, at most ``lookback`` blocks back.
+    """
+    if partition < 1:
+        return []
+    starts = [partition]
+    block_end = ((partition - 1) // n) * n  # largest first with a smaller (first - 1) // n
+    while block_end >= max(run_start, 1) and len(starts) <= lookback:
+        starts.append(block_end)
+        block_end -= n
+    return starts
+
+
 def _classify(
     parts: Mapping[int, Sequence[int]],
     order: Sequence[int],
@@ -784,6 +801,7 @@ def _classify(
     batches: list[list[int]] = []  # [first, stop]
     batch: list[int] | None = None
     in_prefix = True
+    run_start = 1  # a batch may have begun anywhere after the last nonconforming partition
     for expected_id, p in enumerate(sorted(parts)):
         observed = parts[p]
         in_prefix = in_prefix and p == expected_id
@@ -798,12 +816,16 @@ def _classify(
         batch = None
         if _is_prefix(observed, creation(p)):
             conforming.append(p)
-        elif p > 0 and _is_prefix(observed, added(p, p)):
-            batch = [p, p + 1]
-            batches.append(batch)
-            conforming.append(p)
+            continue
+        for batch_first in _batch_starts(n, run_start, p):
+            if _is_prefix(observed, added(batch_first, p)):
+                batch = [batch_first, p + 1]
+                batches.append(batch)
+                conforming.append(p)
+                break
         else:
             nonconforming.append(p)
+            run_start = p + 1
     return tuple(conforming), tuple(nonconforming), tuple((a, b) for a, b in batches)
 
 

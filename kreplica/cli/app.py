@@ -58,8 +58,9 @@ class KreplicaGroup(TyperGroup):
             typer.echo(exc.ctx.get_help() if exc.ctx else "")
             return int(ExitCode.USAGE)
         except click_exceptions.UsageError as exc:
-            hint = f"; see `{exc.ctx.command_path} --help`" if exc.ctx else ""
-            message = output.one_line(exc.format_message()).rstrip(".") + hint
+            message = output.one_line(exc.format_message()).rstrip(".")
+            if exc.ctx:
+                message += f" (see `{exc.ctx.command_path} --help`)"
             return output.report_error(exc, ExitCode.USAGE, code_name="usage", message=message)
         except click_exceptions.ClickException as exc:
             return output.report_error(

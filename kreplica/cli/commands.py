@@ -346,6 +346,8 @@ def check(opts: Options, plan_file: Path) -> None:
     spec = source_spec(opts)
     snap = read_cluster(spec)
     findings = check_reassignment(snap, data)
+    from kreplica.render.text import finding_text
+
     errors = [f for f in findings if f.level == "error"]
     if opts.output is OutputFormat.json:
         print_json_data(
@@ -354,7 +356,7 @@ def check(opts: Options, plan_file: Path) -> None:
                 "file": str(plan_file),
                 "findings": findings_json(findings),
             },
-            [{"code": f.code, "message": _where(f) + f.message} for f in errors],
+            [{"code": f.code, "message": finding_text(f)} for f in errors],
         )
     elif opts.output is OutputFormat.markdown:
         from kreplica.render.markdown import findings_markdown
@@ -378,14 +380,7 @@ def check(opts: Options, plan_file: Path) -> None:
 
         first = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise VerificationFailed(f"{plan_file}: {_where(first)}{first.message}{more}")
-
-
-def _where(finding: Finding) -> str:
-    if finding.topic is None:
-        return ""
-    part = f"-{finding.partition}" if finding.partition is not None else ""
-    return f"{finding.topic}{part}: "
+        raise VerificationFailed(f"{plan_file}: {finding_text(first)}{more}")
 
 
 def snapshot(opts: Options, *, out: Path | None, topics: list[str]) -> None:

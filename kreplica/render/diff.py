@@ -18,6 +18,7 @@ from kreplica.render.text import (
     broker_label,
     change_words,
     diff_rows,
+    finding_text,
     format_bytes,
     optimality_line,
     per_broker,
@@ -136,15 +137,8 @@ def findings_view(findings: Iterable[Finding]) -> Text:
     for finding in findings:
         if text:
             text.append("\n")
-        where = ""
-        if finding.topic is not None:
-            where = finding.topic + (
-                f"-{finding.partition}" if finding.partition is not None else ""
-            )
-            where += ": "
-        text.append(
-            f"{finding.level}: {where}{finding.message}", style=LEVEL_STYLE.get(finding.level, "")
-        )
+        style = LEVEL_STYLE.get(finding.level, "")
+        text.append(f"{finding.level}: {finding_text(finding)}", style=style)
     return text
 
 

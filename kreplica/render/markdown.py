@@ -10,6 +10,7 @@ from kreplica.render.text import (
     broker_label,
     change_words,
     diff_rows,
+    finding_text,
     format_bytes,
     optimality_line,
     per_broker,
@@ -126,10 +127,7 @@ def plan_markdown(
 
 
 def _finding(f: Finding) -> str:
-    where = ""
-    if f.topic is not None:
-        where = f"`{f.topic}" + (f"-{f.partition}" if f.partition is not None else "") + "` "
-    return f"**{f.level}** {where}{f.message} ({f.code})"
+    return f"**{f.level}** {finding_text(f)} ({f.code})"
 
 
 def findings_markdown(findings: Sequence[Finding], *, title: str) -> str:

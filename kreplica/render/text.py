@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kreplica.model import ClusterSnapshot, PartitionChange, Plan
+from kreplica.model import ClusterSnapshot, Finding, PartitionChange, Plan
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
@@ -242,3 +242,15 @@ def runbook_commands(
             )
         )
     return steps
+
+
+def finding_text(finding: Finding) -> str:
+    """'orders-3: message', without repeating a location the message already names."""
+    where = None
+    if finding.topic is not None:
+        where = finding.topic
+        if finding.partition is not None:
+            where += f"-{finding.partition}"
+    if where is None or where in finding.message or f"'{finding.topic}'" in finding.message:
+        return finding.message
+    return f"{where}: {finding.message}"

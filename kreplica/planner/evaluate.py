@@ -8,7 +8,7 @@ min(its replica count, the racks available).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 Assignment = Mapping[tuple[str, int], Sequence[int]]
 
@@ -99,17 +99,17 @@ def invariant_violations(
     after: Assignment,
     *,
     eligible: Iterable[int],
-    racks: Mapping[int, str | None],
     target_rf: Mapping[str, int],
-    raising: bool | None = None,
+    repaired: Collection[str] = (),
 ) -> list[str]:
     """Problems a plan must never have, as readable strings (empty: all good).
 
-    - every partition of a topic with a target RF has that many replicas, none duplicated;
-    - every replica not already there before is on an eligible broker;
-    - raising RF keeps every existing replica in place and in order (before is a prefix);
-    - lowering RF keeps a subset of the replicas, in their order;
-    - partitions of untouched topics are identical.
+    - every partition of a topic in `target_rf` has that many replicas, none duplicated;
+    - every replica not there before is on an eligible broker;
+    - raising RF keeps every existing replica in place and in order (before is a prefix),
+      lowering keeps a subset in order, and an equal RF changes nothing, except in topics
+      under rack repair (`repaired`), which may replace replicas but keep the first one;
+    - partitions of other topics are identical; no partition disappears.
     """
     eligible_set = set(eligible)
     problems: list[str] = []
@@ -120,20 +120,26 @@ def invariant_violations(
             problems.append(f"{name}: duplicate brokers {list(reps)}")
         old = before.get(key)
         if topic not in target_rf:
-            if old is not None and tuple(old) != tuple(reps):
-                problems.append(f"{name}: untouched topic changed {list(old)} -> {list(reps)}")
+            if old is None or tuple(old) != tuple(reps):
+                problems.append(f"{name}: untouched topic changed {old} -> {list(reps)}")
             continue
         if len(reps) != target_rf[topic]:
             problems.append(f"{name}: {len(reps)} replicas, wanted {target_rf[topic]}")
         fresh = [b for b in reps if old is None or b not in old]
         if any(b not in eligible_set for b in fresh):
             problems.append(f"{name}: new replica on an ineligible broker {fresh}")
-        if old is None or raising is None:
+        if old is None:
             continue
-        if raising and tuple(reps[: len(old)]) != tuple(old):
+        if topic in repaired:
+            if old and reps and reps[0] != old[0]:
+                problems.append(f"{name}: rack repair moved the leader {list(old)} -> {list(reps)}")
+            continue
+        if len(old) <= len(reps) and tuple(reps[: len(old)]) != tuple(old):
             problems.append(f"{name}: existing replicas moved {list(old)} -> {list(reps)}")
-        if not raising and [b for b in old if b in reps] != list(reps):
-            problems.append(f"{name}: lowering is not a subset {list(old)} -> {list(reps)}")
+        if len(old) > len(reps) and [b for b in old if b in reps] != list(reps):
+            problems.append(
+                f"{name}: lowering is not an ordered subset {list(old)} -> {list(reps)}"
+            )
     for key in before:
         if key not in after:
             problems.append(f"{key[0]}-{key[1]}: partition disappeared")

@@ -202,16 +202,21 @@ def _is_ours(pid: int, state_dir: str) -> bool:
     """True while `pid` is a live process started for this sandbox (guards against pid reuse)."""
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # reap it if it is our own exited child
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            if fh.read().rsplit(b")", 1)[-1].split()[0] == b"Z":
-                return False
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return state_dir.encode() in fh.read()
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-    except PermissionError:
-        return True
+    for _ in range(50):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                if fh.read().rsplit(b")", 1)[-1].split()[0] == b"Z":
+                    return False
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmdline = fh.read()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            return False
+        except PermissionError:
+            return True
+        if cmdline:
+            return state_dir.encode() in cmdline
+        time.sleep(0.01)  # empty for a moment while the process is in exec()
+    return False
 
 
 def _signal_all(pids: Sequence[int], sig: int) -> None:
@@ -262,7 +267,11 @@ def _properties(values: dict[str, str]) -> str:
 
 
 def _new_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    # Like Kafka's Uuid.randomUuid: never starting with "-", which CLI parsers take for a flag.
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 # --------------------------------------------------------------------------- public API
@@ -601,10 +610,8 @@ class _Launcher:
                     self.dir / f"node-{i}",
                     "kafka.tools.StorageTool",
                     "format",
-                    "-t",
-                    cluster_id,
-                    "-c",
-                    str(path),
+                    f"--cluster-id={cluster_id}",
+                    f"--config={path}",
                 ),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,

@@ -213,6 +213,10 @@ def _cluster_spec(name: str, data: dict[str, Any], path: Path, base: SourceSpec)
         command_config = Path(entry["command_config"]).expanduser()
         if not command_config.is_absolute():
             command_config = path.parent / command_config
+        if not command_config.exists():
+            raise InputError(
+                f"{where}: command_config {str(command_config)!r} not found; fix the path"
+            )
         client.update(load_properties(command_config))
     inline = entry.get("client", {})
     if not isinstance(inline, dict):

@@ -23,7 +23,11 @@ THEME = Theme(
 
 
 def make_console(
-    file: IO[str] | None = None, *, no_color: bool = False, width: int | None = None
+    file: IO[str] | None = None,
+    *,
+    no_color: bool = False,
+    width: int | None = None,
+    force_terminal: bool | None = None,
 ) -> Console:
     """A console for `file` (stdout by default). Colour only on a terminal, never with
     --no-color or NO_COLOR; a fixed width keeps output stable when it is piped or tested."""
@@ -37,4 +41,5 @@ def make_console(
         emoji=False,
         width=width,
         soft_wrap=False,
+        force_terminal=force_terminal,
     )

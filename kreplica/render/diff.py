@@ -22,6 +22,7 @@ from kreplica.render.text import (
     format_bytes,
     optimality_line,
     per_broker,
+    plural,
     short_racks,
     totals_line,
 )
@@ -56,7 +57,7 @@ def replicas_text(
 
 def diff_table(plan: Plan, snapshot: ClusterSnapshot, *, limit: int = 0) -> Table:
     racks, _legend = short_racks(snapshot.racks())
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, caption_justify="left")
     table.add_column("Topic", no_wrap=True)
     table.add_column("Part", justify="right", no_wrap=True)
     table.add_column("Before")
@@ -67,14 +68,10 @@ def diff_table(plan: Plan, snapshot: ClusterSnapshot, *, limit: int = 0) -> Tabl
         topic = row.topic if row.topic != last_topic else ""
         last_topic = row.topic
         if row.kind == "unchanged":
-            noun = "partition" if row.count == 1 else "partitions"
-            table.add_row(topic, row.partitions, Text(f"({row.count} {noun} unchanged)", "muted"))
+            unchanged = f"({plural(row.count, 'partition')} unchanged)"
+            table.add_row(topic, row.partitions, Text(unchanged, "muted"))
         elif row.kind == "hidden":
-            table.add_row(
-                "…",
-                "",
-                Text(f"{row.count} more changed partitions (--limit 0 shows all)", "muted"),
-            )
+            table.caption = f"… {plural(row.count, 'more changed partition')} (--limit 0 shows all)"
         else:
             change = Text()
             for i, (word, style) in enumerate(change_words(row.before, row.after or (), racks)):
@@ -167,7 +164,8 @@ def plan_view(
         parts.append(Text(totals_line(report), style="muted"))
         fallbacks = report.get("fallbacks") or []
         if isinstance(fallbacks, list) and fallbacks:
-            parts.append(Text(f"{len(fallbacks)} partitions used a fallback placement", "warning"))
+            used = f"{plural(len(fallbacks), 'partition')} used a fallback placement"
+            parts.append(Text(used, "warning"))
     if plan.findings:
         parts += [Text(""), findings_view(plan.findings)]
     return Group(*parts)

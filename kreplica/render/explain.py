@@ -9,7 +9,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from kreplica.model import ClusterSnapshot
-from kreplica.render.text import ranges
+from kreplica.render.text import plural, ranges
 
 
 def _counts(values: Any) -> str:
@@ -55,7 +55,7 @@ def explain_view(results: Sequence[Mapping[str, Any]], snapshot: ClusterSnapshot
         rack_line = Text(f"  racks: at least {racks.get('racks_per_partition_min')} per partition")
         if violations:
             rack_line.append(
-                f"; {len(violations)} partitions repeat a rack: {ranges(violations)}",
+                f"; {plural(len(violations), 'partition')} repeat a rack: {ranges(violations)}",
                 style="warning",
             )
         parts.append(rack_line)

@@ -13,6 +13,11 @@ from kreplica.model import ClusterSnapshot, Finding, PartitionChange, Plan
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
 
+def plural(count: int, noun: str) -> str:
+    """plural(1, 'replica') -> '1 replica'; plural(3, 'replica') -> '3 replicas'."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def format_bytes(n: int | None) -> str:
     """Binary units, one decimal: 3435973836 -> '3.2 GiB'. None means sizes are unknown."""
     if n is None:
@@ -66,10 +71,12 @@ def optimality_line(report: Mapping[str, Any]) -> str:
     added = report.get("replicas_added", 0)
     removed = report.get("replicas_removed", 0)
     parts = [
-        f"adds {added} replicas" + _vs_bound(added, report.get("lower_bound_replicas_added")),
+        "adds "
+        + plural(int(added or 0), "replica")
+        + _vs_bound(added, report.get("lower_bound_replicas_added")),
         f"removes {removed}" + _vs_bound(removed, report.get("lower_bound_replicas_removed")),
-        f"{report.get('existing_replicas_moved', 0)} existing replicas moved",
-        f"{report.get('leaders_changed', 0)} leaders changed",
+        plural(int(report.get("existing_replicas_moved") or 0), "existing replica") + " moved",
+        plural(int(report.get("leaders_changed") or 0), "leader") + " changed",
     ]
     moved = report.get("bytes_to_move")
     if moved is None:
@@ -93,7 +100,10 @@ def totals_line(report: Mapping[str, Any]) -> str:
     after = report.get("rack_violations_after")
     spread_before = report.get("cluster_spread_before")
     spread_after = report.get("cluster_spread_after")
-    parts = [f"{changed} partitions reassigned", f"{created} partitions created"]
+    parts = [
+        plural(int(changed or 0), "partition") + " reassigned",
+        plural(int(created or 0), "partition") + " created",
+    ]
     if before is not None and after is not None:
         parts.append(f"rack violations {before} → {after}")
     if spread_before is not None and spread_after is not None:
@@ -203,8 +213,8 @@ def runbook_commands(
     if plan.reassignments:
         steps += [
             (
-                f"apply ({len(plan.reassignments)} partitions; throttled to "
-                f"{format_bytes(throttle_bytes)}/s per broker)",
+                f"apply ({plural(len(plan.reassignments), 'partition')}; replication throttled "
+                f"to {throttle_bytes / 1e6:g} MB/s per broker)",
                 f"{base} --reassignment-json-file {plan_file} --execute "
                 f"--throttle {throttle_bytes}",
             ),
@@ -235,7 +245,8 @@ def runbook_commands(
         assignment = ",".join(":".join(map(str, full[p])) for p in sorted(full))
         steps.append(
             (
-                f"create {len(new)} partitions of {topic_name} (cannot be undone: Kafka never "
+                f"create {plural(len(new), 'partition')} of {topic_name} "
+                "(cannot be undone: Kafka never "
                 "removes partitions)",
                 f"kafka-topics.sh --bootstrap-server {bootstrap}{auth} --alter --topic "
                 f"{topic_name} --partitions {len(full)} --replica-assignment {assignment}",

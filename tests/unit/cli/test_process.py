@@ -1,0 +1,105 @@
+"""The installed entry point in a real subprocess: start-up imports and last-resort errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kreplica.errors import ExitCode
+from tests.unit.cli.conftest import EXAMPLE, REPO
+
+HEAVY = ("confluent_kafka", "kafka", "kazoo", "pyspark", "pandas", "pyarrow")
+
+PROBE = """
+import json, sys
+from kreplica.cli import main
+try:
+    main({argv!r})
+except SystemExit as exc:
+    code = exc.code
+loaded = sorted({{m.split(".")[0] for m in sys.modules}} & set({heavy!r}))
+print(json.dumps({{"code": code, "loaded": loaded}}))
+"""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["expand", "--help"],
+        ["sandbox", "--help"],
+        ["explain", "--snapshot", str(EXAMPLE), "-t", "orders"],
+        ["expand", "--snapshot", str(EXAMPLE), "-t", "orders", "--rf", "4", "--dry-run"],
+    ],
+)
+def test_no_kafka_client_or_spark_is_imported(argv: list[str]) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE.format(argv=argv, heavy=HEAVY)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+    )
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result == {"code": 0, "loaded": []}
+
+
+def _run(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False
+    )
+
+
+CRASH = """
+import kreplica.cli.commands as commands
+from kreplica.cli import main
+def boom(*args, **kwargs):
+    raise {exc}
+commands.rf_change = boom
+main(["expand", "--snapshot", {snap!r}, "-t", "orders", "--rf", "4"{extra}])
+"""
+
+
+def test_unexpected_exception_is_one_line_and_exit_1() -> None:
+    proc = _run(CRASH.format(exc="ZeroDivisionError('oops')", snap=str(EXAMPLE), extra=""))
+    assert proc.returncode == ExitCode.ERROR
+    assert proc.stderr.splitlines() == [
+        "error: unexpected ZeroDivisionError: oops; rerun with --debug and report it"
+    ]
+
+
+def test_unexpected_exception_with_debug_shows_traceback() -> None:
+    proc = _run(
+        CRASH.format(exc="ZeroDivisionError('oops')", snap=str(EXAMPLE), extra=', "--debug"')
+    )
+    assert proc.returncode == ExitCode.ERROR
+    assert "Traceback" in proc.stderr and "ZeroDivisionError" in proc.stderr
+
+
+def test_ctrl_c_exits_130_without_traceback() -> None:
+    proc = _run(CRASH.format(exc="KeyboardInterrupt()", snap=str(EXAMPLE), extra=""))
+    assert proc.returncode == ExitCode.INTERRUPTED == 130
+    assert "Traceback" not in proc.stderr
+
+
+def test_console_script_runs() -> None:
+    kreplica = REPO / ".venv" / "bin" / "kreplica"
+    if not kreplica.exists():
+        pytest.skip("console script not installed")
+    proc = subprocess.run([str(kreplica), "--version"], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and proc.stdout.startswith("kreplica ")
+
+
+def test_python_dash_m() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "kreplica", "nope"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
+    assert proc.returncode == ExitCode.USAGE
+    assert proc.stderr.startswith("error: No such command 'nope'")

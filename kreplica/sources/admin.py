@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import warnings
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from types import TracebackType
@@ -30,6 +31,13 @@ logging.getLogger("kafka").addHandler(logging.NullHandler())
 
 # librdkafka error names that mean "these credentials or TLS settings are wrong".
 _AUTH_ERRORS = {"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "_SSL", "ILLEGAL_SASL_STATE"}
+
+
+def _import_kafka_python() -> None:
+    """Import kafka-python once, without the DeprecationWarnings its import emits."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import kafka  # noqa: F401
 
 
 def replica_sizes(log_dirs: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], int]:
@@ -82,7 +90,9 @@ class AdminSource:
         try:
             self._admin: Any = AdminClient(config)
         except (KafkaException, ValueError, TypeError) as exc:
-            raise UsageError(f"bad Kafka client config: {exc}; check --command-config") from None
+            error: Any = exc.args[0] if exc.args else exc
+            detail = error.str() if hasattr(error, "str") else str(error)
+            raise UsageError(f"bad Kafka client config: {detail}; check --command-config") from None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -118,7 +128,7 @@ class AdminSource:
         name = error.name() if hasattr(error, "name") else type(exc).__name__
         text = error.str() if hasattr(error, "str") else str(exc)
         cause_name, cause = self._last_error or (name, text)
-        if cause_name in _AUTH_ERRORS or name in _AUTH_ERRORS:
+        if cause_name in _AUTH_ERRORS or name in _AUTH_ERRORS or "handshake failed" in cause:
             return SourceError(
                 f"Kafka at {self._bootstrap} rejected the connection ({cause}); check "
                 "security.protocol, sasl.* and ssl.* in the client config"
@@ -155,6 +165,7 @@ class AdminSource:
     def _kafka_python_client(self) -> Any:
         """kafka-python's admin client, started on first use (it connects on construction)."""
         if self._kafka_python is None:
+            _import_kafka_python()
             from kafka import KafkaAdminClient
             from kafka.errors import KafkaError
 
@@ -247,6 +258,7 @@ class AdminSource:
         self, names: list[str]
     ) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
         """(topic, partition) → (adding, removing) for reassignments in flight."""
+        _import_kafka_python()
         from kafka.errors import KafkaError
 
         try:
@@ -268,6 +280,7 @@ class AdminSource:
         }
 
     def _sizes(self, names: list[str]) -> dict[tuple[str, int], int]:
+        _import_kafka_python()
         from kafka.errors import ClusterAuthorizationFailedError, KafkaError
 
         if not names:

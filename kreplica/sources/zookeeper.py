@@ -9,6 +9,7 @@ not 10,000. kazoo never leaves this module: errors become SourceError, results m
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from types import TracebackType
@@ -84,7 +85,9 @@ class ZooKeeperSource:
             ) from None
         self._client: Any = client
         try:
-            client.start(timeout=timeout_s)
+            with warnings.catch_warnings():  # a missing chroot is reported below, clearly
+                warnings.simplefilter("ignore", UserWarning)
+                client.start(timeout=timeout_s)
         except KazooTimeoutError:
             self._stop()
             raise SourceError(
@@ -97,6 +100,9 @@ class ZooKeeperSource:
                 f"ZooKeeper at {self._connect} rejected the credentials; "
                 "check the zookeeper.sasl.* settings"
             ) from None
+        except KazooException as exc:  # e.g. NoAuth on the chroot kazoo checks on start
+            self._stop()
+            raise self._error("the chroot", exc) from None
         except Exception as exc:  # a client failure must not leave its threads behind
             self._stop()
             raise SourceError(

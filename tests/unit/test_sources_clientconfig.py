@@ -50,8 +50,10 @@ def test_same_file_for_kafka_python() -> None:
     assert config["request_timeout_ms"] == 5000
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # kafka-python import
 def test_kafka_python_accepts_every_mapped_keyword() -> None:
+    from kreplica.sources.admin import _import_kafka_python
+
+    _import_kafka_python()
     from kafka import KafkaAdminClient
 
     config = kafka_python_config(

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
 
-from kreplica.errors import PlanInfeasible
+from kreplica.errors import NotImplementedYet, PlanInfeasible
 
 __all__ = [
     "DEFAULT_SEED",
@@ -174,8 +174,8 @@ def java_hashmap_order(keys: Iterable[_HashKey]) -> list[_HashKey]:
     """Iteration order of a ``java.util.HashMap`` (default capacity) filled with ``keys``.
 
     Keys are ``Integer`` (ints) or ``Optional<String>`` (str, ``None`` = empty). Models
-    resizes and the small-table resize that replaces treeification; bins are assumed to stay
-    linked lists (a bin needs 9 colliding keys in a table of 64+ to become a tree).
+    resizes and the small-table resize that replaces treeification. A bin that would become a
+    red-black tree (9 colliding keys in a table of 64+) raises NotImplementedYet.
     """
     capacity = 16
     entries: list[tuple[_HashKey, int]] = []  # insertion order; a bin keeps insertion order
@@ -188,8 +188,14 @@ def java_hashmap_order(keys: Iterable[_HashKey]) -> list[_HashKey]:
         bin_size = sum(1 for _, s in entries if s & (capacity - 1) == spread & (capacity - 1))
         entries.append((key, spread))
         seen.add(key)
-        if bin_size >= 8 and capacity < 64:  # treeifyBin on a small table resizes instead
-            capacity *= 2
+        if bin_size >= 8:  # TREEIFY_THRESHOLD reached
+            if capacity >= 64:
+                # A red-black tree bin iterates in another order; refuse rather than guess.
+                raise NotImplementedYet(
+                    "java.util.HashMap order with 9 or more keys in one bucket (a tree bin) is "
+                    "not modelled; use keys that spread over the table"
+                )
+            capacity *= 2  # treeifyBin on a small table resizes instead
         if len(entries) > capacity * 3 // 4:
             capacity *= 2
     order = sorted(range(len(entries)), key=lambda i: (entries[i][1] & (capacity - 1), i))

@@ -84,7 +84,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,  # plain click help: `kreplica --help` must not pay for importing rich
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 
@@ -108,9 +108,11 @@ def _root(
 ) -> None:
     """Minimal, rack-safe, Kafka-exact replica plans: change RF, add partitions, repair racks.
 
-    Every planning command is a dry run with --dry-run; --out PLAN.json writes the plan for
-    kafka-reassign-partitions. Exit codes: 0 ok, 2 usage, 3 source, 4 infeasible, 5 stale plan,
-    6 reassignment in progress, 7 check/verify failed, 8 not built yet, 130 interrupted.
+    Plans are shown as a diff. --dry-run changes nothing; --out PLAN.json writes Kafka's
+    reassignment JSON (plus its rollback) for kafka-reassign-partitions.
+
+    Exit codes: 0 ok, 1 bug, 2 usage, 3 source, 4 infeasible, 5 stale plan, 6 reassignment in
+    progress, 7 check/verify failed, 8 not built yet, 130 interrupted.
     """
 
 
@@ -124,15 +126,23 @@ def _begin(opts: Options, command: str) -> None:
 
 TopicsOpt = Annotated[
     list[str],
-    typer.Option("--topic", "-t", help="Topic to change (repeatable).", show_default=False),
+    typer.Option(
+        "--topic", "-t", metavar="NAME", help="Topic to change (repeatable).", show_default=False
+    ),
 ]
-RfOpt = Annotated[int, typer.Option("--rf", help="Target replication factor (absolute).")]
+RfOpt = Annotated[
+    int, typer.Option("--rf", metavar="N", help="Target replication factor (absolute).")
+]
 
 
 @app.command()
 @shared(SOURCE, PLAN, OUTPUT)
 def expand(*, topic: TopicsOpt, rf: RfOpt, opts: Options) -> None:
-    """Raise a topic's replication factor; no existing replica moves, the leader stays."""
+    """Raise RF; no existing replica moves.
+
+    Adds replicas on the least-loaded eligible brokers, on racks the partition does not use
+    yet. Existing replicas keep their order, so every leader stays where it is.
+    """
     from kreplica.cli import commands
 
     _begin(opts, "expand")
@@ -142,7 +152,11 @@ def expand(*, topic: TopicsOpt, rf: RfOpt, opts: Options) -> None:
 @app.command()
 @shared(SOURCE, PLAN, OUTPUT)
 def shrink(*, topic: TopicsOpt, rf: RfOpt, opts: Options) -> None:
-    """Lower a topic's replication factor; no data moves."""
+    """Lower RF; no data moves.
+
+    Drops out-of-sync replicas first, then replicas on the most loaded brokers, keeping racks
+    spread and the leader in place where possible.
+    """
     from kreplica.cli import commands
 
     _begin(opts, "shrink")
@@ -152,7 +166,7 @@ def shrink(*, topic: TopicsOpt, rf: RfOpt, opts: Options) -> None:
 @app.command("set-rf")
 @shared(SOURCE, PLAN, OUTPUT)
 def set_rf(*, topic: TopicsOpt, rf: RfOpt, opts: Options) -> None:
-    """Set a topic's replication factor, up or down."""
+    """Set RF, up or down (expand or shrink)."""
     from kreplica.cli import commands
 
     _begin(opts, "set-rf")
@@ -165,11 +179,16 @@ def add_partitions(
     *,
     topic: TopicsOpt,
     partitions: Annotated[
-        int, typer.Option("--partitions", "-p", help="Target partition count (absolute).")
+        int,
+        typer.Option("--partitions", "-p", metavar="N", help="Target partition count (absolute)."),
     ],
     opts: Options,
 ) -> None:
-    """Add partitions to a topic; existing partitions are not touched."""
+    """Add partitions; existing ones are untouched.
+
+    Keyed producers will map keys to different partitions afterwards; Kafka cannot remove
+    partitions again.
+    """
     from kreplica.cli import commands
 
     _begin(opts, "add-partitions")
@@ -184,7 +203,13 @@ def plan_cmd(
     *,
     topic: Annotated[
         Optional[list[str]],  # noqa: UP045
-        typer.Option("--topic", "-t", help="Topic to change (repeatable).", show_default=False),
+        typer.Option(
+            "--topic",
+            "-t",
+            metavar="NAME",
+            help="Topic to change (repeatable).",
+            show_default=False,
+        ),
     ] = None,
     topics: Annotated[
         Optional[str],  # noqa: UP045
@@ -194,18 +219,21 @@ def plan_cmd(
     ] = None,
     rf: Annotated[
         Optional[int],  # noqa: UP045
-        typer.Option("--rf", help="Target replication factor (absolute)."),
+        typer.Option("--rf", metavar="N", help="Target replication factor (absolute)."),
     ] = None,
     partitions: Annotated[
         Optional[int],  # noqa: UP045
-        typer.Option("--partitions", "-p", help="Target partition count (absolute)."),
+        typer.Option("--partitions", "-p", metavar="N", help="Target partition count (absolute)."),
     ] = None,
     fix_racks: Annotated[
         bool, typer.Option("--fix-racks", help="Move replicas so each partition spans racks.")
     ] = False,
     opts: Options,
 ) -> None:
-    """Plan several changes at once: RF, partitions and rack repair for one or more topics."""
+    """RF, partitions and rack repair in one plan.
+
+    For one or more topics (--topic repeatable, or --topics REGEX matching whole names).
+    """
     from kreplica.cli import commands
 
     _begin(opts, "plan")
@@ -223,13 +251,18 @@ def explain(
         typer.Option(
             "--topic",
             "-t",
+            metavar="NAME",
             help="Topic to explain (repeatable; default: all topics).",
             show_default=False,
         ),
     ] = None,
     opts: Options,
 ) -> None:
-    """Explain a topic's layout: Kafka default or not, balance, racks."""
+    """How topics' replicas are laid out.
+
+    Whether the layout is Kafka's default (and with which start index and shift), partitions
+    added later, replicas and leaders per broker, and rack diversity.
+    """
     from kreplica.cli import commands
 
     _begin(opts, "explain")
@@ -248,7 +281,11 @@ def check(
     ],
     opts: Options,
 ) -> None:
-    """Check a reassignment plan against the cluster: brokers, partitions, RF, racks, min.insync."""
+    """Check a reassignment JSON against the cluster.
+
+    Unknown brokers or partitions, duplicate brokers, RF mismatches, rack violations, RF at or
+    below min.insync.replicas, leader skew. Exit code 7 when anything is an error.
+    """
     from kreplica.cli import commands
 
     _begin(opts, "check")
@@ -268,13 +305,17 @@ def snapshot(
         typer.Option(
             "--topic",
             "-t",
+            metavar="NAME",
             help="Only these topics (repeatable; default: all).",
             show_default=False,
         ),
     ] = None,
     opts: Options,
 ) -> None:
-    """Save the cluster's brokers and assignments to a snapshot file (works with any source)."""
+    """Save brokers and assignments to a file.
+
+    Works with any source; the file is what --snapshot FILE reads (see README: snapshot format).
+    """
     from kreplica.cli import commands
 
     _begin(opts, "snapshot")

@@ -145,6 +145,7 @@ OUTPUT = [
             OutputFormat,
             typer.Option(
                 "--output",
+                metavar="table|json|markdown",
                 help="table for people, json for scripts (one envelope), markdown for tickets.",
                 envvar="KREPLICA_OUTPUT",
                 rich_help_panel=OUTPUT_PANEL,
@@ -183,6 +184,7 @@ PLAN = [
             str,
             typer.Option(
                 "--strategy",
+                metavar="NAME",
                 help="balanced (least-loaded brokers, no moves), kafka (what Kafka would place), "
                 "append (simple round-robin).",
                 rich_help_panel=PLAN_PANEL,
@@ -222,6 +224,7 @@ PLAN = [
             Optional[int],  # noqa: UP045
             typer.Option(
                 "--seed",
+                metavar="N",
                 help="Seed for tie-breaks; same seed, same plan.",
                 rich_help_panel=PLAN_PANEL,
             ),
@@ -280,6 +283,7 @@ PLAN = [
             int,
             typer.Option(
                 "--limit",
+                metavar="N",
                 min=0,
                 help="Show at most this many changed partitions in the table (0: all).",
                 rich_help_panel=OUTPUT_PANEL,

@@ -1,0 +1,84 @@
+"""How long `kreplica --help` takes to start, next to a bare `python -c pass`.
+
+    .venv/bin/python bench/bench_startup.py [--runs 20]
+
+Prints the median and best wall time of each command over N runs (fresh processes), the
+overhead over bare Python, and the slowest imports of `kreplica --help` (python -X importtime).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = str(REPO / "examples" / "cluster.json")
+KREPLICA = [sys.executable, "-m", "kreplica"]
+
+COMMANDS = {
+    "python -c pass": [sys.executable, "-c", "pass"],
+    "python -c 'import kreplica.cli'": [sys.executable, "-c", "import kreplica.cli"],
+    "kreplica --help": [*KREPLICA, "--help"],
+    "kreplica expand --help": [*KREPLICA, "expand", "--help"],
+    "kreplica expand ... --dry-run (demo)": [
+        *KREPLICA,
+        "expand",
+        "--snapshot",
+        EXAMPLE,
+        "--topic",
+        "orders",
+        "--rf",
+        "4",
+        "--dry-run",
+    ],
+}
+
+
+def time_once(argv: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO)
+    return time.perf_counter() - start
+
+
+def slowest_imports(argv: list[str], top: int) -> list[tuple[int, str]]:
+    proc = subprocess.run(
+        [argv[0], "-X", "importtime", *argv[1:]], capture_output=True, text=True, cwd=REPO
+    )
+    rows: list[tuple[int, str]] = []
+    for line in proc.stderr.splitlines():
+        parts = line.split("|")
+        if len(parts) == 3 and parts[1].strip().isdigit():
+            name = parts[2].rstrip()
+            if not name.startswith("  "):  # top-level imports only (cumulative time)
+                rows.append((int(parts[1]), name.strip()))
+    return sorted(rows, reverse=True)[:top]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20)
+    args = parser.parse_args()
+    print(f"python {sys.version.split()[0]} · {args.runs} runs each · {sys.executable}")
+    results: dict[str, list[float]] = {}
+    for name, argv in COMMANDS.items():
+        time_once(argv)  # warm the page cache and .pyc files
+        results[name] = [time_once(argv) for _ in range(args.runs)]
+    base = statistics.median(results["python -c pass"])
+    print(f"{'command':40} {'median ms':>10} {'best ms':>9} {'over bare python':>18}")
+    for name, samples in results.items():
+        median = statistics.median(samples)
+        print(
+            f"{name:40} {median * 1000:10.1f} {min(samples) * 1000:9.1f} "
+            f"{(median - base) * 1000:+17.1f}ms"
+        )
+    print("\nslowest top-level imports of `kreplica --help` (cumulative µs):")
+    for micros, module in slowest_imports(COMMANDS["kreplica --help"], 8):
+        print(f"  {micros:8d}  {module}")
+
+
+if __name__ == "__main__":
+    main()

@@ -361,8 +361,11 @@ def processes(name: str = "default") -> list[SandboxProcess]:
     ]
 
 
-def down(name: str = "default", *, grace_s: float = 10.0) -> bool:
+def down(name: str = "default", *, grace_s: float = 3.0) -> bool:
     """Stop exactly the processes recorded for `name` and delete its folder.
+
+    The grace period is short on purpose: the data is thrown away, and a KRaft quorum stopped
+    all at once otherwise spends 5 s in the Raft leader's graceful-shutdown wait.
 
     Returns False when there was no such sandbox."""
     state = _read_state(name)

@@ -191,3 +191,62 @@ def _processes_mentioning(text: str) -> list[int]:
             except OSError:
                 pass
     return found
+
+
+def test_cli_up_status_down_json_envelopes() -> None:
+    from typer.testing import CliRunner
+
+    from kreplica.cli.sandbox_cmd import sandbox_app
+
+    runner = CliRunner()
+    name = f"cli-{os.getpid()}"
+    up = runner.invoke(
+        sandbox_app,
+        [
+            "up",
+            "--mode",
+            "kraft",
+            "--brokers",
+            "1",
+            "--racks",
+            "r1",
+            "--name",
+            name,
+            "--output",
+            "json",
+        ],
+    )
+    try:
+        assert up.exit_code == 0, up.output
+        envelope = json.loads(up.stdout)
+        assert {k: envelope[k] for k in ("kreplica", "command", "status", "errors")} == {
+            "kreplica": 1,
+            "command": "sandbox up",
+            "status": "ok",
+            "errors": [],
+        }
+        data = envelope["data"]
+        assert data["name"] == name and data["mode"] == "kraft" and data["zookeeper"] is None
+        assert [(b["id"], b["rack"]) for b in data["brokers"]] == [(1, "r1")]
+        assert data["bootstrap_servers"] == f"127.0.0.1:{data['brokers'][0]['port']}"
+
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": data["bootstrap_servers"]})
+        described = admin.describe_cluster(request_timeout=10).result(timeout=15)
+        assert described.cluster_id == data["cluster_id"]
+        assert [(n.id, n.rack) for n in described.nodes] == [(1, "r1")]
+
+        status = runner.invoke(sandbox_app, ["status", "--name", name, "--output", "json"])
+        assert status.exit_code == 0, status.output
+        procs = json.loads(status.stdout)["data"]["processes"]
+        assert [(p["role"], p["node_id"], p["alive"]) for p in procs] == [
+            ("broker,controller", 1, True)
+        ]
+    finally:
+        down = runner.invoke(sandbox_app, ["down", "--name", name, "--output", "json"])
+    assert json.loads(down.stdout)["data"] == {"name": name, "stopped": True}
+    assert _processes_mentioning(data["state_dir"]) == []
+    again = runner.invoke(sandbox_app, ["status", "--name", name])
+    assert isinstance(again.exception, SandboxError)
+    assert "no sandbox named" in str(again.exception)

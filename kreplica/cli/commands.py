@@ -346,7 +346,7 @@ def check(opts: Options, plan_file: Path) -> None:
     spec = source_spec(opts)
     snap = read_cluster(spec)
     findings = check_reassignment(snap, data)
-    from kreplica.render.text import finding_text
+    from kreplica.render.text import finding_text, plural
 
     errors = [f for f in findings if f.level == "error"]
     if opts.output is OutputFormat.json:
@@ -372,8 +372,9 @@ def check(opts: Options, plan_file: Path) -> None:
             lvl: sum(f.level == lvl for f in findings) for lvl in ("error", "warning", "info")
         }
         out.print(
-            f"{plan_file}: {counts['error']} errors, {counts['warning']} warnings, "
-            f"{counts['info']} notes (checked against {describe_source(spec)})"
+            f"{plan_file}: {plural(counts['error'], 'error')}, "
+            f"{plural(counts['warning'], 'warning')}, {plural(counts['info'], 'note')} "
+            f"(checked against {describe_source(spec)})"
         )
     if errors:
         from kreplica.errors import VerificationFailed

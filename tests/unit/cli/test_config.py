@@ -148,3 +148,12 @@ def test_output_format_from_environment() -> None:
         ["explain", "--snapshot", str(EXAMPLE), "-t", "orders"], env={"KREPLICA_OUTPUT": "json"}
     )
     assert result.json()["command"] == "explain"
+
+
+def test_shipped_example_config_resolves() -> None:
+    env = {"KREPLICA_CONFIG": str(EXAMPLE.parent / "clusters.toml")}
+    assert resolve_source(env=env).snapshot == str(EXAMPLE)  # the default cluster
+    prod = resolve_source(cluster="prod-eu", env=env)
+    assert prod.client_config["sasl.mechanism"] == "SCRAM-SHA-512"  # inline beats the file
+    assert prod.client_config["sasl.jaas.config"].endswith('password="change-me";')
+    assert resolve_source(cluster="legacy", env=env).zk_auth == [("digest", "kreplica:secret")]

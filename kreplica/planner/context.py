@@ -30,6 +30,7 @@ class PlanContext:
     seed: int | None
     use_bytes: bool  # sizes are known: bytes break ties after replica counts
     tiebreak: dict[int, int] = field(default_factory=dict)
+    rack_keys: dict[int, str] = field(default_factory=dict)  # cache of rack_key per broker
     topic_replicas: defaultdict[str, defaultdict[int, int]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(int))
     )
@@ -60,13 +61,15 @@ class PlanContext:
         if seed is not None:
             random.Random(seed).shuffle(order)
         ctx.tiebreak = {b: i for i, b in enumerate(order)}
+        ctx.rack_keys = {b: rack_key(ctx.racks, b) for b in order}
         for topic in snapshot.topics:
             for p in topic.partitions:
                 ctx.account(topic.name, p.replicas, p.size_bytes or 0, +1)
         return ctx
 
     def rack(self, broker: int) -> str:
-        return rack_key(self.racks, broker)
+        key = self.rack_keys.get(broker)
+        return key if key is not None else rack_key(self.racks, broker)
 
     def rank(self, broker: int) -> int:
         return self.tiebreak.get(broker, len(self.tiebreak) + broker)

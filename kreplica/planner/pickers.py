@@ -22,21 +22,41 @@ def pick_new_replica(ctx: PlanContext, topic: str, replicas: Sequence[int]) -> i
     """
     used = set(replicas)
     used_racks = {ctx.rack(b) for b in replicas}
-    candidates = [b for b in ctx.eligible if b not in used]
-    if not candidates:
+    topic_load = ctx.topic_replicas[topic]
+    cluster_load = ctx.cluster_replicas
+    cluster_bytes = ctx.cluster_bytes if ctx.use_bytes else None
+    positions = ctx.tiebreak
+    rack_keys = ctx.rack_keys
+    ring = len(positions)
+    last = replicas[-1] if replicas else None
+    last_position = positions.get(last) if last is not None else None
+    best: int | None = None
+    best_key: tuple[bool, int, int, int, int] | None = None
+    # One pass (this is the planner's hot loop): fresh racks first, then load, then the
+    # ring distance after the last replica.
+    for b in ctx.eligible:
+        if b in used:
+            continue
+        position = positions.get(b)
+        if last_position is not None and position is not None:
+            tie = (position - last_position) % ring
+        else:
+            tie = ctx.rank(b)
+        key = (
+            (rack_keys[b] if b in rack_keys else ctx.rack(b)) in used_racks,
+            topic_load[b],
+            cluster_load[b],
+            cluster_bytes[b] if cluster_bytes is not None else 0,
+            tie,
+        )
+        if best_key is None or key < best_key:
+            best, best_key = b, key
+    if best is None:
         raise PlanInfeasible(
             f"topic {topic!r}: no eligible broker left for another replica of {list(replicas)}; "
             "add brokers with --brokers or lower the RF"
         )
-    fresh = [b for b in candidates if ctx.rack(b) not in used_racks]
-    last = replicas[-1] if replicas else None
-
-    def key(b: int) -> tuple[int, int, int, int]:
-        load = ctx.load_key(topic, b)
-        tie = ctx.ring_distance(last, b) if last is not None else load[3]
-        return (load[0], load[1], load[2], tie)
-
-    return min(fresh or candidates, key=key)
+    return best
 
 
 def pick_leader(ctx: PlanContext, topic: str) -> int:

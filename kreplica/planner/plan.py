@@ -73,11 +73,12 @@ def _validate(
 ) -> list[Finding]:
     findings: list[Finding] = []
     seen: set[str] = set()
+    topics_by_name = {t.name: t for t in snapshot.topics}
     for req in requests:
         if req.topic in seen:
             raise UsageError(f"topic {req.topic!r} is requested twice; give each topic once")
         seen.add(req.topic)
-        topic = snapshot.topic(req.topic)  # UnknownTopicError names the fix
+        topic = topics_by_name.get(req.topic) or snapshot.topic(req.topic)  # names the fix
         if req.rf is not None and req.rf < 1:
             raise UsageError(
                 f"topic {req.topic!r}: RF {req.rf} is invalid; the replication factor must be "
@@ -198,8 +199,9 @@ def make_plan(
     bound = LowerBound()
     changes: list[PartitionChange] = []
 
+    topics_by_name = {t.name: t for t in snapshot.topics}
     for req in sorted(requests, key=lambda r: r.topic):
-        topic = snapshot.topic(req.topic)
+        topic = topics_by_name[req.topic]
         findings.extend(_state_findings(topic))
         target_rf = req.rf if req.rf is not None else topic.replication_factor
         _lower_bound(ctx, topic, req, target_rf, bound)

@@ -1,0 +1,165 @@
+"""The CLI against real clusters (ZooKeeper-mode Kafka 3.9 and KRaft Kafka 4.x), run as the
+`kreplica` console script in a subprocess: every source option, the config file, and the
+errors an unreachable cluster gives. Expectations come from the topics conftest created."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kreplica.errors import ExitCode
+from kreplica.sandbox import SandboxInfo
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def kreplica(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kreplica", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "COLUMNS": "120", **(env or {})},
+        timeout=120,
+        check=False,
+    )
+
+
+def envelope(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert proc.returncode == 0, proc.stderr
+    doc: dict[str, Any] = json.loads(proc.stdout)
+    assert doc["status"] == "ok"
+    return doc
+
+
+def _sources(zk: SandboxInfo, kraft: SandboxInfo) -> dict[str, tuple[list[str], SandboxInfo]]:
+    assert zk.zookeeper is not None
+    return {
+        "zookeeper": (["--zookeeper", zk.zookeeper], zk),
+        "admin-zk": (["--bootstrap-server", zk.bootstrap_servers], zk),
+        "admin-kraft": (["--bootstrap-server", kraft.bootstrap_servers], kraft),
+    }
+
+
+@pytest.fixture(params=["zookeeper", "admin-zk", "admin-kraft"])
+def source(request: pytest.FixtureRequest) -> tuple[list[str], SandboxInfo]:
+    zk = request.getfixturevalue("zk_cluster")
+    kraft = request.getfixturevalue("kraft_cluster") if request.param == "admin-kraft" else zk
+    return _sources(zk, kraft)[request.param]
+
+
+def test_snapshot_command_writes_a_file_the_planner_reads(
+    source: tuple[list[str], SandboxInfo], tmp_path: Path
+) -> None:
+    flags, info = source
+    out = tmp_path / "snap.json"
+    proc = kreplica("snapshot", *flags, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert data["cluster_id"] == info.cluster_id
+    assert sorted(b["id"] for b in data["brokers"]) == sorted(b.id for b in info.brokers)
+    orders = next(t for t in data["topics"] if t["name"] == "orders")
+    assert len(orders["partitions"]) == 6
+    # The file is a source in its own right: same plan from the file as from the cluster.
+    live = envelope(
+        kreplica("expand", *flags, "-t", "orders", "--rf", "3", "--dry-run", "--output", "json")
+    )
+    offline = envelope(
+        kreplica(
+            "expand",
+            "--snapshot",
+            str(out),
+            "-t",
+            "orders",
+            "--rf",
+            "3",
+            "--dry-run",
+            "--output",
+            "json",
+        )
+    )
+    assert live["data"]["reassignment"] == offline["data"]["reassignment"]
+
+
+def test_expand_on_a_live_cluster_adds_one_replica_per_partition(
+    source: tuple[list[str], SandboxInfo],
+) -> None:
+    flags, info = source
+    doc = envelope(
+        kreplica("expand", *flags, "-t", "orders", "--rf", "3", "--dry-run", "--output", "json")
+    )
+    data = doc["data"]
+    assert data["cluster_id"] == info.cluster_id
+    before = {p["partition"]: p["replicas"] for p in data["rollback"]["partitions"]}
+    after = {p["partition"]: p["replicas"] for p in data["reassignment"]["partitions"]}
+    assert sorted(after) == list(range(6))
+    racks = {b.id: b.rack for b in info.brokers}
+    for partition, replicas in after.items():
+        assert replicas[:2] == before[partition]  # existing replicas and leader stay
+        assert sorted(replicas) == sorted(racks)  # 3 brokers, RF 3: every broker
+    assert data["report"]["replicas_added"] == 6 == data["report"]["lower_bound_replicas_added"]
+
+
+def test_explain_and_check_on_a_live_cluster(
+    source: tuple[list[str], SandboxInfo], tmp_path: Path
+) -> None:
+    flags, _info = source
+    doc = envelope(kreplica("explain", *flags, "-t", "manual", "--output", "json"))
+    [manual] = doc["data"]["topics"]
+    assert manual["partitions"] == 3 and manual["replication_factor"] == 2
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps(
+            {"version": 1, "partitions": [{"topic": "manual", "partition": 7, "replicas": [1, 2]}]}
+        )
+    )
+    proc = kreplica("check", *flags, str(plan))
+    assert proc.returncode == ExitCode.VERIFY_FAILED
+    assert proc.stderr.count("\n") == 1 and "manual-7" in proc.stderr
+
+
+def test_command_config_and_named_cluster(zk_cluster: SandboxInfo, tmp_path: Path) -> None:
+    props = tmp_path / "client.properties"
+    props.write_text(
+        "# plain text on loopback\nsecurity.protocol=PLAINTEXT\nclient.id=kreplica-test\n"
+    )
+    config = tmp_path / "clusters.toml"
+    config.write_text(
+        f'[clusters.sandbox]\nbootstrap_server = "{zk_cluster.bootstrap_servers}"\n'
+        'command_config = "client.properties"\ntimeout_s = 20\n'
+    )
+    env = {"KREPLICA_CONFIG": str(config)}
+    doc = envelope(
+        kreplica("explain", "--cluster", "sandbox", "-t", "orders", "--output", "json", env=env)
+    )
+    assert "from cluster 'sandbox'" in doc["data"]["source"]
+    doc = envelope(
+        kreplica(
+            "explain",
+            "--bootstrap-server",
+            zk_cluster.bootstrap_servers,
+            "--command-config",
+            str(props),
+            "-t",
+            "orders",
+            "--output",
+            "json",
+        )
+    )
+    assert doc["data"]["topics"][0]["partitions"] == 6
+
+
+@pytest.mark.parametrize("flag", ["--bootstrap-server", "--zookeeper"])
+def test_unreachable_cluster_is_a_one_line_source_error(flag: str) -> None:
+    proc = kreplica("explain", flag, "127.0.0.1:1", "--timeout", "3", "-t", "orders")
+    assert proc.returncode == ExitCode.SOURCE, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    assert "Traceback" not in proc.stderr

@@ -6,17 +6,20 @@
         ...
 
 `kreplica_cluster` is session-scoped and always torn down. Where a Docker engine answers and
-`testcontainers` is installed it runs testcontainers' Kafka (one KRaft node, no racks);
+`testcontainers[kafka]` is installed (`pip install kreplica[docker]`) it runs testcontainers'
+Kafka (one broker, no racks, a Confluent Platform image: `kreplica_testcontainers_image`);
 otherwise it starts the JVM sandbox (`kreplica.sandbox`, jars from Maven Central: needs Java 17+
 and Maven). Choose with ini options (pytest.ini / pyproject `[tool.pytest.ini_options]`):
 `kreplica_backend` (auto | sandbox | testcontainers), `kreplica_mode` (zk | kraft),
-`kreplica_brokers`, `kreplica_racks` (comma-separated), `kreplica_kafka_version`.
+`kreplica_brokers`, `kreplica_racks` (comma-separated), `kreplica_kafka_version`,
+`kreplica_testcontainers_image`.
 
 Nothing heavy is imported until a fixture is used.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import time
@@ -26,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from kreplica.errors import UsageError
 
 if TYPE_CHECKING:
     from kreplica.sandbox import SandboxInfo
@@ -162,10 +167,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("kreplica_brokers", "number of brokers (sandbox only)", default="3")
     parser.addini("kreplica_racks", "comma-separated racks (sandbox only)", default="a,b,c")
     parser.addini("kreplica_kafka_version", "Kafka version (default: per mode)", default="")
+    parser.addini(
+        "kreplica_testcontainers_image",
+        "Confluent Platform image for testcontainers (default: cp-kafka 7.9 for zk, 8.0 for kraft)",
+        default="",
+    )
 
 
 def docker_available() -> bool:
-    """True when a Docker engine answers (testcontainers can be used)."""
+    """True when testcontainers is installed and a Docker engine answers."""
+    if importlib.util.find_spec("testcontainers") is None:
+        return False
     try:
         import docker  # testcontainers brings it
     except ImportError:
@@ -188,12 +200,15 @@ def running_cluster(
     racks: Sequence[str] | None = ("a", "b", "c"),
     kafka_version: str | None = None,
     name: str | None = None,
+    testcontainers_image: str | None = None,
 ) -> Iterator[SandboxInfo]:
     """A running cluster for the duration of the `with` block; always torn down."""
     if backend not in ("auto", "sandbox", "testcontainers"):
-        raise ValueError(f"kreplica_backend {backend!r}: use auto, sandbox or testcontainers")
+        raise UsageError(
+            f"kreplica_backend {backend!r} is unknown: use auto, sandbox or testcontainers"
+        )
     if backend == "testcontainers" or (backend == "auto" and docker_available()):
-        with _testcontainers_cluster(kafka_version) as info:
+        with _testcontainers_cluster(mode, testcontainers_image) as info:
             yield info
         return
     from kreplica import sandbox
@@ -208,24 +223,33 @@ def running_cluster(
         sandbox.down(name)
 
 
+# testcontainers-python's KafkaContainer drives Confluent's image scripts, so it needs a
+# cp-kafka image: 7.9 is Kafka 3.9 (ZooKeeper inside the container), 8.0 is Kafka 4.0 (KRaft).
+_CP_IMAGES = {"zk": "confluentinc/cp-kafka:7.9.0", "kraft": "confluentinc/cp-kafka:8.0.0"}
+
+
 @contextmanager
-def _testcontainers_cluster(kafka_version: str | None) -> Iterator[SandboxInfo]:
+def _testcontainers_cluster(mode: str, image: str | None) -> Iterator[SandboxInfo]:
     from testcontainers.kafka import KafkaContainer
 
     from kreplica.sandbox import SandboxBroker, SandboxInfo
 
-    image = f"apache/kafka:{kafka_version}" if kafka_version else "apache/kafka:4.1.1"
-    with KafkaContainer(image).with_kraft() as container:
+    image = image or _CP_IMAGES.get(mode, _CP_IMAGES["kraft"])
+    container = KafkaContainer(image)
+    if mode == "kraft":
+        container = container.with_kraft()
+    with container:
         bootstrap = container.get_bootstrap_server()
-        described = _admin(bootstrap).describe_cluster(request_timeout=30).result(timeout=30)
+        admin = _admin(bootstrap)
+        described = admin.describe_cluster(request_timeout=30).result(timeout=30)
         port = int(bootstrap.rsplit(":", 1)[1])
         yield SandboxInfo(
             name="testcontainers",
-            mode="kraft",
+            mode=mode,
             bootstrap_servers=bootstrap,
-            zookeeper=None,
+            zookeeper=None,  # ZooKeeper (zk mode) stays inside the container
             cluster_id=str(described.cluster_id),
-            kafka_version=kafka_version or "4.1.1",
+            kafka_version=image.rsplit(":", 1)[-1],  # the image tag (Confluent's numbering)
             brokers=tuple(SandboxBroker(id=n.id, rack=n.rack, port=port) for n in described.nodes),
             state_dir="",
         )
@@ -241,5 +265,6 @@ def kreplica_cluster(pytestconfig: pytest.Config) -> Iterator[SandboxInfo]:
         brokers=int(str(pytestconfig.getini("kreplica_brokers"))),
         racks=racks or None,
         kafka_version=str(pytestconfig.getini("kreplica_kafka_version")) or None,
+        testcontainers_image=str(pytestconfig.getini("kreplica_testcontainers_image")) or None,
     ) as info:
         yield info

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -250,3 +251,44 @@ def test_cli_up_status_down_json_envelopes() -> None:
     again = runner.invoke(sandbox_app, ["status", "--name", name])
     assert isinstance(again.exception, SandboxError)
     assert "no sandbox named" in str(again.exception)
+
+
+def test_pytest_plugin_fixture_runs_a_cluster_and_tears_it_down(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    # A user's project: only an ini file and a test; the fixture comes from the entry point.
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\nkreplica_backend = sandbox\nkreplica_mode = zk\nkreplica_brokers = 2\n"
+        "kreplica_racks = east,west\n"
+    )
+    (tmp_path / "test_user.py").write_text(
+        textwrap.dedent(
+            """
+            from pathlib import Path
+            from kreplica.testing import TopicSpec, create_topics
+
+            def test_runbook(kreplica_cluster):
+                Path("seen.txt").write_text(kreplica_cluster.state_dir)
+                racks = [(b.id, b.rack) for b in kreplica_cluster.brokers]
+                assert racks == [(1, "east"), (2, "west")]
+                create_topics(
+                    kreplica_cluster.bootstrap_servers,
+                    [TopicSpec("t", partitions=4, replication_factor=2)],
+                )
+            """
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_user.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    state_dir = (tmp_path / "seen.txt").read_text()
+    assert Path(state_dir).parent == sandbox.sandbox_root()
+    assert not Path(state_dir).exists()
+    assert _processes_mentioning(state_dir) == []

@@ -819,12 +819,22 @@ def _classify(
             batch[1] = p + 1
             conforming.append(p)
             continue
-        batch = None
+        if batch is not None:
+            # The next call may have begun inside this batch (those partitions fit both).
+            run_start = max(run_start, batch[0] + 1)
+            batch = None
         if _is_prefix(observed, creation(p)):
             conforming.append(p)
             continue
         for batch_first in _batch_starts(n, run_start, p):
-            if _is_prefix(observed, added(batch_first, p)):
+            # The batch also covers the partitions from batch_first on: they must fit it too.
+            if _is_prefix(observed, added(batch_first, p)) and all(
+                _is_prefix(parts[q], added(batch_first, q))
+                for q in range(batch_first, p)
+                if q in parts
+            ):
+                if batches and batches[-1][1] > batch_first:
+                    batches[-1][1] = batch_first  # the earlier call ended where this one began
                 batch = [batch_first, p + 1]
                 batches.append(batch)
                 conforming.append(p)
@@ -872,10 +882,15 @@ def _infer_aware(
     rf = max(1, min(n, max(len(parts[p]) for p in range(count))))
     # shift * numRacks only matters modulo n - 1, and it grows by one per wrap.
     best: tuple[int, int] | None = None
+    num_racks = len(set(rack_of.values()))
     for shift in range(n - 1 if n > 1 else 1):
-        placed = _place_zk(order, rack_of, count, rf, start, shift, 0)
-        matched = 0
-        while matched < count and _is_prefix(parts[matched], placed[matched]):
+        matched = 0  # computed lazily: a wrong shift usually fails within the first round
+        while matched < count and _is_prefix(
+            parts[matched],
+            _zk_replicas(
+                order, rack_of, num_racks, rf, (matched + start) % n, shift + matched // n
+            ),
+        ):
             matched += 1
         if best is None or matched > best[0]:
             best = (matched, shift)

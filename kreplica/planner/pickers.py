@@ -88,7 +88,12 @@ def pick_removal(
     prefer: out of sync, then on an ineligible broker, then on a rack another replica
     also uses, then the most loaded (topic, cluster, bytes), then tie-break
     """
-    candidates = [b for b in replicas if b not in protected] or list(replicas[1:])
+    leader = next((b for b in replicas if b in protected and b != replicas[0]), None)
+    candidates = (
+        [b for b in replicas if b not in protected]
+        or [b for b in replicas if b != leader and leader is not None]
+        or list(replicas[1:])
+    )
     rack_use: dict[str, int] = {}
     for b in replicas:
         rack_use[ctx.rack(b)] = rack_use.get(ctx.rack(b), 0) + 1

@@ -104,7 +104,11 @@ def _validate(
         target_rf = req.rf if req.rf is not None else topic.replication_factor
         grows = any(len(p.replicas) < target_rf for p in topic.partitions)
         adds = req.partitions is not None and req.partitions > current
-        if (grows or adds or req.fix_racks) and target_rf > len(eligible):
+        if adds and target_rf < 1:
+            raise UsageError(
+                f"topic {req.topic!r} has no partitions to take the RF from; give --rf too"
+            )
+        if (grows or adds) and target_rf > len(eligible):
             raise PlanInfeasible(_too_few_brokers(req.topic, target_rf, eligible, why_not))
         findings.extend(_min_isr_findings(topic, req, options))
     return findings
@@ -275,14 +279,18 @@ def _fallback_findings(ctx: PlanContext) -> list[Finding]:
 def _imbalance_findings(report: dict[str, object]) -> list[Finding]:
     spreads = report["topic_spread_after"]
     assert isinstance(spreads, dict)
+    uneven = sorted((value, topic) for topic, value in spreads.items() if value > 1)
+    if not uneven:
+        return []
+    worst_value = max(value for value, _ in uneven)
+    worst_topic = min(topic for value, topic in uneven if value == worst_value)
     return [
         Finding(
             "info",
             "imbalance",
-            f"topic {topic!r}: replicas per broker still differ by {value} after this plan "
-            "(existing replicas are not moved; a full rebalance would be needed)",
-            topic=topic,
+            f"{len(uneven)} topic(s) still have replica counts per broker differing by more than "
+            f"1 (worst: {worst_topic!r}, by {worst_value}); this plan moves no existing replica "
+            "to even them out",
+            topic=worst_topic if len(uneven) == 1 else None,
         )
-        for topic, value in sorted(spreads.items())
-        if value > 1
     ]

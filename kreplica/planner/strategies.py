@@ -173,12 +173,16 @@ def next_in_ring(ctx: PlanContext, ring: Sequence[int], replicas: Sequence[int])
 def truncate_keeping_racks(
     ctx: PlanContext, replicas: Sequence[int], rf: int, leader: int | None
 ) -> list[int]:
-    """Drop replicas from the tail until `rf` remain, never the first or the current leader,
-    and skipping a replica whose rack no other replica covers while one that shares its rack
-    is left to drop."""
+    """Drop replicas from the tail until `rf` remain. Never the current leader (the first
+    replica only when the current leader is another one); a replica that is its rack's only
+    one is skipped while a replica sharing its rack can go instead."""
     kept = list(replicas)
     while len(kept) > rf:
-        droppable = [b for b in kept[1:] if b != leader] or kept[1:]
+        droppable = (
+            [b for b in kept[1:] if b != leader]
+            or [b for b in kept if b != leader and leader in kept]
+            or kept[1:]
+        )
         racks = [ctx.rack(b) for b in kept]
         shared = [b for b in droppable if racks.count(ctx.rack(b)) > 1]
         victim = (shared or droppable)[-1]

@@ -115,3 +115,31 @@ def test_lowering_to_min_isr_needs_force():
         make_plan(snap, [TopicRequest("t", rf=2)])
     plan = make_plan(snap, [TopicRequest("t", rf=2)], PlanOptions(force=True))
     assert [f.code for f in plan.findings] == ["rf-below-min-isr"]
+
+
+@pytest.mark.parametrize("strategy", ["balanced", "append", "kafka"])
+def test_lowering_to_one_keeps_the_current_leader_even_when_not_preferred(strategy):
+    snap = cluster({"t": [[0, 1, 2]]}, brokers=3)
+    part = snap.topics[0].partitions[0]
+    led_by_1 = type(snap)(
+        snap.brokers,
+        (type(snap.topics[0])("t", (type(part)("t", 0, (0, 1, 2), leader=1),)),),
+    )
+    plan = make_plan(led_by_1, [TopicRequest("t", rf=1)], PlanOptions(strategy=strategy))
+    assert [c.after for c in plan.changes] == [(1,)]
+
+
+def test_rack_repair_alone_works_with_few_eligible_brokers():
+    snap = cluster({"t": [[0, 1, 2]]}, brokers=4, racks={0: "a", 1: "a", 2: "a", 3: "b"})
+    plan = make_plan(snap, [TopicRequest("t", fix_racks=True)], PlanOptions(brokers=frozenset({3})))
+    assert [c.after for c in plan.changes] == [(0, 1, 3)] or [c.after for c in plan.changes] == [
+        (0, 3, 2)
+    ]
+    assert plan.report["rack_violations_after"] == 0
+
+
+def test_imbalance_is_one_aggregated_finding():
+    snap = cluster({"a": [[0, 1]] * 6, "b": [[0, 1]] * 6}, brokers=4)
+    plan = make_plan(snap, [TopicRequest("a", rf=2), TopicRequest("b", rf=2)])
+    imbalance = [f for f in plan.findings if f.code == "imbalance"]
+    assert len(imbalance) == 1 and "2 topic(s)" in imbalance[0].message

@@ -231,7 +231,19 @@ def _plan_and_show(
                 "and the kreplica plan document[/muted]"
             )
     if not_applied is not None:
+        if opts.output is not OutputFormat.json and not opts.yes and interactive():
+            import typer
+
+            target = plan.cluster_id or describe_source(spec)
+            if not typer.confirm(f"Apply this plan to cluster {target}?", default=False):
+                console().print("Not applied; nothing was changed.")
+                return
         raise not_applied
+
+
+def interactive() -> bool:
+    """Ask before applying only when a person is at the keyboard."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
 
 
 def plan_data(

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import IO
 
 from rich.console import Console
 from rich.theme import Theme
+
+PIPE_WIDTH = 120
 
 THEME = Theme(
     {
@@ -32,6 +35,8 @@ def make_console(
     """A console for `file` (stdout by default). Colour only on a terminal, never with
     --no-color or NO_COLOR; a fixed width keeps output stable when it is piped or tested."""
     no_color = no_color or bool(os.environ.get("NO_COLOR"))
+    if width is None and not os.environ.get("COLUMNS") and not (file or sys.stdout).isatty():
+        width = PIPE_WIDTH  # a log file or pager has room; rich would assume 80
     return Console(
         file=file,
         theme=THEME,

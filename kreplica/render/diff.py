@@ -87,19 +87,16 @@ def diff_table(plan: Plan, snapshot: ClusterSnapshot, *, limit: int = 0) -> Tabl
 
 
 def broker_table(plan: Plan, snapshot: ClusterSnapshot) -> Table:
-    """Per broker: replicas now / peak during the move / after, leaders, bytes in / out."""
+    """Per broker: replicas now / peak during the move / after, leaders, bytes in / out.
+    Two-line headers and short rack names keep it within 80 columns."""
     report = plan.report
     sizes_known = report.get("bytes_to_move") is not None
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    table.add_column("Broker", justify="right")
-    table.add_column("Rack")
-    table.add_column("Replicas now", justify="right")
-    table.add_column("peak", justify="right")
-    table.add_column("after", justify="right")
-    table.add_column("Leaders now", justify="right")
-    table.add_column("after", justify="right")
-    table.add_column("Bytes in", justify="right")
-    table.add_column("Bytes out", justify="right")
+    racks, _legend = short_racks(snapshot.racks())
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
+    for header in ("Broker", "Rack", "Replicas\nnow", "\npeak", "\nafter"):
+        table.add_column(header, justify="left" if header == "Rack" else "right", no_wrap=True)
+    for header in ("Leaders\nnow", "\nafter", "Bytes\nin", "\nout"):
+        table.add_column(header, justify="right", no_wrap=True)
     for broker in snapshot.brokers:
         now = per_broker(report, "broker_replicas_before", broker.id)
         peak = per_broker(report, "broker_replicas_peak", broker.id)
@@ -110,7 +107,7 @@ def broker_table(plan: Plan, snapshot: ClusterSnapshot) -> Table:
         bytes_out = per_broker(report, "broker_bytes_out", broker.id)
         table.add_row(
             str(broker.id) + ("" if broker.alive else " (down)"),
-            broker.rack or "-",
+            racks.get(broker.id) or "-",
             str(now),
             str(peak),
             _delta(after, now),

@@ -280,3 +280,31 @@ def test_snapshot_round_trip(tmp_path: Path) -> None:
 def test_version() -> None:
     result = run_cli(["--version"])
     assert result.code == 0 and result.stdout.startswith("kreplica ")
+
+
+@pytest.mark.parametrize(
+    ("answer", "code"), [("n\n", ExitCode.OK), ("y\n", ExitCode.NOT_IMPLEMENTED)]
+)
+def test_apply_asks_first_when_interactive(
+    monkeypatch: pytest.MonkeyPatch, answer: str, code: ExitCode
+) -> None:
+    from typer.testing import CliRunner
+
+    import kreplica.cli.commands as commands
+    from kreplica.cli.app import app
+
+    monkeypatch.setattr(commands, "interactive", lambda: True)
+    result = CliRunner().invoke(app, ["expand", *SNAP, "-t", "orders", "--rf", "4"], input=answer)
+    assert result.exit_code == code
+    assert f"Apply this plan to cluster {RAW['cluster_id']}?" in result.stdout
+    if code == ExitCode.OK:
+        assert "Not applied; nothing was changed." in result.stdout
+
+
+def test_yes_skips_the_question(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kreplica.cli.commands as commands
+
+    monkeypatch.setattr(commands, "interactive", lambda: True)
+    result = run_cli(["expand", *SNAP, "-t", "orders", "--rf", "4", "--yes"])
+    assert result.code == ExitCode.NOT_IMPLEMENTED
+    assert "Apply this plan" not in result.stdout

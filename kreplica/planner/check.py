@@ -19,8 +19,8 @@ from kreplica.planner.evaluate import (
 )
 from kreplica.planner.serialize import parse_new_partitions, parse_reassignment_json
 
-# Moving more than this share of a topic's replicas is flagged as a warning (a rebalance
-# rather than a minimal change); below it, an info line reports the share.
+# Moving (replacing) more than this share of a topic's replicas is flagged as a warning (a
+# rebalance rather than a minimal change); below it, an info line reports the share.
 MOVEMENT_WARNING_SHARE = 0.5
 
 
@@ -173,22 +173,25 @@ def _topic_findings(
                     topic=name,
                 )
             )
-    total = moved = 0
+    total = copied = moved = 0
     for key, reps in parts.items():
         part = existing.get(key)
         if part is None:
             continue
         total += len(part.replicas)
         if key in seen:
-            moved += len([b for b in reps if b not in part.replicas])
-    if total and moved:
+            added = len([b for b in reps if b not in part.replicas])
+            removed = len([b for b in part.replicas if b not in reps])
+            copied += added
+            moved += min(added, removed)
+    if total and copied:
         share = moved / total
         findings.append(
             Finding(
                 "warning" if share > MOVEMENT_WARNING_SHARE else "info",
                 "movement",
-                f"topic {name!r}: {moved} of {total} replicas ({share:.0%}) would be copied to "
-                "new brokers",
+                f"topic {name!r}: {copied} replica(s) would be copied to new brokers; "
+                f"{moved} of its {total} existing replicas ({share:.0%}) would move",
                 topic=name,
             )
         )

@@ -14,6 +14,7 @@ from kreplica.render.text import (
     format_bytes,
     optimality_line,
     per_broker,
+    ranges,
     short_racks,
     totals_line,
 )
@@ -137,9 +138,28 @@ def findings_markdown(findings: Sequence[Finding], *, title: str) -> str:
 
 
 def explain_markdown(results: Sequence[Mapping[str, Any]], snapshot: ClusterSnapshot) -> str:
-    lines = ["## Topic layouts", ""]
+    lines = [
+        "## Topic layouts",
+        "",
+        "| Topic | Partitions | RF | Layout | Added later | Replica spread | Rack violations |",
+        "|---|---:|---:|---|---|---:|---|",
+    ]
     for r in results:
-        lines.append(f"- **{r.get('topic')}**: {r.get('summary', '')}")
+        layout = r.get("layout") or {}
+        if layout.get("kafka_default"):
+            how = f"Kafka default (start {layout.get('start_index')}, shift "
+            how += f"{layout.get('replica_shift')})"
+        else:
+            how = "custom"
+        added = ranges(list(layout.get("added_partitions") or [])) or "-"
+        violations = ranges(list((r.get("racks") or {}).get("violations") or [])) or "none"
+        spread = (r.get("balance") or {}).get("spread")
+        lines.append(
+            f"| {_cell(str(r.get('topic')))} | {r.get('partitions')} | "
+            f"{r.get('replication_factor')} | {how} | {added} | {spread} | {violations} |"
+        )
+    lines.append("")
+    lines += [f"- **{r.get('topic')}**: {r.get('summary', '')}" for r in results]
     return "\n".join(lines) + "\n"
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
 
-from kreplica.errors import NotImplementedYet, PlanInfeasible
+from kreplica.errors import ExitCode, NotImplementedYet, PlanInfeasible
 
 __all__ = [
     "DEFAULT_SEED",
@@ -31,6 +31,7 @@ __all__ = [
     "MockRandom",
     "RandomSource",
     "StripedRackList",
+    "UnknownTopicOrPartitionException",
     "add_partitions",
     "assign_replicas",
     "infer_layout",
@@ -80,6 +81,10 @@ class InvalidReplicationFactorException(KafkaAssignmentError):
 
 class AdminOperationException(KafkaAssignmentError):
     pass
+
+
+class UnknownTopicOrPartitionException(KafkaAssignmentError):
+    exit_code = ExitCode.SOURCE  # nothing to plan against, as for kreplica's UnknownTopicError
 
 
 # --------------------------------------------------------------------------------------------
@@ -180,14 +185,18 @@ def java_hashmap_order(keys: Iterable[_HashKey]) -> list[_HashKey]:
     capacity = 16
     entries: list[tuple[_HashKey, int]] = []  # insertion order; a bin keeps insertion order
     seen: set[_HashKey] = set()
+    bin_sizes: dict[int, int] = {}  # bucket -> keys, for the current capacity
     for key in keys:
         if key in seen:
             continue
         h = _java_key_hash(key) & _INT_MASK
         spread = h ^ (h >> 16)
-        bin_size = sum(1 for _, s in entries if s & (capacity - 1) == spread & (capacity - 1))
+        bucket = spread & (capacity - 1)
+        bin_size = bin_sizes.get(bucket, 0)
         entries.append((key, spread))
         seen.add(key)
+        bin_sizes[bucket] = bin_size + 1
+        old_capacity = capacity
         if bin_size >= 8:  # TREEIFY_THRESHOLD reached
             if capacity >= 64:
                 # A red-black tree bin iterates in another order; refuse rather than guess.
@@ -198,6 +207,10 @@ def java_hashmap_order(keys: Iterable[_HashKey]) -> list[_HashKey]:
             capacity *= 2  # treeifyBin on a small table resizes instead
         if len(entries) > capacity * 3 // 4:
             capacity *= 2
+        if capacity != old_capacity:
+            bin_sizes = {}
+            for _, hashed in entries:
+                bin_sizes[hashed & (capacity - 1)] = bin_sizes.get(hashed & (capacity - 1), 0) + 1
     order = sorted(range(len(entries)), key=lambda i: (entries[i][1] & (capacity - 1), i))
     return [entries[i][0] for i in order]
 
@@ -440,6 +453,8 @@ def add_partitions(
     ``ZkAdminManager.createPartitions`` runs first, so the messages are what operators see.
     """
     current = len(existing)
+    if current == 0:
+        raise UnknownTopicOrPartitionException(f"The topic '{topic}' does not exist.")
     if new_total < current:
         raise InvalidPartitionsException(
             f"Topic currently has {current} partitions, which is higher than the requested "
@@ -448,7 +463,12 @@ def add_partitions(
     if new_total == current:
         raise InvalidPartitionsException(f"Topic already has {current} partitions.")
     if 0 not in existing:
-        shown = ", ".join(f"{p} -> {list(existing[p])}" for p in sorted(existing))
+        # Scala prints the Map[Int, ReplicaAssignment]; its entry order is Scala's, ours sorted.
+        shown = ", ".join(
+            f"{p} -> ReplicaAssignment(replicas={','.join(map(str, existing[p]))}, "
+            "addingReplicas=, removingReplicas=)"
+            for p in sorted(existing)
+        )
         raise AdminOperationException(
             f"Unexpected existing replica assignment for topic '{topic}', partition id 0 is "
             f"missing. Assignment: Map({shown})"

@@ -196,3 +196,82 @@ def test_kafka_errors_are_plan_infeasible_with_kafka_message() -> None:
         assign_replicas([0, 1], 3, 3)
     assert str(caught.value) == "Replication factor: 3 larger than available brokers: 2."
     assert caught.value.exit_code == ExitCode.INFEASIBLE
+
+
+def test_add_partitions_refusals_use_kafkas_messages() -> None:
+    existing = {0: [1, 2], 1: [2, 0]}
+    cases = [
+        ({}, 3, "UnknownTopicOrPartitionException", "The topic 'orders' does not exist."),
+        (
+            existing,
+            1,
+            "InvalidPartitionsException",
+            "Topic currently has 2 partitions, which is higher than the requested 1.",
+        ),
+        (existing, 2, "InvalidPartitionsException", "Topic already has 2 partitions."),
+        (
+            {1: [1, 2], 2: [2, 0]},
+            4,
+            "AdminOperationException",
+            "Unexpected existing replica assignment for topic 'orders', partition id 0 is "
+            "missing. Assignment: Map(1 -> ReplicaAssignment(replicas=1,2, addingReplicas=, "
+            "removingReplicas=), 2 -> ReplicaAssignment(replicas=2,0, addingReplicas=, "
+            "removingReplicas=))",
+        ),
+    ]
+    for current, total, exception, message in cases:
+        with pytest.raises(KafkaAssignmentError) as caught:
+            add_partitions([0, 1, 2], current, total, topic="orders")
+        _assert_kafka_error(caught.value, exception, message)
+    with pytest.raises(KafkaAssignmentError) as caught:
+        add_partitions([0, 1, 2], existing, 4, racks={0: "a", 1: "b"})
+    _assert_kafka_error(
+        caught.value,
+        "AdminOperationException",
+        "Not all brokers have rack information. Add --disable-rack-aware in command line to "
+        "make replica assignment without rack information.",
+    )
+    with pytest.raises(KafkaAssignmentError) as caught:
+        add_partitions([0, 1], {0: [0, 1, 2]}, 2)
+    _assert_kafka_error(
+        caught.value,
+        "InvalidReplicationFactorException",
+        "Replication factor: 3 larger than available brokers: 2.",
+    )
+
+
+def test_unknown_topic_maps_to_the_source_exit_code() -> None:
+    with pytest.raises(KafkaAssignmentError) as caught:
+        add_partitions([0, 1], {}, 2)
+    assert caught.value.exit_code == ExitCode.SOURCE
+
+
+def test_default_random_source_is_deterministic() -> None:
+    brokers = list(range(7))
+    first = assign_replicas(brokers, 20, 3)
+    assert assign_replicas(brokers, 20, 3) == first
+    assert first == assign_replicas(brokers, 20, 3, rng=JavaRandom(kafka.DEFAULT_SEED))
+
+
+def test_striped_place_accepts_broker_objects() -> None:
+    from dataclasses import dataclass
+
+    from kreplica.model import Broker
+
+    @dataclass
+    class Usable:
+        id: int
+        rack: str | None
+        fenced: bool
+
+    as_tuples = [(0, "a", False), (1, "b", True), (2, "b", False), (3, None, False)]
+    as_objects = [Usable(*t) for t in as_tuples]
+    assert striped_place(as_objects, 8, 2, rng=JavaRandom(3)) == striped_place(
+        as_tuples, 8, 2, rng=JavaRandom(3)
+    )
+    # kreplica's own Broker has no `fenced`: every broker counts as unfenced.
+    model_brokers = [Broker(id=b, rack=r) for b, r, _ in as_tuples]
+    unfenced = [(b, r, False) for b, r, _ in as_tuples]
+    assert striped_place(model_brokers, 8, 2, rng=JavaRandom(3)) == striped_place(
+        unfenced, 8, 2, rng=JavaRandom(3)
+    )

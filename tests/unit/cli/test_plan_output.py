@@ -308,3 +308,15 @@ def test_yes_skips_the_question(monkeypatch: pytest.MonkeyPatch) -> None:
     result = run_cli(["expand", *SNAP, "-t", "orders", "--rf", "4", "--yes"])
     assert result.code == ExitCode.NOT_IMPLEMENTED
     assert "Apply this plan" not in result.stdout
+
+
+def test_check_json_lists_findings_and_errors() -> None:
+    bad = str(EXAMPLE.parent / "bad-plan.json")
+    result = run_cli(["check", *SNAP, bad, "--output", "json"])
+    assert result.code == ExitCode.VERIFY_FAILED
+    doc = result.json()
+    assert doc["status"] == "error"
+    codes = {f["code"] for f in doc["data"]["findings"]}
+    assert "unknown-broker" in codes  # broker 9 does not exist in the snapshot
+    assert [e["code"] for e in doc["errors"]] == ["unknown-broker"]
+    assert "orders-0" in doc["errors"][0]["message"]

@@ -172,12 +172,13 @@ def _lower_bound(
     move gains at most one rack; removals never gain one)."""
     for p in topic.partitions:
         have = len(p.replicas)
-        adds = max(0, target_rf - have)
-        removes = max(0, have - target_rf)
+        rf = req.rf if req.rf is not None else have  # no RF asked: each partition keeps its own
+        adds = max(0, rf - have)
+        removes = max(0, have - rf)
         if req.fix_racks:
             racks_now = len({ctx.rack(b) for b in p.replicas})
-            target = _rack_target(ctx, p.replicas, target_rf)
-            reachable = min(racks_now + adds, target) if adds else min(racks_now, target_rf)
+            target = _rack_target(ctx, p.replicas, rf)
+            reachable = min(racks_now + adds, target) if adds else min(racks_now, rf)
             moves = max(0, target - reachable)
             adds += moves
             removes += moves

@@ -40,7 +40,7 @@ def check_reassignment(snapshot: ClusterSnapshot, data: Any) -> list[Finding]:
 
     for topic, pid, replicas in [*rows, *new_rows]:
         key = (topic, pid)
-        is_new = key in new_keys and key not in existing
+        is_new = key in new_keys and key not in existing and topic in topics
         where = f"{topic}-{pid}"
         if key in seen:
             findings.append(

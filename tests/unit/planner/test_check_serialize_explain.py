@@ -168,3 +168,12 @@ def test_explain_racks():
 def test_options_exclude_brokers_keeps_new_replicas_off_them(snap):
     plan = make_plan(snap, [TopicRequest("t", rf=3)], PlanOptions(exclude_brokers=frozenset({3})))
     assert all(3 not in c.added for c in plan.changes)
+
+
+def test_new_partitions_of_an_unknown_topic_are_errors(snap):
+    doc = {
+        "kreplica_plan": 1,
+        "reassignment": {"version": 1, "partitions": []},
+        "new_partitions": [{"topic": "ghost", "partition": 0, "replicas": [0, 1]}],
+    }
+    assert ("error", "unknown-partition") in _codes(check_reassignment(snap, doc))

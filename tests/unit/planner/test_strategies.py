@@ -158,3 +158,25 @@ def test_strategies_are_deterministic_and_seed_sensitive_only_in_ties():
         a = make_plan(snap, [TopicRequest("t", rf=3)], PlanOptions(strategy=strategy, seed=7))
         b = make_plan(snap, [TopicRequest("t", rf=3)], PlanOptions(strategy=strategy, seed=7))
         assert a == b
+
+
+def test_seed_rf1_nonconforming_partition_falls_back_keeping_its_leader():
+    # seed 001: "0":[2] "1":[3] "2":[0] "3":[3] "4":[4]; partition 3 breaks the pattern
+    snap = cluster({"t": [[2], [3], [0], [3], [4]]}, brokers=6)
+    plan = make_plan(snap, [TopicRequest("t", rf=3)], PlanOptions(strategy="kafka"))
+    after = after_matrix(snap, plan, "t")
+    assert [reps[0] for reps in after] == [2, 3, 0, 3, 4]
+    assert [f["partition"] for f in plan.report["fallbacks"]] == [3]
+    assert all(len(set(reps)) == 3 for reps in after)
+
+
+def test_kafka_strategy_rf_change_and_new_partitions_together():
+    ids = list(range(6))
+    created = assign_replicas(ids, 4, 2, fixed_start_index=2)
+    at_rf3 = assign_replicas(ids, 4, 3, fixed_start_index=2)
+    expected_new = add_partitions(ids, at_rf3, 6)
+    snap = cluster({"t": [created[p] for p in range(4)]}, brokers=6)
+    plan = make_plan(snap, [TopicRequest("t", rf=3, partitions=6)], PlanOptions(strategy="kafka"))
+    after = after_matrix(snap, plan, "t")
+    assert after[:4] == [at_rf3[p] for p in range(4)]
+    assert after[4:] == [expected_new[4], expected_new[5]]

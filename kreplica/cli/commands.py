@@ -210,6 +210,8 @@ def _plan_and_show(
             )
         )
     else:
+        from rich.text import Text
+
         from kreplica.render.diff import plan_view
 
         out = console()
@@ -218,11 +220,11 @@ def _plan_and_show(
         )
         if files:
             out.print()
-            out.print("wrote " + ", ".join(str(p) for p in files.values()))
+            out.print("wrote " + ", ".join(str(p) for p in files.values()), markup=False)
         if plan.changes and files:
             out.print()
             for label, command in runbook(plan, snap, opts, spec):
-                out.print(f"[muted]# {label}[/muted]", soft_wrap=True)
+                out.print(Text(f"# {label}", style="muted"), soft_wrap=True)
                 out.print(command, soft_wrap=True, markup=False)
         elif plan.changes:
             out.print()
@@ -386,7 +388,8 @@ def check(opts: Options, plan_file: Path) -> None:
         out.print(
             f"{plan_file}: {plural(counts['error'], 'error')}, "
             f"{plural(counts['warning'], 'warning')}, {plural(counts['info'], 'note')} "
-            f"(checked against {describe_source(spec)})"
+            f"(checked against {describe_source(spec)})",
+            markup=False,
         )
     if errors:
         from kreplica.errors import VerificationFailed
@@ -432,5 +435,6 @@ def snapshot(opts: Options, *, out: Path | None, topics: list[str]) -> None:
         console().print(
             f"wrote {out}: {summary['brokers']} brokers, {summary['topics']} topics, "
             f"{summary['partitions']} partitions (cluster {snap.cluster_id or 'unknown'}, "
-            f"fingerprint {summary['fingerprint']})"
+            f"fingerprint {summary['fingerprint']})",
+            markup=False,
         )

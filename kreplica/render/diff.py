@@ -69,7 +69,7 @@ def diff_table(plan: Plan, snapshot: ClusterSnapshot, *, limit: int = 0) -> Tabl
         last_topic = row.topic
         if row.kind == "unchanged":
             unchanged = f"({plural(row.count, 'partition')} unchanged)"
-            table.add_row(topic, row.partitions, Text(unchanged, "muted"))
+            table.add_row(Text(topic), row.partitions, Text(unchanged, "muted"))
         elif row.kind == "hidden":
             table.caption = f"… {plural(row.count, 'more changed partition')} (--limit 0 shows all)"
         else:
@@ -77,7 +77,7 @@ def diff_table(plan: Plan, snapshot: ClusterSnapshot, *, limit: int = 0) -> Tabl
             for i, (word, style) in enumerate(change_words(row.before, row.after or (), racks)):
                 change.append(("  " if i else "") + word, style=style)
             table.add_row(
-                topic,
+                Text(topic),
                 row.partitions,
                 replicas_text(row.before, row.after, racks, side="before"),
                 replicas_text(row.after, row.before, racks, side="after"),
@@ -107,7 +107,7 @@ def broker_table(plan: Plan, snapshot: ClusterSnapshot) -> Table:
         bytes_out = per_broker(report, "broker_bytes_out", broker.id)
         table.add_row(
             str(broker.id) + ("" if broker.alive else " (down)"),
-            racks.get(broker.id) or "-",
+            Text(racks.get(broker.id) or "-"),
             str(now),
             str(peak),
             _delta(after, now),

@@ -320,3 +320,15 @@ def test_check_json_lists_findings_and_errors() -> None:
     assert "unknown-broker" in codes  # broker 9 does not exist in the snapshot
     assert [e["code"] for e in doc["errors"]] == ["unknown-broker"]
     assert "orders-0" in doc["errors"][0]["message"]
+
+
+def test_names_with_brackets_print_literally(tmp_path: Path) -> None:
+    data = json.loads(EXAMPLE.read_text())
+    for broker in data["brokers"]:
+        broker["rack"] = f"[bold]dc{broker['id'] % 3}"  # rich markup must not eat this
+    snap = tmp_path / "[red]snap.json"
+    snap.write_text(json.dumps(data))
+    result = run_cli(["expand", "--snapshot", str(snap), "-t", "orders", "--rf", "4", "--dry-run"])
+    assert result.code == 0, result.stderr
+    assert "1 = [bold]dc1" in result.stdout  # the rack legend, literally
+    assert "[red]snap.json" in result.stdout

@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -213,6 +214,7 @@ def running_cluster(
         return
     from kreplica import sandbox
 
+    _reap_orphans()
     name = name or f"pytest-{mode}-{os.getpid()}"
     info = sandbox.up(
         mode=mode, brokers=brokers, racks=racks, name=name, kafka_version=kafka_version
@@ -221,6 +223,29 @@ def running_cluster(
         yield info
     finally:
         sandbox.down(name)
+
+
+def _reap_orphans() -> None:
+    """Stop sandboxes left by test sessions that were killed before their teardown ran."""
+    from kreplica import sandbox
+
+    root = sandbox.sandbox_root()
+    if not root.is_dir():
+        return
+    for entry in root.iterdir():
+        match = re.fullmatch(r"pytest-(?:zk|kraft)-(\d+)", entry.name)
+        if match and not _pid_exists(int(match.group(1))):
+            sandbox.down(entry.name)
+
+
+def _pid_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 # testcontainers-python's KafkaContainer drives Confluent's image scripts, so it needs a

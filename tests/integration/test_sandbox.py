@@ -292,3 +292,20 @@ def test_pytest_plugin_fixture_runs_a_cluster_and_tears_it_down(tmp_path: Path) 
     assert Path(state_dir).parent == sandbox.sandbox_root()
     assert not Path(state_dir).exists()
     assert _processes_mentioning(state_dir) == []
+
+
+def test_sandboxes_of_killed_sessions_are_reaped() -> None:
+    import subprocess
+
+    from kreplica.testing import _reap_orphans
+
+    dead_pid = subprocess.Popen(["true"])
+    dead_pid.wait()
+    name = f"pytest-zk-{dead_pid.pid}"  # named like the fixture of a session that died
+    info = sandbox.up(mode="zk", brokers=1, racks=None, name=name)
+    try:
+        _reap_orphans()
+        assert sandbox.status(name) is None
+        assert _processes_mentioning(info.state_dir) == []
+    finally:
+        sandbox.down(name)

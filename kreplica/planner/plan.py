@@ -12,9 +12,25 @@ from collections.abc import Sequence
 from kreplica.errors import PlanInfeasible, UsageError
 from kreplica.model import ClusterSnapshot, Finding, PartitionChange, Plan, Topic
 from kreplica.planner.context import PlanContext
+from kreplica.planner.kafka_strategy import KafkaStrategy
 from kreplica.planner.options import STRATEGIES, PlanOptions, TopicRequest
 from kreplica.planner.report import LowerBound, build_report
-from kreplica.planner.strategies import Work, repair_racks, strategy_named
+from kreplica.planner.strategies import (
+    AppendStrategy,
+    BalancedStrategy,
+    Strategy,
+    Work,
+    repair_racks,
+)
+
+
+def strategy_named(name: str) -> Strategy:
+    strategies: dict[str, Strategy] = {
+        "balanced": BalancedStrategy(),
+        "append": AppendStrategy(),
+        "kafka": KafkaStrategy(),
+    }
+    return strategies[name]
 
 
 def _ids(ids: Sequence[int]) -> str:

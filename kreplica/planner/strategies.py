@@ -252,14 +252,3 @@ class AppendStrategy:
             replicas = [leader]
             self._grow(ctx, ring, topic.name, replicas, rf, 0)
             work[pid] = replicas
-
-
-def strategy_named(name: str) -> Strategy:
-    from kreplica.planner.kafka_strategy import KafkaStrategy
-
-    strategies: dict[str, Strategy] = {
-        "balanced": BalancedStrategy(),
-        "append": AppendStrategy(),
-        "kafka": KafkaStrategy(),
-    }
-    return strategies[name]

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
-from kreplica.errors import SourceError, UnknownTopicError, UsageError
+from kreplica.errors import SourceError, UsageError
 from kreplica.model import Broker, ClusterSnapshot, Partition, Topic
 from kreplica.sources.assemble import assemble_snapshot, select_topics, utc_timestamp
 from kreplica.sources.clientconfig import confluent_config, kafka_python_config
@@ -191,43 +191,29 @@ class AdminSource:
         ]
         return cluster.cluster_id, brokers
 
-    def _topic_names(self) -> list[str]:
+    def _topics(self) -> dict[str, list[Partition]]:
+        """Every topic's partitions from one Metadata request: names and assignments come from
+        the same broker's view. (Listing, then describe_topics, can ask two brokers; right
+        after a topic is created one may list it and the other call it unknown.)"""
         from confluent_kafka import KafkaException
 
         try:
             metadata = self._admin_client().list_topics(timeout=self._timeout_s)
         except KafkaException as exc:
-            raise self._failure("list topics", exc) from None
-        return list(metadata.topics)
-
-    def _describe_topics(self, names: list[str]) -> dict[str, list[Partition]]:
-        from confluent_kafka import KafkaError, KafkaException, TopicCollection
-
-        if not names:
-            return {}
-        futures = self._admin_client().describe_topics(
-            TopicCollection(names), request_timeout=self._timeout_s
-        )
+            raise self._failure("read topic metadata", exc) from None
         out: dict[str, list[Partition]] = {}
-        for name in names:
-            try:
-                description = futures[name].result(timeout=self._timeout_s + 5)
-            except KafkaException as exc:
-                error = exc.args[0] if exc.args else None
-                if getattr(error, "code", lambda: None)() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                    raise UnknownTopicError(
-                        f"topic {name!r} does not exist in this cluster; check the name"
-                    ) from None
-                raise self._failure(f"describe topic {name!r}", exc) from None
+        for name, topic in metadata.topics.items():
+            if topic.error is not None and not topic.partitions:
+                continue  # e.g. being deleted: no partitions to report
             out[name] = [
                 Partition(
                     topic=name,
-                    partition=info.id,
-                    replicas=tuple(node.id for node in info.replicas),
-                    leader=-1 if info.leader is None else info.leader.id,
-                    isr=tuple(sorted(node.id for node in info.isr)),
+                    partition=number,
+                    replicas=tuple(info.replicas),
+                    leader=info.leader if info.leader >= 0 else -1,
+                    isr=tuple(sorted(info.isrs)),
                 )
-                for info in sorted(description.partitions, key=lambda i: i.id)
+                for number, info in sorted(topic.partitions.items())
             ]
         return out
 
@@ -299,8 +285,8 @@ class AdminSource:
         captured_at = utc_timestamp(datetime.now(UTC))
         wanted = None if topics is None else list(topics)
         cluster_id, brokers = self._brokers()
-        names = select_topics(self._topic_names(), wanted)
-        partitions = self._describe_topics(names)
+        partitions = self._topics()
+        names = select_topics(partitions, wanted)
         configs = self._topic_configs(names)
         moving = self._reassignments(names)
         sizes = self._sizes(names)

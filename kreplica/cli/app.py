@@ -70,8 +70,13 @@ class KreplicaGroup(TyperGroup):
             sys.stderr.write("\ninterrupted\n")
             return int(ExitCode.INTERRUPTED)
         except BrokenPipeError:
-            # `kreplica ... | head`: the reader left; not an error worth a traceback.
-            sys.stderr.close()
+            # `kreplica ... | head`: the reader left. Point stdout at /dev/null so the flush at
+            # exit does not raise again, and leave without a traceback.
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+            except (OSError, ValueError):  # not a real file descriptor (e.g. under a test runner)
+                pass
             return int(ExitCode.ERROR)
         except Exception as exc:  # the last line of defence: no traceback for users
             message = f"unexpected {type(exc).__name__}: {exc}; rerun with --debug and report it"

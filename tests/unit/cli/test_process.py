@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -103,3 +104,32 @@ def test_python_dash_m() -> None:
     )
     assert proc.returncode == ExitCode.USAGE
     assert proc.stderr.startswith("error: No such command 'nope'")
+
+
+def test_reader_leaving_early_is_not_a_traceback(tmp_path: Path) -> None:
+    brokers = [{"id": b, "rack": f"r{b % 3}"} for b in range(1, 7)]
+    parts = [{"partition": p, "replicas": [1 + p % 6, 1 + (p + 1) % 6]} for p in range(3000)]
+    snap = tmp_path / "big.json"
+    snap.write_text(
+        json.dumps(
+            {
+                "kreplica_snapshot": 1,
+                "brokers": brokers,
+                "topics": [{"name": "t", "partitions": parts}],
+            }
+        )
+    )
+    argv = ["-m", "kreplica", "expand", "--snapshot", str(snap), "-t", "t", "--rf", "3"]
+    proc = subprocess.Popen(
+        [sys.executable, *argv, "--dry-run", "--limit", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()
+    proc.stdout.close()  # like `| head -1`
+    stderr = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    assert "Traceback" not in stderr
+    assert "Exception ignored" not in stderr

@@ -245,7 +245,8 @@ def runbook_commands(
         assignment = ",".join(":".join(map(str, full[p])) for p in sorted(full))
         steps.append(
             (
-                f"create {plural(len(new), 'partition')} of {topic_name} "
+                ("once verify reports every partition complete: " if plan.reassignments else "")
+                + f"create {plural(len(new), 'partition')} of {topic_name} "
                 "(cannot be undone: Kafka never "
                 "removes partitions)",
                 f"kafka-topics.sh --bootstrap-server {bootstrap}{auth} --alter --topic "

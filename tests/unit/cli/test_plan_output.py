@@ -332,3 +332,24 @@ def test_names_with_brackets_print_literally(tmp_path: Path) -> None:
     assert result.code == 0, result.stderr
     assert "1 = [bold]dc1" in result.stdout  # the rack legend, literally
     assert "[red]snap.json" in result.stdout
+
+
+def test_runbook_moves_first_then_creates_partitions_at_the_new_rf() -> None:
+    args = [
+        "plan",
+        *SNAP,
+        "-t",
+        "orders",
+        "--rf",
+        "4",
+        "-p",
+        "14",
+        "--dry-run",
+        "--output",
+        "markdown",
+    ]
+    text = run_cli(args).stdout
+    assert text.index("--execute") < text.index("--verify") < text.index("kafka-topics.sh")
+    assert "once verify reports every partition complete: create 2 partitions" in text
+    assignment = text.split("--replica-assignment ")[1].split()[0].split(",")
+    assert len(assignment) == 14 and all(len(a.split(":")) == 4 for a in assignment)

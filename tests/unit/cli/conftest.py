@@ -46,3 +46,10 @@ def example() -> Path:
 def example_data() -> dict[str, Any]:
     data: dict[str, Any] = json.loads(EXAMPLE.read_text())
     return data
+
+
+@pytest.fixture(autouse=True)
+def _no_forced_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CI that forces colour (FORCE_COLOR, TTY_COMPATIBLE) must not change golden text."""
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "CLICOLOR_FORCE"):
+        monkeypatch.delenv(name, raising=False)

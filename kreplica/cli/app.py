@@ -15,10 +15,14 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from typer._click import exceptions as click_exceptions
 from typer.core import TyperGroup
 
 from kreplica.cli import output
+
+try:  # typer >= 0.2x vendors click; older releases use the click package
+    from typer._click import exceptions as click_exceptions
+except ImportError:  # pragma: no cover - depends on the installed typer
+    from click import exceptions as click_exceptions  # type: ignore[no-redef]
 from kreplica.cli.options import OUTPUT, PLAN, SOURCE, Options, shared
 from kreplica.errors import ExitCode, KreplicaError
 

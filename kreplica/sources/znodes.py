@@ -167,10 +167,19 @@ def parse_reassign_partitions(
 ) -> dict[tuple[str, int], tuple[int, ...]]:
     """`/admin/reassign_partitions`: `{"version":1,"partitions":[{topic, partition, replicas}]}`.
 
-    Kafka treats invalid JSON here as empty (and the znode then blocks ZK-path reassignments
-    forever), so invalid content is reported rather than ignored.
+    Kafka treats invalid JSON here as empty, and the znode then blocks ZK-path reassignments
+    forever, so invalid content is reported (with the fix) rather than ignored.
     """
-    obj = _json_object(data, path)
+    try:
+        obj = json.loads(data or b"")
+    except (ValueError, UnicodeDecodeError):
+        obj = None
+    if not isinstance(obj, dict):
+        raise SourceError(
+            f"ZooKeeper znode {path} does not hold reassignment JSON; Kafka ignores it, but it "
+            f"blocks reassignments through ZooKeeper: inspect it and delete it "
+            f"(zookeeper-shell HOST:PORT delete {path})"
+        )
     entries = obj.get("partitions") or []
     if not isinstance(entries, list):
         raise _bad(path, "has a non-list 'partitions'")

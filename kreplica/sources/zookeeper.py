@@ -257,7 +257,7 @@ class ZooKeeperSource:
         pending_data = data["/admin/reassign_partitions"]
         pending = (
             parse_reassign_partitions(pending_data, "/admin/reassign_partitions")
-            if pending_data
+            if pending_data is not None
             else {}
         )
 

@@ -163,3 +163,11 @@ def test_bad_state_and_reassign_znodes() -> None:
         parse_reassign_partitions(b'{"version":1,"partitions":[{"partition":0}]}', "/r")
     with pytest.raises(SourceError, match="non-string rack"):
         parse_broker(1, b'{"version":5,"host":"h","port":1,"rack":3}')
+
+
+@pytest.mark.parametrize("raw", [b"", b"{oops", b"[]"])
+def test_invalid_reassign_znode_says_how_to_clear_it(raw: bytes) -> None:
+    with pytest.raises(SourceError) as err:
+        parse_reassign_partitions(raw, "/admin/reassign_partitions")
+    assert "blocks reassignments" in str(err.value)
+    assert "delete /admin/reassign_partitions" in str(err.value)

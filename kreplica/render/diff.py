@@ -65,6 +65,8 @@ def diff_table(plan: Plan, snapshot: ClusterSnapshot, *, limit: int = 0) -> Tabl
     table.add_column("Change")
     last_topic = None
     for row in diff_rows(plan, snapshot, limit):
+        if last_topic is not None and row.topic != last_topic and row.kind != "hidden":
+            table.add_section()  # a rule between topics
         topic = row.topic if row.topic != last_topic else ""
         last_topic = row.topic
         if row.kind == "unchanged":

@@ -185,8 +185,8 @@ PLAN = [
             typer.Option(
                 "--strategy",
                 metavar="NAME",
-                help="balanced (least-loaded brokers, no moves), kafka (what Kafka would place), "
-                "append (simple round-robin).",
+                help="balanced: least-loaded, rack-diverse brokers; kafka: continue the topic's "
+                "Kafka layout; append: extend along the id-sorted broker ring.",
                 rich_help_panel=PLAN_PANEL,
             ),
         ],

@@ -420,7 +420,7 @@ CASES: list[tuple[str, Any, dict[str, str], ExitCode, str]] = [
         ),
         {},
         ExitCode.VERIFY_FAILED,
-        "9",
+        "[9]",
     ),
     (
         "check-duplicate-broker",

@@ -40,6 +40,15 @@ def _import_kafka_python() -> None:
         import kafka  # noqa: F401
 
 
+def _abandon(client: Any) -> None:
+    """Stop what a half-constructed kafka-python client started (its network thread)."""
+    for part in ("_client", "_net"):
+        stop = getattr(getattr(client, part, None), "close" if part == "_client" else "stop", None)
+        if stop is not None:
+            with contextlib.suppress(Exception):
+                stop()
+
+
 def replica_sizes(log_dirs: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], int]:
     """(topic, partition) → size of its largest replica, from kafka-python's describe_log_dirs
     result (one entry per broker). Future replicas (a log-dir move in progress) are skipped."""
@@ -169,13 +178,18 @@ class AdminSource:
             from kafka import KafkaAdminClient
             from kafka.errors import KafkaError
 
+            # kafka-python starts its I/O thread before it bootstraps and leaves it running
+            # when bootstrapping fails, so build the object first and stop it on failure.
+            client = KafkaAdminClient.__new__(KafkaAdminClient)
             try:
-                self._kafka_python = KafkaAdminClient(**self._kafka_python_config)
-            except KafkaError as exc:
+                client.__init__(**self._kafka_python_config)
+            except (KafkaError, OSError, ValueError) as exc:
+                _abandon(client)
                 raise SourceError(
                     f"kafka-python cannot connect to {self._bootstrap} ({exc}); "
                     "check --bootstrap-server and the client config"
                 ) from None
+            self._kafka_python = client
         return self._kafka_python
 
     # -- reading -----------------------------------------------------------------------------

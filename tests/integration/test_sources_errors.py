@@ -101,6 +101,14 @@ def test_unreachable_bootstrap(capfd: pytest.CaptureFixture[str]) -> None:
     assert capfd.readouterr().err == ""
 
 
+def test_kafka_python_bootstrap_failure_leaves_no_thread() -> None:
+    # kafka-python (reassignments, sizes) connects separately from confluent-kafka; its own
+    # failure must be as clean (it starts an I/O thread before bootstrapping).
+    source = AdminSource(f"127.0.0.1:{_closed_port()}", timeout_s=TIMEOUT_S)
+    error = _fails_fast(source._kafka_python_client)
+    assert "kafka-python cannot connect" in str(error)
+
+
 def test_unresolvable_hosts() -> None:
     _fails_fast(lambda: _zk_snapshot("no-such-host.invalid:2181"))
     error = _fails_fast(lambda: _admin_snapshot("no-such-host.invalid:9092"))

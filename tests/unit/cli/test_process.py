@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -133,3 +134,31 @@ def test_reader_leaving_early_is_not_a_traceback(tmp_path: Path) -> None:
     proc.wait(timeout=120)
     assert "Traceback" not in stderr
     assert "Exception ignored" not in stderr
+
+
+def test_json_plan_is_byte_identical_across_hash_seeds(tmp_path: Path) -> None:
+    """Promise 5: same input and options, same bytes, whatever the interpreter's hash seed."""
+    outputs = set()
+    for seed in ("0", "1", "12345"):
+        out = tmp_path / f"plan-{seed}.json"
+        proc = subprocess.run(
+            [
+                *(sys.executable, "-m", "kreplica", "plan", "--snapshot", str(EXAMPLE)),
+                *("--topics", ".*", "--rf", "3", "--fix-racks", "--dry-run"),
+                *("--output", "json", "--out", str(out)),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        files = [
+            out,
+            out.with_name(f"plan-{seed}.kreplica.json"),
+            out.with_name(f"plan-{seed}.rollback.json"),
+        ]
+        document = proc.stdout.replace(str(tmp_path), "TMP").replace(f"plan-{seed}", "plan")
+        outputs.add((document, *(f.read_text() for f in files)))
+    assert len(outputs) == 1

@@ -215,6 +215,16 @@ def make_plan(
         )
     eligible, why_not = eligible_brokers(snapshot, options)
     findings = _validate(snapshot, requests, options, eligible, why_not)
+    asked_dead = sorted(b for b in options.brokers or () if why_not.get(b) == "not alive")
+    if asked_dead:
+        findings.append(
+            Finding(
+                "warning",
+                "offline-broker",
+                f"--brokers: broker(s) {_ids(asked_dead)} are not alive, so no new replica "
+                "goes there; bring them back or leave them out",
+            )
+        )
     ctx = PlanContext.build(snapshot, eligible, options.seed)
     strategy = strategy_named(options.strategy)
     bound = LowerBound()

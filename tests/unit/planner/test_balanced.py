@@ -143,3 +143,10 @@ def test_imbalance_is_one_aggregated_finding():
     plan = make_plan(snap, [TopicRequest("a", rf=2), TopicRequest("b", rf=2)])
     imbalance = [f for f in plan.findings if f.code == "imbalance"]
     assert len(imbalance) == 1 and "2 topic(s)" in imbalance[0].message
+
+
+def test_dead_brokers_get_no_new_replicas_and_a_warning_when_asked_for():
+    snap = cluster({"t": [[0, 1]]}, brokers=4, dead=[3])
+    plan = make_plan(snap, [TopicRequest("t", rf=3)], PlanOptions(brokers=frozenset({0, 1, 2, 3})))
+    assert [c.after for c in plan.changes] == [(0, 1, 2)]
+    assert [f.code for f in plan.findings] == ["offline-broker"]

@@ -14,6 +14,8 @@ def select_topics(available: Iterable[str], wanted: Iterable[str] | None) -> lis
     known = sorted(set(available))
     if wanted is None:
         return known
+    if isinstance(wanted, str):  # one name, not its characters
+        wanted = [wanted]
     requested = sorted(set(wanted))
     known_set = set(known)
     missing = [name for name in requested if name not in known_set]

@@ -154,6 +154,7 @@ def test_bad_zookeeper_options(
 def test_select_topics() -> None:
     assert select_topics(["b", "a", "c"], None) == ["a", "b", "c"]
     assert select_topics(["b", "a", "c"], ["c", "a", "c"]) == ["a", "c"]
+    assert select_topics(["ab", "a", "b"], "ab") == ["ab"]
     with pytest.raises(UnknownTopicError, match=r"topic 'x', 'y' do not exist.*topics: a, b"):
         select_topics(["b", "a"], ["y", "a", "x"])
 

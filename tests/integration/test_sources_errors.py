@@ -4,11 +4,14 @@ hang, no stderr noise, no client threads left behind. Plus ZooKeeper digest auth
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -204,3 +207,34 @@ def test_zookeeper_digest_auth(zk_cluster: SandboxInfo, secured_chroot: str) -> 
 def test_zookeeper_auth_failure(secured_chroot: str, auth: list[tuple[str, str]] | None) -> None:
     error = _fails_fast(lambda: _zk_snapshot(secured_chroot, auth=auth))
     assert "denied reading" in str(error) and "credentials" in str(error)
+
+
+def test_cli_passes_zookeeper_credentials_from_command_config(
+    secured_chroot: str, tmp_path: Path
+) -> None:
+    """`--command-config` holds Kafka and ZooKeeper properties alike; zookeeper.* reach kazoo."""
+    props = tmp_path / "admin.properties"
+    props.write_text("security.protocol=PLAINTEXT\nzookeeper.digest=admin:secret\n")
+    out = tmp_path / "snap.json"
+    base = [sys.executable, "-m", "kreplica", "snapshot", "--zookeeper", secured_chroot]
+    env = {"PATH": "/usr/bin:/bin", "NO_COLOR": "1"}
+    ok = subprocess.run(
+        [*base, "--command-config", str(props), "-t", "orders", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert [t.name for t in open_source(snapshot=out).snapshot().topics] == ["orders"]
+    denied = subprocess.run(
+        [*base, "-t", "orders", "--timeout", "5"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert denied.returncode == ExitCode.SOURCE
+    assert denied.stderr.count("\n") == 1 and "denied reading" in denied.stderr

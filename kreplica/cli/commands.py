@@ -29,10 +29,11 @@ def source_spec(opts: Options) -> SourceSpec:
     )
 
 
-def read_cluster(spec: SourceSpec) -> ClusterSnapshot:
+def read_cluster(spec: SourceSpec, topics: Sequence[str] | None = None) -> ClusterSnapshot:
+    """All topics by default: planning balances against the whole cluster's load."""
     source = spec.open()
     try:
-        snap: ClusterSnapshot = source.snapshot(None)
+        snap: ClusterSnapshot = source.snapshot(list(topics) if topics else None)
     finally:
         source.close()
     return snap
@@ -41,7 +42,7 @@ def read_cluster(spec: SourceSpec) -> ClusterSnapshot:
 def describe_source(spec: SourceSpec) -> str:
     names = {"snapshot": "snapshot", "zookeeper": "zookeeper", "bootstrap_server": "bootstrap"}
     text = f"{names.get(spec.kind, spec.kind)} {spec.address}"
-    return text if spec.origin in ("command line",) else f"{text} (from {spec.origin})"
+    return text if spec.origin == "command line" else f"{text} (from {spec.origin})"
 
 
 def parse_broker_ids(text: str | None, flag: str) -> frozenset[int] | None:
@@ -326,8 +327,9 @@ def explain(opts: Options, *, topics: list[str]) -> None:
     from kreplica.planner import explain_topic
 
     spec = source_spec(opts)
-    snap = read_cluster(spec)
-    names = list(dict.fromkeys(topics)) or [t.name for t in snap.topics]
+    wanted = list(dict.fromkeys(topics))
+    snap = read_cluster(spec, wanted)  # only what is asked for: cheap on a large cluster
+    names = wanted or [t.name for t in snap.topics]
     results = [explain_topic(snap, name) for name in names]
     if opts.output is OutputFormat.json:
         print_json_data({"source": describe_source(spec), "topics": results})

@@ -125,7 +125,14 @@ def status(name: NameOpt = "default", output: OutputOpt = Output.table) -> None:
     if output is Output.json:
         data = info.to_dict()
         data["processes"] = [
-            {"role": p.role, "node_id": p.node_id, "pid": p.pid, "alive": p.alive, "log": p.log}
+            {
+                "role": p.role,
+                "node_id": p.node_id,
+                "pid": p.pid,
+                "ports": list(p.ports),
+                "alive": p.alive,
+                "log": p.log,
+            }
             for p in procs
         ]
         _emit("sandbox status", data)

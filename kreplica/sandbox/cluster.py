@@ -136,6 +136,7 @@ class SandboxProcess:
     role: str  # "zookeeper" | "broker" | "controller" | "broker,controller"
     node_id: int | None
     pid: int
+    ports: tuple[int, ...]  # listeners: client port first, then the controller port (KRaft)
     log: str
     alive: bool
 
@@ -354,6 +355,7 @@ def processes(name: str = "default") -> list[SandboxProcess]:
             role=p["role"],
             node_id=p["node_id"],
             pid=p["pid"],
+            ports=tuple(p.get("ports", ())),
             log=p["log"],
             alive=_is_ours(p["pid"], state["state_dir"]),
         )
@@ -441,7 +443,9 @@ class _Launcher:
             *args,
         ]
 
-    def _spawn(self, role: str, node_id: int | None, cmd: list[str], log: Path) -> None:
+    def _spawn(
+        self, role: str, node_id: int | None, ports: list[int], cmd: list[str], log: Path
+    ) -> None:
         with open(log, "ab") as out:
             proc = subprocess.Popen(
                 cmd,
@@ -452,7 +456,7 @@ class _Launcher:
                 start_new_session=True,  # outlives `kreplica sandbox up`, ignores its Ctrl-C
             )
         self.state["processes"].append(
-            {"role": role, "node_id": node_id, "pid": proc.pid, "log": str(log)}
+            {"role": role, "node_id": node_id, "pid": proc.pid, "ports": ports, "log": str(log)}
         )
         _write_state(self.dir, self.state)  # recorded at once so `down` can always find it
 
@@ -527,6 +531,7 @@ class _Launcher:
         self._spawn(
             "zookeeper",
             None,
+            [zk_port],
             self._java(
                 _ZK_HEAP,
                 zk_dir,
@@ -563,6 +568,7 @@ class _Launcher:
             self._spawn(
                 "broker",
                 i,
+                [ports[i]],
                 self._java(_BROKER_HEAP, node_dir, "kafka.Kafka", str(path)),
                 self.dir / f"broker-{i}.log",
             )
@@ -641,6 +647,7 @@ class _Launcher:
             self._spawn(
                 role,
                 i,
+                [ports[i], controller_ports[i]] if i <= voters else [ports[i]],
                 self._java(_BROKER_HEAP, self.dir / f"node-{i}", "kafka.Kafka", str(path)),
                 self.dir / f"node-{i}.log",
             )

@@ -123,6 +123,14 @@ def test_status_and_state_file_describe_the_running_cluster(cluster: SandboxInfo
     assert all(p.alive and _pid_running(p.pid) for p in procs)
     expected = 4 if cluster.mode == "zk" else 3  # ZooKeeper + 3 brokers, or 3 combined nodes
     assert len(procs) == expected
+    client_ports = {p.node_id: p.ports[0] for p in procs if p.node_id is not None}
+    assert client_ports == {b.id: b.port for b in cluster.brokers}
+    if cluster.zookeeper is not None:
+        assert [p.ports for p in procs if p.role == "zookeeper"] == [
+            (int(cluster.zookeeper.rsplit(":", 1)[1]),)
+        ]
+    all_ports = [port for p in procs for port in p.ports]
+    assert len(all_ports) == len(set(all_ports))
 
 
 def test_up_down_lifecycle_stops_exactly_its_pids(zk_cluster: SandboxInfo) -> None:
@@ -294,10 +302,15 @@ def test_pytest_plugin_fixture_runs_a_cluster_and_tears_it_down(tmp_path: Path) 
     assert _processes_mentioning(state_dir) == []
 
 
-def test_sandboxes_of_killed_sessions_are_reaped() -> None:
+def test_sandboxes_of_killed_sessions_are_reaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import subprocess
 
     from kreplica.testing import _reap_orphans
+
+    # A private root: other test sessions on this machine reap orphans in the shared one.
+    monkeypatch.setenv("KREPLICA_SANDBOX_DIR", str(tmp_path / "sandboxes"))
 
     dead_pid = subprocess.Popen(["true"])
     dead_pid.wait()

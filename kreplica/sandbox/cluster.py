@@ -316,23 +316,33 @@ def up(
 
     classpath = fetch(version)
     java = java_binary()
-    state_dir.mkdir(parents=True)
-    launcher = _Launcher(
-        name=name,
-        mode=mode,
-        version=version,
-        classpath=classpath,
-        java=java,
-        state_dir=state_dir,
-        rack_list=rack_list,
-        brokers=brokers,
-    )
-    try:
-        return launcher.start(deadline=time.monotonic() + timeout_s, timeout_s=timeout_s)
-    except BaseException:
-        _stop([p["pid"] for p in launcher.state["processes"]], str(state_dir), grace_s=2)
-        shutil.rmtree(state_dir, ignore_errors=True)
-        raise
+    deadline = time.monotonic() + timeout_s
+    for attempt in (1, 2):
+        state_dir.mkdir(parents=True)
+        launcher = _Launcher(
+            name=name,
+            mode=mode,
+            version=version,
+            classpath=classpath,
+            java=java,
+            state_dir=state_dir,
+            rack_list=rack_list,
+            brokers=brokers,
+        )
+        try:
+            return launcher.start(deadline=deadline, timeout_s=timeout_s)
+        except SandboxError as exc:
+            # A free port we picked can be taken by someone else before our JVM binds it.
+            port_taken = "Address already in use" in str(exc)
+            _stop([p["pid"] for p in launcher.state["processes"]], str(state_dir), grace_s=2)
+            shutil.rmtree(state_dir, ignore_errors=True)
+            if not port_taken or attempt == 2 or time.monotonic() > deadline:
+                raise
+        except BaseException:
+            _stop([p["pid"] for p in launcher.state["processes"]], str(state_dir), grace_s=2)
+            shutil.rmtree(state_dir, ignore_errors=True)
+            raise
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def status(name: str = "default") -> SandboxInfo | None:

@@ -1,0 +1,79 @@
+"""The sandbox refuses bad requests before starting any process, with a one-line fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kreplica import sandbox
+from kreplica.errors import ExitCode, UsageError
+from kreplica.sandbox import jars
+
+
+@pytest.fixture(autouse=True)
+def _private_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KREPLICA_SANDBOX_DIR", str(tmp_path / "sandboxes"))
+    monkeypatch.setenv("KREPLICA_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"mode": "kraf"}, "sandbox mode 'kraf' is unknown: use zk or kraft"),
+        ({"brokers": 0}, "--brokers 0 is out of range"),
+        ({"racks": ("a", "")}, "rack '' is not allowed"),
+        ({"racks": ("a b",)}, "rack 'a b' is not allowed"),
+        ({"name": "../etc"}, "sandbox name '../etc' is not allowed"),
+        ({"mode": "zk", "kafka_version": "4.1.1"}, "has no ZooKeeper mode"),
+        ({"kafka_version": "3.9"}, "is not MAJOR.MINOR.PATCH"),
+        ({"kafka_version": "latest"}, "is not MAJOR.MINOR.PATCH"),
+        ({"mode": "kraft", "kafka_version": "2.8.2"}, "not supported by the sandbox"),
+    ],
+)
+def test_bad_requests_are_usage_errors(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        sandbox.up(**kwargs)  # type: ignore[arg-type]
+    assert message in str(caught.value)
+    assert caught.value.exit_code is ExitCode.USAGE
+    assert "\n" not in str(caught.value)
+    assert not (Path(sandbox.sandbox_root()) / str(kwargs.get("name", "default"))).exists()
+
+
+def test_nothing_running_is_not_an_error_for_status_and_down() -> None:
+    assert sandbox.status("nothing") is None
+    assert sandbox.processes("nothing") == []
+    assert sandbox.down("nothing") is False
+
+
+def test_broken_state_file_names_the_fix() -> None:
+    folder = sandbox.sandbox_root() / "broken"
+    folder.mkdir(parents=True)
+    (folder / "state.json").write_text("{not json")
+    with pytest.raises(sandbox.SandboxError, match="delete that folder"):
+        sandbox.status("broken")
+
+
+def test_missing_maven_is_reported_with_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # a machine without Maven
+    with pytest.raises(sandbox.SandboxError, match=r"Maven \(mvn\) is not on PATH: install Maven"):
+        jars.fetch("3.9.2")
+
+
+def test_first_maven_error_line_is_kept() -> None:
+    output = (
+        "\x1b[0m[INFO] fine\n[ERROR] Could not find artifact org.apache.kafka:kafka_2.13:jar:9\n"
+    )
+    assert (
+        jars._first_maven_error(output)
+        == "Could not find artifact org.apache.kafka:kafka_2.13:jar:9"
+    )
+
+
+def test_each_kafka_line_gets_its_pom_and_logging() -> None:
+    assert jars.pom_for("3.9.2").name == "kafka3.xml"
+    assert jars.pom_for("4.3.1").name == "kafka4.xml"
+    assert "-Dlog4j.version=2.24.3" in jars._maven_properties("4.1.1")
+    assert jars._maven_properties("3.9.2") == ["-Dkafka.version=3.9.2"]

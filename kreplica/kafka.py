@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
 
-from kreplica.errors import ExitCode, NotImplementedYet, PlanInfeasible
+from kreplica.errors import ExitCode, NotImplementedYet, PlanInfeasible, UsageError
 
 __all__ = [
     "DEFAULT_SEED",
@@ -567,23 +567,49 @@ def _check_positive(replication_factor: int) -> None:
         )
 
 
-def _check_enough(replication_factor: int, total: int) -> None:
+def _kafka_line(kafka_version: str) -> tuple[int, int]:
+    try:
+        major, minor = (int(part) for part in kafka_version.split(".")[:2])
+    except ValueError:
+        raise UsageError(
+            f"bad Kafka version {kafka_version!r}: give it as major.minor, e.g. 3.9 or 4.3.1"
+        ) from None
+    return major, minor
+
+
+# Kafka 4.3 (KIP-1066, cordoned log directories) reworded two placer errors; 4.2 still had
+# the 3.x texts (checked against the kafka-metadata 4.2.0 and 4.3.1 jars).
+_CORDON_WORDING_SINCE = (4, 3)
+
+
+def _check_enough(replication_factor: int, total: int, kafka_version: str) -> None:
     if replication_factor > total:
+        cordoned = _kafka_line(kafka_version) >= _CORDON_WORDING_SINCE
         raise InvalidReplicationFactorException(
             f"The target replication factor of {replication_factor} cannot be reached because "
-            f"only {total} broker(s) are registered."
+            f"only {total} broker(s) are registered"
+            + (" or some brokers have all their log directories cordoned." if cordoned else ".")
         )
 
 
-def _check_unfenced(unfenced: int) -> None:
+def _check_unfenced(unfenced: int, kafka_version: str) -> None:
     if unfenced == 0:
-        raise InvalidReplicationFactorException("All brokers are currently fenced.")
+        cordoned = _kafka_line(kafka_version) >= _CORDON_WORDING_SINCE
+        raise InvalidReplicationFactorException(
+            "All brokers are currently fenced, or have all their log directories cordoned."
+            if cordoned
+            else "All brokers are currently fenced."
+        )
 
 
 class StripedRackList:
     """``StripedReplicaPlacer.RackList``: one per ``place()`` call; draws on construction."""
 
-    def __init__(self, rng: RandomSource, usable_brokers: Iterable[object]) -> None:
+    def __init__(
+        self, rng: RandomSource, usable_brokers: Iterable[object], *, kafka_version: str = "3.9"
+    ) -> None:
+        _kafka_line(kafka_version)  # fail early on a malformed version
+        self._kafka_version = kafka_version
         self._rng = rng
         self._racks: dict[str | None, _Rack] = {}
         self._rack_names: list[str | None] = []
@@ -620,8 +646,8 @@ class StripedRackList:
     def place(self, replication_factor: int) -> list[int]:
         """``RackList.place``: the replicas of one partition."""
         _check_positive(replication_factor)
-        _check_enough(replication_factor, self.total_brokers)
-        _check_unfenced(self.unfenced_brokers)
+        _check_enough(replication_factor, self.total_brokers, self._kafka_version)
+        _check_unfenced(self.unfenced_brokers, self._kafka_version)
         # After as many placements as unfenced brokers, shuffle to avoid repeating the cycle
         # (not for a single unfenced broker, which would loop forever).
         if self._epoch == self.unfenced_brokers and self.unfenced_brokers > 1:
@@ -658,22 +684,43 @@ def striped_place(
     replication_factor: int,
     *,
     rng: RandomSource,
+    kafka_version: str = "3.9",
 ) -> dict[int, list[int]]:
     """KRaft ``StripedReplicaPlacer.place`` for ``n_partitions`` partitions (keys from 0).
 
     ``brokers``: ``(id, rack_or_None, fenced)`` tuples or objects with ``.id``, ``.rack`` and
     ``.fenced``, in the controller's iteration order. Reuse one ``rng`` across calls to
-    reproduce a controller's sequence of placements.
+    reproduce a controller's sequence of placements. The placement is the same from 3.0 to
+    4.3; ``kafka_version`` only picks the wording of the errors (reworded in 4.3).
     """
-    rack_list = StripedRackList(rng, brokers)
+    rack_list = StripedRackList(rng, brokers, kafka_version=kafka_version)
     _check_positive(replication_factor)
-    _check_unfenced(rack_list.unfenced_brokers)
-    _check_enough(replication_factor, rack_list.total_brokers)
+    _check_unfenced(rack_list.unfenced_brokers, kafka_version)
+    _check_enough(replication_factor, rack_list.total_brokers, kafka_version)
     return {p: rack_list.place(replication_factor) for p in range(n_partitions)}
 
 
 # --------------------------------------------------------------------------------------------
 # Layout inference
+
+
+def _add_call_replicas(
+    order: Sequence[int],
+    rack_of: Mapping[int, str] | None,
+    num_racks: int,
+    rf: int,
+    add_start: int,
+    call_start: int,
+    partition: int,
+) -> list[int]:
+    """Replicas ZK add-partitions gives ``partition`` in a call that began at ``call_start``.
+
+    The call passes fixedStartIndex = ``add_start`` (start and shift) and startPartitionId =
+    ``call_start``; the shift then grows at each multiple of n from ``call_start`` on.
+    """
+    n = len(order)
+    shift = _batch_shift(n, add_start, call_start, partition)
+    return _zk_replicas(order, rack_of, num_racks, rf, (partition + add_start) % n, shift)
 
 
 @dataclass(frozen=True)
@@ -683,9 +730,9 @@ class KafkaLayout:
     ``broker_list`` is the list Kafka indexes (for ``rack_aware`` the rack-alternated list),
     ``start_index`` and ``replica_shift`` the two values Kafka draws at topic creation.
     ``conforming`` are the partitions whose replicas are a prefix of what :meth:`extend`
-    returns; ``nonconforming`` the rest. ``added_batches`` are ``(first, stop)`` partition
-    ranges recognised as created by a later ZK add-partitions call; ``broker_racks`` holds
-    the racks used by the rack-aware placement.
+    returns; ``nonconforming`` the rest. ``added_ranges`` are ``(call_start, first, stop)``:
+    partitions ``first..stop-1`` recognised as placed by a later ZK add-partitions call that
+    began at partition ``call_start``. ``broker_racks`` holds the racks of a rack-aware layout.
     """
 
     broker_list: tuple[int, ...]
@@ -694,8 +741,13 @@ class KafkaLayout:
     rack_aware: bool
     conforming: tuple[int, ...]
     nonconforming: tuple[int, ...]
-    added_batches: tuple[tuple[int, int], ...] = ()
+    added_ranges: tuple[tuple[int, int, int], ...] = ()
     broker_racks: tuple[tuple[int, str], ...] = ()
+
+    @property
+    def added_batches(self) -> tuple[tuple[int, int], ...]:
+        """``(first, stop)`` of each range of partitions placed by ZK add-partitions."""
+        return tuple((first, stop) for _, first, stop in self.added_ranges)
 
     def _rack_of(self) -> dict[int, str] | None:
         return dict(self.broker_racks) if self.rack_aware else None
@@ -707,9 +759,10 @@ class KafkaLayout:
     def extend(self, n_partitions: int, rf: int) -> dict[int, list[int]]:
         """Kafka's replicas for partitions ``0..n_partitions-1`` at replication factor ``rf``.
 
-        Partitions in ``added_batches`` follow the add-partitions placement of their batch,
-        all others the creation placement. Raising ``rf`` only appends replicas (Kafka's
-        placement is prefix-stable), so conforming partitions keep every current replica.
+        Partitions in ``added_ranges`` follow the add-partitions placement of their call,
+        all others the creation placement (also past the known partitions: for Kafka's own
+        placement of new partitions use :func:`add_partitions`). Raising ``rf`` only appends
+        replicas (Kafka's placement is prefix-stable), so conforming partitions keep theirs.
         """
         if n_partitions <= 0:
             return {}
@@ -718,15 +771,15 @@ class KafkaLayout:
         out = _place_zk(
             self.broker_list, rack_of, n_partitions, rf, self.start_index, self.replica_shift, 0
         )
-        if self.added_batches:
+        if self.added_ranges:
             # ZK add-partitions indexes the id-sorted list (rack-alternated when racks).
             add_order = self.broker_list if self.rack_aware else sorted(self.broker_list)
             add_start = self._add_start_index()
-            for first, stop in self.added_batches:
-                count = min(stop, n_partitions) - first
-                if count > 0:
-                    out.update(
-                        _place_zk(add_order, rack_of, count, rf, add_start, add_start, first)
+            num_racks = len(set(rack_of.values())) if rack_of is not None else 0
+            for call_start, first, stop in self.added_ranges:
+                for p in range(first, min(stop, n_partitions)):
+                    out[p] = _add_call_replicas(
+                        add_order, rack_of, num_racks, rf, add_start, call_start, p
                     )
         return out
 
@@ -742,35 +795,51 @@ def _contiguous_ids(parts: Mapping[int, Sequence[int]]) -> int:
     return count
 
 
+def _pinned_positions(
+    replicas: Sequence[int], members: set[int], n: int, partition: int, shift: int
+) -> list[tuple[int, int]] | None:
+    """(list position, broker) pairs a rack-unaware placement needs for this partition.
+
+    None when no order can give these replicas (duplicates, unknown brokers, RF above n).
+    """
+    if not replicas or len(replicas) > n or len(set(replicas)) != len(replicas):
+        return None
+    if not members.issuperset(replicas):
+        return None
+    first = partition % n
+    current_shift = shift + partition // n
+    pinned = [(first, replicas[0])]
+    pinned.extend(
+        (_replica_index(first, current_shift, j, n), broker)
+        for j, broker in enumerate(replicas[1:])
+    )
+    return pinned
+
+
+def _pin(at: dict[int, int], where: dict[int, int], pinned: list[tuple[int, int]] | None) -> bool:
+    """Add the pins if they agree with those so far (position <-> broker is one-to-one)."""
+    if pinned is None or any(at.get(pos, b) != b or where.get(b, pos) != pos for pos, b in pinned):
+        return False
+    for pos, b in pinned:
+        at[pos] = b
+        where[b] = pos
+    return True
+
+
 def _unaware_prefix(
     parts: Mapping[int, Sequence[int]], members: set[int], n: int, count: int, shift: int
-) -> tuple[int, dict[int, int]]:
+) -> tuple[int, dict[int, int], dict[int, int]]:
     """Longest prefix of partitions consistent with some order (start 0) and this shift.
 
-    Every replica pins a broker to a list position; constraints are forced, so processing
+    Every replica pins a broker to a list position; pins are forced, so processing
     partitions in order and stopping at the first conflict gives the exact longest prefix.
     """
     at: dict[int, int] = {}  # position -> broker
     where: dict[int, int] = {}  # broker -> position
     for p in range(count):
-        replicas = parts[p]
-        if not replicas or len(replicas) > n or len(set(replicas)) != len(replicas):
-            return p, at
-        if not members.issuperset(replicas):
-            return p, at
-        first = p % n
-        current_shift = shift + p // n
-        wanted = [(first, replicas[0])]
-        wanted.extend(
-            (_replica_index(first, current_shift, j, n), broker)
-            for j, broker in enumerate(replicas[1:])
-        )
-        if any(at.get(pos, b) != b or where.get(b, pos) != pos for pos, b in wanted):
-            return p, at
-        for pos, b in wanted:
-            at[pos] = b
-            where[b] = pos
-    return count, at
+        if not _pin(at, where, _pinned_positions(parts[p], members, n, p, shift)):
+            return p, at, where
+    return count, at, where
 
 
 @dataclass(frozen=True)
@@ -779,21 +848,22 @@ class _Candidate:
     layout: KafkaLayout
 
 
-def _batch_starts(n: int, run_start: int, partition: int, lookback: int = 4) -> list[int]:
-    """Where an add-partitions call ending at ``partition`` may have started.
+def _call_starts(n: int, lowest: int, partition: int, lookback: int = 4) -> list[int]:
+    """Where the add-partitions call that placed ``partition`` may have begun, oldest first.
 
-    Its first partitions can coincide with the creation layout, so the call may have begun
-    before ``partition``. Only ``(first - 1) // n`` changes the result, so one representative
-    per block of n is tried, newest first, at most ``lookback`` blocks back.
+    A call's first partitions can coincide with an earlier placement, so it may have begun
+    before ``partition``. Only ``(start - 1) // n`` changes the result, so one start per block
+    of n is tried (the latest in the block), at most ``lookback`` blocks back. Oldest first:
+    a later mismatch can still move on to a newer call, never back to an older one.
     """
     if partition < 1:
         return []
     starts = [partition]
-    block_end = ((partition - 1) // n) * n  # largest first with a smaller (first - 1) // n
-    while block_end >= max(run_start, 1) and len(starts) <= lookback:
+    block_end = ((partition - 1) // n) * n  # latest start of the previous block
+    while block_end >= max(lowest, 1) and len(starts) <= lookback:
         starts.append(block_end)
         block_end -= n
-    return starts
+    return starts[::-1]
 
 
 def _classify(
@@ -802,12 +872,13 @@ def _classify(
     rack_of: Mapping[int, str] | None,
     start: int,
     shift: int,
-) -> tuple[tuple[int, ...], tuple[int, ...], tuple[tuple[int, int], ...]]:
-    """Split partitions into conforming / not, recognising ZK add-partitions batches.
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[tuple[int, int, int], ...]]:
+    """Split partitions into conforming / not, recognising ZK add-partitions calls.
 
-    After the creation prefix, a partition continues the current add-partitions batch if it
-    can, else conforms to the creation layout, else may open a new batch (ZK add-partitions
-    restarts at the then partition count with the sorted list and partition 0's leader).
+    After the creation prefix, a partition is explained by the current add-partitions call,
+    else by the creation layout, else by a new call (ZK add-partitions restarts at the then
+    partition count with the id-sorted list and partition 0's leader). A partition nothing
+    explains (edited by hand) leaves the current call running.
     """
     n = len(order)
     num_racks = len(set(rack_of.values())) if rack_of is not None else 0
@@ -815,54 +886,63 @@ def _classify(
     add_order = order if rack_of is not None else sorted(order)
     add_start = _zk_add_start_index(sorted(order), parts[0][0])
 
-    def creation(p: int) -> list[int]:
-        return _zk_replicas(order, rack_of, num_racks, rf, (p + start) % n, shift + p // n)
+    def by_creation(p: int) -> bool:
+        kafka = _zk_replicas(order, rack_of, num_racks, rf, (p + start) % n, shift + p // n)
+        return _is_prefix(parts[p], kafka)
 
-    def added(batch_first: int, p: int) -> list[int]:
-        batch_shift = _batch_shift(n, add_start, batch_first, p)
-        return _zk_replicas(add_order, rack_of, num_racks, rf, (p + add_start) % n, batch_shift)
+    def by_call(call_start: int, p: int) -> bool:
+        kafka = _add_call_replicas(add_order, rack_of, num_racks, rf, add_start, call_start, p)
+        return _is_prefix(parts[p], kafka)
 
-    conforming: list[int] = []
+    explained_by: dict[int, int | None] = {}  # conforming partition -> its call (None: creation)
     nonconforming: list[int] = []
-    batches: list[list[int]] = []  # [first, stop]
-    batch: list[int] | None = None
+    call: int | None = None  # start of the add-partitions call in progress
     in_prefix = True
-    run_start = 1  # a batch may have begun anywhere after the last nonconforming partition
     for expected_id, p in enumerate(sorted(parts)):
-        observed = parts[p]
         in_prefix = in_prefix and p == expected_id
-        if in_prefix and _is_prefix(observed, creation(p)):
-            conforming.append(p)
+        if in_prefix and by_creation(p):
+            explained_by[p] = None
             continue
         in_prefix = False
-        if batch is not None and batch[1] == p and _is_prefix(observed, added(batch[0], p)):
-            batch[1] = p + 1
-            conforming.append(p)
+        if call is not None and by_call(call, p):
+            explained_by[p] = call
             continue
-        if batch is not None:
-            # The next call may have begun inside this batch (those partitions fit both).
-            run_start = max(run_start, batch[0] + 1)
-            batch = None
-        if _is_prefix(observed, creation(p)):
-            conforming.append(p)
+        if by_creation(p):
+            explained_by[p] = None
             continue
-        for batch_first in _batch_starts(n, run_start, p):
-            # The batch also covers the partitions from batch_first on: they must fit it too.
-            if _is_prefix(observed, added(batch_first, p)) and all(
-                _is_prefix(parts[q], added(batch_first, q))
-                for q in range(batch_first, p)
-                if q in parts
-            ):
-                if batches and batches[-1][1] > batch_first:
-                    batches[-1][1] = batch_first  # the earlier call ended where this one began
-                batch = [batch_first, p + 1]
-                batches.append(batch)
-                conforming.append(p)
+        lowest = call + 1 if call is not None else 1
+        for candidate in _call_starts(n, lowest, p):
+            # Partitions from the candidate start on now belong to the new call: those the
+            # previous call explained must fit the new one too.
+            moved = [
+                q for q in range(candidate, p) if q in explained_by and explained_by[q] is not None
+            ]
+            if by_call(candidate, p) and all(by_call(candidate, q) for q in moved):
+                for q in moved:
+                    explained_by[q] = candidate
+                explained_by[p] = candidate
+                call = candidate
                 break
         else:
             nonconforming.append(p)
-            run_start = p + 1
-    return tuple(conforming), tuple(nonconforming), tuple((a, b) for a, b in batches)
+    ranges: list[list[int]] = []  # [call_start, first, stop] over consecutive partition ids
+    for p in sorted(explained_by):
+        owner = explained_by[p]
+        if owner is None:
+            continue
+        if ranges and ranges[-1][0] == owner and ranges[-1][2] == p:
+            ranges[-1][2] = p + 1
+        else:
+            ranges.append([owner, p, p + 1])
+    return (
+        tuple(sorted(explained_by)),
+        tuple(nonconforming),
+        tuple((c, first, stop) for c, first, stop in ranges),
+    )
+
+
+# Partitions times tied shifts examined to break ties; bounds the cost for hand-made topics.
+_TIE_BREAK_BUDGET = 10_000
 
 
 def _infer_unaware(parts: Mapping[int, Sequence[int]], members: list[int]) -> KafkaLayout | None:
@@ -871,21 +951,36 @@ def _infer_unaware(parts: Mapping[int, Sequence[int]], members: list[int]) -> Ka
     count = _contiguous_ids(parts)
     has_followers = any(len(parts[p]) > 1 for p in range(count))
     shifts = range(n - 1) if n > 1 and has_followers else range(1)
-    best: tuple[int, int, dict[int, int]] | None = None
+    prefixes: list[tuple[int, int, dict[int, int], dict[int, int]]] = []
     for shift in shifts:
-        matched, positions = _unaware_prefix(parts, member_set, n, count, shift)
-        if best is None or matched > best[0]:
-            best = (matched, shift, positions)
+        matched, positions, where = _unaware_prefix(parts, member_set, n, count, shift)
+        prefixes.append((matched, shift, positions, where))
         if matched == count:
             break
-    if best is None or best[0] == 0:
+    longest = max(matched for matched, *_ in prefixes)
+    if longest == 0:
         return None
+    tied = [prefix for prefix in prefixes if prefix[0] == longest]
+    if len(tied) * len(parts) > _TIE_BREAK_BUDGET:
+        tied = tied[:1]  # a topic this far from Kafka's layout: any of the shifts will do
+    best: tuple[int, int, dict[int, int]] | None = None
+    for matched, shift, positions, where in tied:
+        # Past the prefix, partitions that still agree pin the remaining positions (a
+        # partition edited by hand then costs only itself); they also break ties of shifts.
+        agreeing = sum(
+            _pin(positions, where, _pinned_positions(parts[p], member_set, n, p, shift))
+            for p in sorted(parts)
+            if p > matched
+        )
+        if best is None or agreeing > best[0]:
+            best = (agreeing, shift, positions)
+    assert best is not None
     _, shift, positions = best
-    # Positions no replica pins down get the remaining brokers in id order (any is valid).
+    # Positions nothing pins down get the spare brokers in id order (any order is valid).
     spare = iter(sorted(member_set - set(positions.values())))
     order = tuple(positions[i] if i in positions else next(spare) for i in range(n))
-    conforming, nonconforming, batches = _classify(parts, order, None, 0, shift)
-    return KafkaLayout(order, 0, shift, False, conforming, nonconforming, batches)
+    conforming, nonconforming, ranges = _classify(parts, order, None, 0, shift)
+    return KafkaLayout(order, 0, shift, False, conforming, nonconforming, ranges)
 
 
 def _infer_aware(
@@ -919,7 +1014,7 @@ def _infer_aware(
     if best is None or best[0] == 0:
         return None
     shift = best[1]
-    conforming, nonconforming, batches = _classify(parts, order, rack_of, start, shift)
+    conforming, nonconforming, ranges = _classify(parts, order, rack_of, start, shift)
     return KafkaLayout(
         tuple(order),
         start,
@@ -927,7 +1022,7 @@ def _infer_aware(
         True,
         conforming,
         nonconforming,
-        batches,
+        ranges,
         tuple(sorted(rack_of.items())),
     )
 

@@ -36,12 +36,15 @@ HARNESS = r"""
 import java.io.*;
 import java.lang.reflect.Field;
 import java.util.*;
+// zk-only-begin
 import org.apache.kafka.admin.AdminUtils;
 import org.apache.kafka.admin.BrokerMetadata;
+// zk-only-end
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.metadata.placement.*;
 
 public class Harness {
+    // zk-only-begin
     static sun.misc.Unsafe unsafe;
     static Object randBase;
     static long randOffset;
@@ -59,6 +62,7 @@ public class Harness {
         }
         unsafe.putObject(randBase, randOffset, r);
     }
+    // zk-only-end
 
     static String fmt(Map<Integer, List<Integer>> m) {
         StringBuilder sb = new StringBuilder("OK ");
@@ -99,7 +103,10 @@ public class Harness {
         while ((line = in.readLine()) != null) {
             String[] f = line.split(" ", -1);
             try {
-                if (f[0].equals("Z")) {
+                if (f[0].equals("-")) {
+                    out.println("ERR Unknown|-");
+                // zk-only-begin
+                } else if (f[0].equals("Z")) {
                     long seed = Long.parseLong(f[1]);
                     int fixed = Integer.parseInt(f[2]), startPid = Integer.parseInt(f[3]);
                     int nPart = Integer.parseInt(f[4]), rf = Integer.parseInt(f[5]);
@@ -114,6 +121,7 @@ public class Harness {
                     } catch (Exception e) {
                         out.println(err(e));
                     }
+                // zk-only-end
                 } else if (f[0].equals("S")) {
                     StripedReplicaPlacer placer = new StripedReplicaPlacer(rng(f[1], Long.parseLong(f[2])));
                     List<String> results = new ArrayList<>();
@@ -178,20 +186,33 @@ public class Harness {
 """  # noqa: E501 - Java source
 
 
-@pytest.fixture(scope="module")
-def jvm(tmp_path_factory: pytest.TempPathFactory) -> Callable[[list[str]], list[str]]:
-    """Compile the harness; returns a function sending request lines and reading answers."""
+def _kraft_only(source: str) -> str:
+    """The harness without AdminUtils, which Kafka 4 (KRaft only) no longer ships."""
+    kept, skipping = [], False
+    for line in source.splitlines():
+        if line.strip() == "// zk-only-begin":
+            skipping = True
+        elif line.strip() == "// zk-only-end":
+            skipping = False
+        elif not skipping:
+            kept.append(line)
+    return "\n".join(kept) + "\n"
+
+
+def _harness(
+    tmp_path_factory: pytest.TempPathFactory, version: str, source: str
+) -> Callable[[list[str]], list[str]]:
+    """Compile the harness against Kafka `version`; returns a request-lines -> answers call."""
     if shutil.which("javac") is None or shutil.which("java") is None:
         pytest.skip("needs a JDK (java and javac on PATH) to run Kafka's own placement code")
-    from kreplica.sandbox import DEFAULT_ZK_VERSION
     from kreplica.sandbox.jars import SandboxError, fetch
 
     try:
-        classpath = fetch(DEFAULT_ZK_VERSION)
+        classpath = fetch(version)
     except SandboxError as exc:
-        pytest.skip(f"Kafka {DEFAULT_ZK_VERSION} jars unavailable ({exc}); run scripts/test")
-    workdir: Path = tmp_path_factory.mktemp("kafka_harness")
-    (workdir / "Harness.java").write_text(HARNESS)
+        pytest.skip(f"Kafka {version} jars unavailable ({exc}); run scripts/test")
+    workdir: Path = tmp_path_factory.mktemp(f"kafka_harness_{version}")
+    (workdir / "Harness.java").write_text(source)
     subprocess.run(
         ["javac", "-nowarn", "-cp", classpath, "-d", str(workdir), str(workdir / "Harness.java")],
         check=True,
@@ -215,6 +236,22 @@ def jvm(tmp_path_factory: pytest.TempPathFactory) -> Callable[[list[str]], list[
         return answers
 
     return ask
+
+
+@pytest.fixture(scope="module")
+def jvm(tmp_path_factory: pytest.TempPathFactory) -> Callable[[list[str]], list[str]]:
+    """Kafka 3.9 (the last line with ZooKeeper mode and AdminUtils)."""
+    from kreplica.sandbox import DEFAULT_ZK_VERSION
+
+    return _harness(tmp_path_factory, DEFAULT_ZK_VERSION, HARNESS)
+
+
+@pytest.fixture(scope="module")
+def kraft_jvm(tmp_path_factory: pytest.TempPathFactory) -> Callable[[list[str]], list[str]]:
+    """The Kafka 4.x line the KRaft sandbox runs."""
+    from kreplica.sandbox import DEFAULT_KRAFT_VERSION
+
+    return _harness(tmp_path_factory, DEFAULT_KRAFT_VERSION, _kraft_only(HARNESS))
 
 
 def _fmt(result: dict[int, list[int]]) -> str:
@@ -309,9 +346,14 @@ def _striped_case(
     return kind, seed, calls
 
 
+@pytest.mark.parametrize("kafka_line", ["jvm", "kraft_jvm"])
 def test_striped_place_matches_kafka_striped_replica_placer(
-    jvm: Callable[[list[str]], list[str]],
+    kafka_line: str, request: pytest.FixtureRequest
 ) -> None:
+    from kreplica.sandbox import DEFAULT_KRAFT_VERSION, DEFAULT_ZK_VERSION
+
+    jvm: Callable[[list[str]], list[str]] = request.getfixturevalue(kafka_line)
+    version = DEFAULT_ZK_VERSION if kafka_line == "jvm" else DEFAULT_KRAFT_VERSION
     rnd = random.Random(4242)
     cases = [_striped_case(rnd) for _ in range(600)]
     requests = [
@@ -335,7 +377,7 @@ def test_striped_place_matches_kafka_striped_replica_placer(
                 rf: int = rf,
                 rng: JavaRandom = rng,
             ) -> dict[int, list[int]]:
-                return striped_place(usable, partitions, rf, rng=rng)
+                return striped_place(usable, partitions, rf, rng=rng, kafka_version=version)
 
             ours.append(_outcome(run))
         if " || ".join(ours) != answer:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kreplica import kafka
-from kreplica.errors import ExitCode, PlanInfeasible
+from kreplica.errors import ExitCode, PlanInfeasible, UsageError
 from kreplica.kafka import (
     JavaRandom,
     KafkaAssignmentError,
@@ -275,3 +275,29 @@ def test_striped_place_accepts_broker_objects() -> None:
     assert striped_place(model_brokers, 8, 2, rng=JavaRandom(3)) == striped_place(
         unfenced, 8, 2, rng=JavaRandom(3)
     )
+
+
+def test_striped_error_wording_follows_the_kafka_line() -> None:
+    fenced = [(1, None, True)]
+    two = [(1, None, False), (2, None, False)]
+    expectations = [
+        ("3.9", "All brokers are currently fenced.", "registered."),
+        ("4.2.0", "All brokers are currently fenced.", "registered."),
+        (
+            "4.3.1",
+            "All brokers are currently fenced, or have all their log directories cordoned.",
+            "registered or some brokers have all their log directories cordoned.",
+        ),
+    ]
+    for version, fenced_message, too_few_tail in expectations:
+        with pytest.raises(KafkaAssignmentError) as caught:
+            striped_place(fenced, 1, 1, rng=JavaRandom(1), kafka_version=version)
+        assert str(caught.value) == fenced_message
+        with pytest.raises(KafkaAssignmentError) as caught:
+            striped_place(two, 1, 3, rng=JavaRandom(1), kafka_version=version)
+        assert str(caught.value) == (
+            "The target replication factor of 3 cannot be reached because only 2 broker(s) are "
+            + too_few_tail
+        )
+    with pytest.raises(UsageError):
+        striped_place(two, 1, 1, rng=JavaRandom(1), kafka_version="four")

@@ -4,6 +4,10 @@ Reads `/cluster/id`, `/brokers/ids/*`, `/brokers/topics/*` with each partition's
 `/config/topics/*` and `/admin/reassign_partitions`. All znode reads after the listings are
 pipelined (kazoo `get_async`), so 10,000 partitions take one round trip's worth of waiting,
 not 10,000. kazoo never leaves this module: errors become SourceError, results model objects.
+
+Every wait is bounded by `timeout_s`, except a SASL login the server does not answer: kazoo
+runs it in its connection thread under the session's read timeout (ZooKeeper's minimum session
+is 6 s), so that failure takes up to about 10 s.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ class ZooKeeperSource:
         timeout_s: float = 15.0,
     ) -> None:
         from kazoo.client import KazooClient
-        from kazoo.exceptions import AuthFailedError, KazooException
+        from kazoo.exceptions import KazooException
         from kazoo.handlers.threading import KazooTimeoutError
 
         if not connect or not connect.strip():
@@ -62,6 +66,7 @@ class ZooKeeperSource:
         self._connect = connect.strip()
         self._timeout_s = timeout_s
         options = zookeeper_options(client_config, auth)
+        self._sasl = "sasl_options" in options
         if "sasl_options" in options:
             try:
                 import puresasl  # noqa: F401
@@ -94,13 +99,7 @@ class ZooKeeperSource:
                 f"cannot reach ZooKeeper at {self._connect} within {timeout_s:g}s; "
                 "check --zookeeper HOST:PORT and that ZooKeeper is running"
             ) from None
-        except AuthFailedError:
-            self._stop()
-            raise SourceError(
-                f"ZooKeeper at {self._connect} rejected the credentials; "
-                "check the zookeeper.sasl.* settings"
-            ) from None
-        except KazooException as exc:  # e.g. NoAuth on the chroot kazoo checks on start
+        except KazooException as exc:  # auth failures, NoAuth on the chroot kazoo checks
             self._stop()
             raise self._error("the chroot", exc) from None
         except Exception as exc:  # a client failure must not leave its threads behind
@@ -109,7 +108,7 @@ class ZooKeeperSource:
                 f"cannot connect to ZooKeeper at {self._connect}: {exc}; check --zookeeper"
             ) from None
         try:
-            if self._call(client.exists, "/brokers/ids") is None:
+            if self._call(client.exists_async, "/brokers/ids") is None:
                 raise SourceError(
                     f"no Kafka cluster at ZooKeeper {self._connect}: /brokers/ids does not exist; "
                     "check the chroot (e.g. HOST:PORT/kafka), as in the brokers' zookeeper.connect"
@@ -147,13 +146,29 @@ class ZooKeeperSource:
     # -- reading -----------------------------------------------------------------------------
 
     def _error(self, path: str, exc: Exception) -> SourceError:
-        from kazoo.exceptions import ConnectionLoss, NoAuthError, SessionExpiredError
+        from kazoo.exceptions import (
+            AuthFailedError,
+            ConnectionLoss,
+            NoAuthError,
+            SessionExpiredError,
+        )
         from kazoo.handlers.threading import KazooTimeoutError
 
+        if isinstance(exc, AuthFailedError):
+            return SourceError(
+                f"ZooKeeper at {self._connect} rejected the credentials (SASL failed); "
+                "check the zookeeper.sasl.* settings and the server's JAAS configuration"
+            )
         if isinstance(exc, NoAuthError):
             return SourceError(
                 f"ZooKeeper at {self._connect} denied reading {path} (ACL); pass credentials "
                 "that may read it (digest user:password, or zookeeper.sasl.* settings)"
+            )
+        if isinstance(exc, KazooTimeoutError) and self._sasl:
+            return SourceError(
+                f"ZooKeeper at {self._connect} did not complete the SASL login within "
+                f"{self._timeout_s:g}s; check the zookeeper.sasl.* settings and that the server "
+                "has SASL enabled"
             )
         if isinstance(exc, KazooTimeoutError):
             return SourceError(
@@ -173,7 +188,8 @@ class ZooKeeperSource:
         if self._client is None:
             raise UsageError("this ZooKeeper source is closed")
         try:
-            return method(path)
+            # async + a timeout: kazoo's synchronous calls wait without limit
+            return method(path).get(timeout=self._timeout_s)
         except (KazooException, KazooTimeoutError) as exc:
             raise self._error(path, exc) from None
 
@@ -207,7 +223,7 @@ class ZooKeeperSource:
         if self._client is None:
             raise UsageError("this ZooKeeper source is closed")
         try:
-            return sorted(self._client.get_children(path))
+            return sorted(self._client.get_children_async(path).get(timeout=self._timeout_s))
         except NoNodeError:
             return []
         except (KazooException, KazooTimeoutError) as exc:

@@ -14,6 +14,7 @@ Errors are Kafka's exception names with Kafka's exact messages, all subclasses o
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
@@ -895,6 +896,7 @@ def _classify(
         return _is_prefix(parts[p], kafka)
 
     explained_by: dict[int, int | None] = {}  # conforming partition -> its call (None: creation)
+    by_a_call: list[int] = []  # the partitions explained by a call, ascending
     nonconforming: list[int] = []
     call: int | None = None  # start of the add-partitions call in progress
     in_prefix = True
@@ -906,6 +908,7 @@ def _classify(
         in_prefix = False
         if call is not None and by_call(call, p):
             explained_by[p] = call
+            by_a_call.append(p)
             continue
         if by_creation(p):
             explained_by[p] = None
@@ -914,13 +917,12 @@ def _classify(
         for candidate in _call_starts(n, lowest, p):
             # Partitions from the candidate start on now belong to the new call: those the
             # previous call explained must fit the new one too.
-            moved = [
-                q for q in range(candidate, p) if q in explained_by and explained_by[q] is not None
-            ]
+            moved = by_a_call[bisect_left(by_a_call, candidate) :]
             if by_call(candidate, p) and all(by_call(candidate, q) for q in moved):
                 for q in moved:
                     explained_by[q] = candidate
                 explained_by[p] = candidate
+                by_a_call.append(p)
                 call = candidate
                 break
         else:
@@ -980,6 +982,56 @@ def _infer_unaware(parts: Mapping[int, Sequence[int]], members: list[int]) -> Ka
     spare = iter(sorted(member_set - set(positions.values())))
     order = tuple(positions[i] if i in positions else next(spare) for i in range(n))
     conforming, nonconforming, ranges = _classify(parts, order, None, 0, shift)
+    return KafkaLayout(order, 0, shift, False, conforming, nonconforming, ranges)
+
+
+def _infer_unaware_by_votes(
+    parts: Mapping[int, Sequence[int]], members: list[int]
+) -> KafkaLayout | None:
+    """A second opinion robust to partitions edited by hand: every partition votes.
+
+    Leaders vote for list positions (partition p leads at position p mod n), then second
+    replicas vote for the shift, then followers vote for the positions still open. One bad
+    partition then costs only itself, where the longest-prefix search stops at it.
+    """
+    n = len(members)
+    member_set = set(members)
+    usable = [p for p in sorted(parts) if _pinned_positions(parts[p], member_set, n, p, 0)]
+    if n < 2 or not usable:
+        return None
+    at: dict[int, int] = {}
+    where: dict[int, int] = {}
+
+    def settle(votes: Mapping[tuple[int, int], int]) -> None:
+        # Strongest votes first; a position and a broker are each taken once.
+        for (pos, broker), _ in sorted(votes.items(), key=lambda kv: (-kv[1], kv[0])):
+            if pos not in at and broker not in where:
+                at[pos] = broker
+                where[broker] = pos
+
+    leader_votes: dict[tuple[int, int], int] = {}
+    for p in usable:
+        key = (p % n, parts[p][0])
+        leader_votes[key] = leader_votes.get(key, 0) + 1
+    settle(leader_votes)
+    shift_votes: dict[int, int] = {}
+    for p in usable:
+        if len(parts[p]) > 1 and parts[p][1] in where:
+            gap = (where[parts[p][1]] - p % n - 1) % n  # = (shift + p // n) % (n - 1)
+            if gap < n - 1:
+                vote = (gap - p // n) % (n - 1)
+                shift_votes[vote] = shift_votes.get(vote, 0) + 1
+    shift = min(shift_votes, key=lambda s: (-shift_votes[s], s)) if shift_votes else 0
+    follower_votes: dict[tuple[int, int], int] = {}
+    for p in usable:
+        for pos, broker in _pinned_positions(parts[p], member_set, n, p, shift) or []:
+            follower_votes[(pos, broker)] = follower_votes.get((pos, broker), 0) + 1
+    settle(follower_votes)
+    spare = iter(sorted(member_set - set(where)))
+    order = tuple(at[i] if i in at else next(spare) for i in range(n))
+    conforming, nonconforming, ranges = _classify(parts, order, None, 0, shift)
+    if 0 not in conforming:  # add-partitions and extend() both build on partition 0
+        return None
     return KafkaLayout(order, 0, shift, False, conforming, nonconforming, ranges)
 
 
@@ -1053,7 +1105,7 @@ def infer_layout(
             broker_sets.append(widened)
     candidates: list[_Candidate] = []
     for rank, members in enumerate(broker_sets):
-        layouts = [_infer_unaware(parts, members)]
+        layouts = [_infer_unaware(parts, members), _infer_unaware_by_votes(parts, members)]
         rack_names = {b: racks.get(b) for b in members} if racks is not None else {}
         if racks is not None and all(r is not None for r in rack_names.values()):
             layouts.append(

@@ -393,8 +393,21 @@ def test_infer_layout_marks_manual_partitions_nonconforming() -> None:
     assignment[7] = [assignment[7][1], assignment[7][0], assignment[7][2]]  # a manual swap
     layout = infer_layout(assignment)
     assert layout is not None
-    assert 7 in layout.nonconforming
+    assert layout.nonconforming == (7,)
     assert set(layout.conforming) == set(range(12)) - {7}
+
+
+def test_a_hand_edited_early_partition_costs_only_itself() -> None:
+    assignment = assign_replicas(list(range(6)), 12, 3, rng=ScriptedRandom(2, 4))
+    original = dict(assignment)
+    # Rotated replicas of partition 1 still fit *some* layout on their own, which would
+    # derail a search that trusts the partitions from 0 on.
+    assignment[1] = [assignment[1][2], assignment[1][0], assignment[1][1]]
+    layout = infer_layout(assignment)
+    assert layout is not None
+    assert layout.nonconforming == (1,)
+    extended = layout.extend(12, 3)
+    assert all(extended[p] == original[p] for p in range(12) if p != 1)
 
 
 def test_infer_layout_rejects_what_kafka_cannot_produce() -> None:

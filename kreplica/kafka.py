@@ -1047,25 +1047,30 @@ def _infer_aware(
     start = order.index(leader)
     count = _contiguous_ids(parts)
     rf = max(1, min(n, max(len(parts[p]) for p in range(count))))
-    # shift * numRacks only matters modulo n - 1, and it grows by one per wrap.
-    best: tuple[int, int] | None = None
     num_racks = len(set(rack_of.values()))
+
+    def fits(p: int, shift: int) -> bool:
+        kafka = _zk_replicas(order, rack_of, num_racks, rf, (p + start) % n, shift + p // n)
+        return _is_prefix(parts[p], kafka)
+
+    # shift * numRacks only matters modulo n - 1, and it grows by one per wrap.
+    prefixes: list[tuple[int, int]] = []
     for shift in range(n - 1 if n > 1 else 1):
         matched = 0  # computed lazily: a wrong shift usually fails within the first round
-        while matched < count and _is_prefix(
-            parts[matched],
-            _zk_replicas(
-                order, rack_of, num_racks, rf, (matched + start) % n, shift + matched // n
-            ),
-        ):
+        while matched < count and fits(matched, shift):
             matched += 1
-        if best is None or matched > best[0]:
-            best = (matched, shift)
+        prefixes.append((matched, shift))
         if matched == count:
             break
-    if best is None or best[0] == 0:
+    longest = max(matched for matched, _ in prefixes)
+    if longest == 0:
         return None
-    shift = best[1]
+    tied = [shift for matched, shift in prefixes if matched == longest]
+    if len(tied) > 1 and len(tied) * len(parts) <= _TIE_BREAK_BUDGET:
+        # A partition edited by hand ended the prefix early: let all partitions decide.
+        shift = max(tied, key=lambda s: (sum(fits(p, s) for p in parts if p > longest), -s))
+    else:
+        shift = tied[0]
     conforming, nonconforming, ranges = _classify(parts, order, rack_of, start, shift)
     return KafkaLayout(
         tuple(order),

@@ -1091,13 +1091,15 @@ def infer_layout(
 ) -> KafkaLayout | None:
     """Find the broker order, start index and shift under which Kafka reproduces ``assignment``.
 
-    Maximises the number of partitions reproduced from partition 0 on (rack-unaware, and
-    rack-aware over the rack-alternated list when every candidate broker has a rack), then
-    also recognises partitions added later by ZK add-partitions. Rack-unaware layouts are
-    returned rotated so that ``start_index`` is 0 (the rotation is indistinguishable).
-    ``replica_shift`` is the smallest equivalent value (it only matters modulo n - 1); when
-    no partition has a follower it is unconstrained and reported as 0. Returns None when not
-    even partition 0 fits. Tries O(n) candidate shifts, never permutations of brokers.
+    Candidates: the longest run of partitions from 0 that one layout reproduces (rack-unaware,
+    and rack-aware over the rack-alternated list when every broker has a rack), and a layout
+    voted by all partitions (so one partition edited by hand costs only itself). The one that
+    reproduces most partitions wins (then the longer run from 0); partitions placed later by
+    ZK add-partitions count as reproduced. ``brokers`` widens the broker set beyond those the
+    topic uses. Rack-unaware layouts come rotated to ``start_index`` 0 (indistinguishable).
+    ``replica_shift`` is the smallest equivalent value (only its value modulo n - 1 matters);
+    with no followers anywhere it is unconstrained and reported as 0. None when partition 0
+    fits no layout. Cost: O(n) candidate shifts, never permutations of the brokers.
     """
     parts = {int(p): list(r) for p, r in assignment.items()}
     if not parts.get(0):

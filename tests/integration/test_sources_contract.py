@@ -42,9 +42,7 @@ def zk_snapshot_file(zk_cluster: SandboxInfo, tmp_path_factory: pytest.TempPathF
 
 
 @pytest.fixture(params=SOURCE_KINDS)
-def opened(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[AssignmentSource, SandboxInfo, str]]:
+def opened(request: pytest.FixtureRequest) -> Iterator[tuple[AssignmentSource, SandboxInfo, str]]:
     """(source, the cluster it reads, the source name its snapshots carry)."""
     kind = request.param
     if kind == "admin-kraft":

@@ -104,6 +104,18 @@ def _validate(
             raise UsageError(
                 f"topic {req.topic!r}: {req.partitions} partitions is invalid; ask for at least 1"
             )
+        for p in topic.partitions:
+            if not p.replicas or len(set(p.replicas)) != len(p.replicas):
+                twice = sorted({b for b in p.replicas if p.replicas.count(b) > 1})
+                problem = (
+                    "has no replicas"
+                    if not p.replicas
+                    else f"lists broker(s) {_ids(twice)} twice ({list(p.replicas)})"
+                )
+                raise PlanInfeasible(
+                    f"topic {req.topic!r} partition {p.partition} {problem}; repair that "
+                    "partition first (kafka-reassign-partitions) or leave the topic out"
+                )
         current = len(topic.partitions)
         if req.partitions is not None and req.partitions < current:
             raise PlanInfeasible(

@@ -93,7 +93,9 @@ def repair_racks(
     available = len({ctx.rack(b) for b in ctx.eligible} | {ctx.rack(b) for b in replicas})
     target = min(len(replicas), available)
     moves = 0
-    while len({ctx.rack(b) for b in replicas}) < target:
+    for _ in range(len(replicas)):  # each move gains a rack: never more moves than replicas
+        if len({ctx.rack(b) for b in replicas}) >= target:
+            break
         source = pick_rack_move_source(ctx, topic, replicas, prefer=added, protected=protected)
         if source is None:
             break

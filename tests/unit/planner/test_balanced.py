@@ -150,3 +150,13 @@ def test_dead_brokers_get_no_new_replicas_and_a_warning_when_asked_for():
     plan = make_plan(snap, [TopicRequest("t", rf=3)], PlanOptions(brokers=frozenset({0, 1, 2, 3})))
     assert [c.after for c in plan.changes] == [(0, 1, 2)]
     assert [f.code for f in plan.findings] == ["offline-broker"]
+
+
+@pytest.mark.parametrize("strategy", ["balanced", "append", "kafka"])
+@pytest.mark.parametrize(
+    ("matrix", "text"), [([[0, 0]], "broker(s) 0 twice"), ([[]], "no replicas")]
+)
+def test_corrupt_partitions_are_refused_with_a_fix(strategy, matrix, text):
+    snap = cluster({"t": matrix}, brokers=3)
+    with pytest.raises(PlanInfeasible, match=text):
+        make_plan(snap, [TopicRequest("t", rf=2, fix_racks=True)], PlanOptions(strategy=strategy))

@@ -84,9 +84,12 @@ def pick_removal(
 ) -> int:
     """The replica to drop when lowering RF (no data moves).
 
-    never a protected replica (current and preferred leader) unless nothing else is left
-    prefer: out of sync, then on an ineligible broker, then on a rack another replica
-    also uses, then the most loaded (topic, cluster, bytes), then tie-break
+    candidates: not protected (current and preferred leader); else anything but the
+                current leader; else any follower
+    prefer: out of sync (even over rack diversity: an in-sync copy on a shared rack
+            is worth more than a lagging one; --fix-racks repairs the rack), then on
+            an ineligible broker, then on a rack another replica also uses, then the
+            most loaded (topic, cluster, bytes), then nearest the tail
     """
     leader = next((b for b in replicas if b in protected and b != replicas[0]), None)
     candidates = (
@@ -124,16 +127,24 @@ def pick_rack_move_source(
     prefer: Collection[int],
     protected: Collection[int] = (),
 ) -> int | None:
-    """The replica to move in rack repair: one sharing its rack with another replica, never
-    the first (preferred leader) and the current leader only if nothing else shares a rack;
-    `prefer` (replicas this plan just added, which hold no data yet) first, then
-    ineligible, then most loaded."""
+    """The replica to move in rack repair: one sharing its rack with another replica.
+
+    candidates, first non-empty of: followers that are not `protected` (the current
+    leader); then the first replica if it is not protected (it is not leading now, so
+    only the preferred leader changes); then any follower
+    prefer: `prefer` (replicas this plan just added, which hold no data yet), then
+    ineligible, then most loaded
+    """
     rack_use: dict[str, int] = {}
     for b in replicas:
         rack_use[ctx.rack(b)] = rack_use.get(ctx.rack(b), 0) + 1
     eligible = set(ctx.eligible)
-    shared = [b for b in replicas[1:] if rack_use[ctx.rack(b)] > 1]
-    candidates = [b for b in shared if b not in protected] or shared
+    shared = [b for b in replicas if rack_use[ctx.rack(b)] > 1]
+    candidates = (
+        [b for b in shared if b != replicas[0] and b not in protected]
+        or [b for b in shared if b not in protected]
+        or [b for b in shared if b != replicas[0]]
+    )
     if not candidates:
         return None
 

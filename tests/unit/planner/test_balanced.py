@@ -162,3 +162,15 @@ def test_corrupt_partitions_are_refused_with_a_fix(strategy, matrix, text):
     snap = cluster({"t": matrix}, brokers=3)
     with pytest.raises(PlanInfeasible, match=re.escape(text)):
         make_plan(snap, [TopicRequest("t", rf=2, fix_racks=True)], PlanOptions(strategy=strategy))
+
+
+def test_rack_repair_moves_the_idle_preferred_leader_rather_than_the_current_leader():
+    # replicas [0, 1] share rack a; broker 1 leads now, so the move takes broker 0 away
+    snap = cluster({"t": [[0, 1]]}, brokers=3, racks={0: "a", 1: "a", 2: "b"})
+    part = snap.topics[0].partitions[0]
+    led_by_1 = type(snap)(
+        snap.brokers,
+        (type(snap.topics[0])("t", (type(part)("t", 0, (0, 1), leader=1),)),),
+    )
+    plan = make_plan(led_by_1, [TopicRequest("t", fix_racks=True)])
+    assert [c.after for c in plan.changes] == [(2, 1)]

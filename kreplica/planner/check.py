@@ -1,5 +1,6 @@
 """`kreplica check`: lint any reassignment JSON against a snapshot.
 
+A plan document for another cluster or a drifted cluster is refused (StalePlan, exit 5).
 Codes (stable): unknown-partition, unknown-broker, duplicate-broker, duplicate-partition,
 empty-replicas (errors); offline-broker, rf-mismatch, rack-violation, rf-below-min-isr,
 leader-skew, reassignment-in-progress, movement (warnings or info).
@@ -18,6 +19,7 @@ from kreplica.planner.evaluate import (
     spread,
 )
 from kreplica.planner.serialize import parse_new_partitions, parse_reassignment_json
+from kreplica.planner.staleness import ensure_plan_is_current
 
 # Moving (replacing) more than this share of a topic's replicas is flagged as a warning (a
 # rebalance rather than a minimal change); below it, an info line reports the share.
@@ -25,7 +27,10 @@ MOVEMENT_WARNING_SHARE = 0.5
 
 
 def check_reassignment(snapshot: ClusterSnapshot, data: Any) -> list[Finding]:
+    """Findings for a reassignment; a kreplica plan document made for another cluster, or
+    for partitions that changed since, raises StalePlan instead."""
     rows = parse_reassignment_json(data)
+    ensure_plan_is_current(snapshot, data)
     new_rows = parse_new_partitions(data)
     racks = snapshot.racks()
     brokers = {b.id: b for b in snapshot.brokers}

@@ -99,7 +99,10 @@ def _reassignment_root(data: Any) -> Mapping[str, Any]:
     return data
 
 
-def parse_reassignment_json(data: Any) -> list[tuple[str, int, tuple[int, ...]]]:
+Row = tuple[str, int, tuple[int, ...]]
+
+
+def parse_reassignment_json(data: Any) -> list[Row]:
     """(topic, partition, replicas) rows of Kafka's reassignment JSON or of a kreplica plan
     document (its `reassignment` part), in file order. Bad shapes raise InputError naming
     the path, e.g. `partitions[3].replicas[1]`."""
@@ -108,60 +111,57 @@ def parse_reassignment_json(data: Any) -> list[tuple[str, int, tuple[int, ...]]]
     version = root.get("version", 1)
     if version != 1:
         raise _bad(f"{prefix}version", f"must be 1, got {json.dumps(version)}")
-    partitions = root.get("partitions")
-    if not isinstance(partitions, list):
-        raise _bad(f"{prefix}partitions", "must be a list")
-    rows: list[tuple[str, int, tuple[int, ...]]] = []
-    for i, entry in enumerate(partitions):
-        path = f"{prefix}partitions[{i}]"
-        if not isinstance(entry, dict):
-            raise _bad(path, "must be an object")
-        topic = entry.get("topic")
-        if not isinstance(topic, str) or not topic:
-            raise _bad(f"{path}.topic", f"must be a topic name, got {json.dumps(topic)}")
-        partition = _int(entry.get("partition"), f"{path}.partition")
-        if partition < 0:
-            raise _bad(f"{path}.partition", f"must be >= 0, got {partition}")
-        replicas = entry.get("replicas")
-        if not isinstance(replicas, list):
-            raise _bad(
-                f"{path}.replicas", f"must be a list of broker ids, got {json.dumps(replicas)}"
-            )
-        ids = tuple(_int(b, f"{path}.replicas[{j}]") for j, b in enumerate(replicas))
-        log_dirs = entry.get("log_dirs")
-        if log_dirs is not None and (
-            not isinstance(log_dirs, list)
-            or len(log_dirs) != len(ids)
-            or not all(isinstance(d, str) for d in log_dirs)
-        ):
-            raise _bad(
-                f"{path}.log_dirs",
-                f'must be a list of {len(ids)} paths or "any" (one per replica)',
-            )
-        rows.append((topic, partition, ids))
-    return rows
+    return _partition_rows(root.get("partitions"), f"{prefix}partitions", log_dirs=True)
 
 
-def parse_new_partitions(data: Any) -> list[tuple[str, int, tuple[int, ...]]]:
+def parse_new_partitions(data: Any) -> list[Row]:
     """The `new_partitions` rows of a kreplica plan document ([] for Kafka's format)."""
     if not isinstance(data, dict) or "kreplica_plan" not in data:
         return []
-    entries = data.get("new_partitions", [])
+    return _partition_rows(data.get("new_partitions", []), "new_partitions", log_dirs=False)
+
+
+def parse_plan_before(data: Any) -> list[Row]:
+    """The `before` rows of a kreplica plan document: the replicas the plan was made from
+    ([] for Kafka's format, which records none)."""
+    if not isinstance(data, dict) or "kreplica_plan" not in data:
+        return []
+    return _partition_rows(data.get("before", []), "before", log_dirs=False)
+
+
+def _partition_rows(entries: Any, path: str, *, log_dirs: bool) -> list[Row]:
     if not isinstance(entries, list):
-        raise _bad("new_partitions", "must be a list")
-    rows: list[tuple[str, int, tuple[int, ...]]] = []
+        raise _bad(path, "must be a list")
+    rows: list[Row] = []
     for i, entry in enumerate(entries):
-        path = f"new_partitions[{i}]"
-        if not isinstance(entry, dict) or not isinstance(entry.get("topic"), str):
-            raise _bad(path, "must be an object with topic, partition and replicas")
+        where = f"{path}[{i}]"
+        if not isinstance(entry, dict):
+            raise _bad(where, "must be an object")
+        topic = entry.get("topic")
+        if not isinstance(topic, str) or not topic:
+            raise _bad(f"{where}.topic", f"must be a topic name, got {json.dumps(topic)}")
+        partition = _int(entry.get("partition"), f"{where}.partition")
+        if partition < 0:
+            raise _bad(f"{where}.partition", f"must be >= 0, got {partition}")
         replicas = entry.get("replicas")
         if not isinstance(replicas, list):
-            raise _bad(f"{path}.replicas", "must be a list of broker ids")
-        rows.append(
-            (
-                entry["topic"],
-                _int(entry.get("partition"), f"{path}.partition"),
-                tuple(_int(b, f"{path}.replicas[{j}]") for j, b in enumerate(replicas)),
+            raise _bad(
+                f"{where}.replicas", f"must be a list of broker ids, got {json.dumps(replicas)}"
             )
-        )
+        ids = tuple(_int(b, f"{where}.replicas[{j}]") for j, b in enumerate(replicas))
+        dirs = entry.get("log_dirs")
+        if (
+            log_dirs
+            and dirs is not None
+            and (
+                not isinstance(dirs, list)
+                or len(dirs) != len(ids)
+                or not all(isinstance(d, str) for d in dirs)
+            )
+        ):
+            raise _bad(
+                f"{where}.log_dirs",
+                f'must be a list of {len(ids)} paths or "any" (one per replica)',
+            )
+        rows.append((topic, partition, ids))
     return rows

@@ -70,6 +70,24 @@ def _check(plan: Any) -> Callable[[Path], list[str]]:
     return build
 
 
+def _plan_document(**changes: Any) -> dict[str, Any]:
+    """A real plan document for `orders` RF 4 from the example snapshot, then edited."""
+    from kreplica.planner import PlanOptions, TopicRequest, make_plan
+    from kreplica.planner.serialize import plan_document
+    from kreplica.sources.snapshot import load_snapshot
+
+    snap = load_snapshot(EXAMPLE)
+    doc = plan_document(make_plan(snap, [TopicRequest("orders", rf=4)], PlanOptions()), snap)
+    doc.update(changes)
+    return doc
+
+
+def _drifted_before() -> list[dict[str, Any]]:
+    before = _plan_document()["before"]
+    before[0] = {**before[0], "replicas": list(reversed(before[0]["replicas"]))}
+    return before
+
+
 def _cluster_config(text: str, *args: str) -> Callable[[Path], tuple[list[str], dict[str, str]]]:
     def build(tmp: Path) -> tuple[list[str], dict[str, str]]:
         config = _text_file(tmp, "clusters.toml", text)
@@ -433,6 +451,20 @@ CASES: list[tuple[str, Any, dict[str, str], ExitCode, str]] = [
         {},
         ExitCode.VERIFY_FAILED,
         "orders-0",
+    ),
+    (
+        "check-plan-for-another-cluster",
+        _check(_plan_document(cluster_id="some-other-cluster")),
+        {},
+        ExitCode.STALE_PLAN,
+        "made for cluster some-other-cluster",
+    ),
+    (
+        "check-plan-drifted",
+        _check(_plan_document(before=_drifted_before())),
+        {},
+        ExitCode.STALE_PLAN,
+        "changed since this plan was made",
     ),
     (
         "out-dir-missing",

@@ -12,8 +12,9 @@ from typing import Any
 from kreplica.cli import output
 from kreplica.cli.config import SourceSpec, resolve_source
 from kreplica.cli.options import Options, OutputFormat
-from kreplica.errors import InputError, NotImplementedYet, UsageError
+from kreplica.errors import NotImplementedYet, UsageError
 from kreplica.model import ClusterSnapshot, Finding, Plan
+from kreplica.userfiles import decode_json, read_user_file
 
 # --- shared steps ------------------------------------------------------------------------
 
@@ -346,19 +347,12 @@ def explain(opts: Options, *, topics: list[str]) -> None:
 def check(opts: Options, plan_file: Path) -> None:
     from kreplica.planner import check_reassignment
 
-    try:
-        text = plan_file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"plan file {str(plan_file)!r} not found; check the path") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read plan file {str(plan_file)!r}: {exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{plan_file} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-            "pass a kafka-reassign-partitions JSON or a PLAN.kreplica.json"
-        ) from None
+    text = read_user_file(plan_file, "plan file", fix="check the path")
+    data = decode_json(
+        text,
+        str(plan_file),
+        fix="pass a kafka-reassign-partitions JSON or a PLAN.kreplica.json",
+    )
     spec = source_spec(opts)
     snap = read_cluster(spec)
     findings = check_reassignment(snap, data)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kreplica.errors import InputError, UsageError
+from kreplica.userfiles import read_user_file
 
 SOURCE_KEYS = ("snapshot", "zookeeper", "bootstrap_server")
 FLAG_NAMES = {
@@ -141,12 +142,7 @@ def _unescape(text: str, origin: str) -> str:
 
 def load_properties(path: str | Path) -> dict[str, str]:
     p = Path(path).expanduser()
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"command config {str(p)!r} not found; check --command-config") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read command config {str(p)!r}: {exc}") from None
+    text = read_user_file(p, "command config", fix="check --command-config")
     return parse_properties(text, origin=str(p))
 
 

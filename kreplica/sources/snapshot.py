@@ -12,31 +12,23 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kreplica.errors import InputError, UsageError
+from kreplica.errors import InputError
 from kreplica.model import Broker, ClusterSnapshot, Partition, Topic
+from kreplica.userfiles import decode_json, read_user_file
 
 FORMAT_VERSION = 1
 
 
 def load_snapshot(path: str | Path) -> ClusterSnapshot:
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"snapshot file {str(p)!r} not found; check the path") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read snapshot file {str(p)!r}: {exc}") from None
+    text = read_user_file(p, "snapshot file", fix="check the path")
     return parse_snapshot_text(text, origin=str(p))
 
 
 def parse_snapshot_text(text: str, *, origin: str = "snapshot") -> ClusterSnapshot:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{origin} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-            "write it with `kreplica snapshot -o FILE` or fix the file"
-        ) from None
+    data = decode_json(
+        text, origin, fix="write it with `kreplica snapshot -o FILE` or fix the file"
+    )
     return parse_snapshot(data, origin=origin)
 
 

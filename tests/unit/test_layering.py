@@ -12,6 +12,7 @@ PURE_MODULES = [
     "kreplica.errors",
     "kreplica.model",
     "kreplica.sources.snapshot",
+    "kreplica.userfiles",
     "kreplica.kafka",
     "kreplica.planner",
 ]

@@ -15,7 +15,6 @@ from rich.text import Text
 
 from kreplica.model import ClusterSnapshot, Finding, Plan
 from kreplica.render.text import (
-    broker_label,
     change_words,
     diff_rows,
     finding_text,
@@ -23,6 +22,7 @@ from kreplica.render.text import (
     optimality_line,
     per_broker,
     plural,
+    replica_words,
     short_racks,
     totals_line,
 )
@@ -42,16 +42,10 @@ def replicas_text(
     if replicas is None:
         return Text("(new)", style="muted")
     text = Text()
-    for i, broker in enumerate(replicas):
+    for i, (word, style) in enumerate(replica_words(replicas, other, racks, side=side)):
         if i:
             text.append(" ")
-        mark, style = "", ""
-        if side == "before" and other is not None and broker not in other:
-            mark, style = "-", "removed"
-        elif side == "after" and broker not in (other or ()):
-            mark, style = "+", "added"
-        leader = "*" if i == 0 else ""
-        text.append(f"{mark}{leader}{broker_label(broker, racks)}", style=style)
+        text.append(word, style=style)
     return text
 
 

@@ -7,7 +7,6 @@ from typing import Any
 
 from kreplica.model import ClusterSnapshot, Finding, Plan
 from kreplica.render.text import (
-    broker_label,
     change_words,
     diff_rows,
     finding_text,
@@ -15,6 +14,7 @@ from kreplica.render.text import (
     optimality_line,
     per_broker,
     ranges,
+    replica_words,
     short_racks,
     totals_line,
 )
@@ -32,15 +32,8 @@ def _replicas(
 ) -> str:
     if replicas is None:
         return "(new)"
-    words = []
-    for i, broker in enumerate(replicas):
-        mark = ""
-        if side == "before" and other is not None and broker not in other:
-            mark = "-"
-        elif side == "after" and broker not in (other or ()):
-            mark = "+"
-        words.append(f"{mark}{'*' if i == 0 else ''}{broker_label(broker, racks)}")
-    return "`" + " ".join(words) + "`"
+    words = replica_words(replicas, other, racks, side=side)
+    return "`" + " ".join(word for word, _style in words) + "`"
 
 
 def plan_markdown(

@@ -49,6 +49,27 @@ def broker_label(broker: int, racks: Mapping[int, str | None]) -> str:
     return f"{broker}({rack})" if rack else str(broker)
 
 
+def replica_words(
+    replicas: tuple[int, ...],
+    other: tuple[int, ...] | None,
+    racks: Mapping[int, str | None],
+    *,
+    side: str,
+) -> list[tuple[str, str]]:
+    """One replica list as (text, style) pairs, leader first and starred. On the 'before' side
+    brokers that go away are marked `-`; on the 'after' side brokers that arrive are marked `+`."""
+    words: list[tuple[str, str]] = []
+    for i, broker in enumerate(replicas):
+        mark, style = "", ""
+        if side == "before" and other is not None and broker not in other:
+            mark, style = "-", "removed"
+        elif side == "after" and broker not in (other or ()):
+            mark, style = "+", "added"
+        leader = "*" if i == 0 else ""
+        words.append((f"{mark}{leader}{broker_label(broker, racks)}", style))
+    return words
+
+
 def per_broker(report: Mapping[str, Any], key: str, broker: int) -> int:
     """A broker's value from a report map; reports read back from JSON have string keys."""
     values = report.get(key) or {}

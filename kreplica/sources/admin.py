@@ -14,12 +14,16 @@ import logging
 import warnings
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Any
 
 from kreplica.errors import SourceError, UsageError
 from kreplica.model import Broker, ClusterSnapshot, Partition, Topic
-from kreplica.sources.assemble import assemble_snapshot, select_topics, utc_timestamp
+from kreplica.sources.assemble import (
+    LiveSource,
+    assemble_snapshot,
+    select_topics,
+    utc_timestamp,
+)
 from kreplica.sources.clientconfig import confluent_config, kafka_python_config
 
 # Client libraries log refused connections (kafka-python with stack traces); a NullHandler keeps
@@ -68,7 +72,7 @@ def replica_sizes(log_dirs: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int]
     return sizes
 
 
-class AdminSource:
+class AdminSource(LiveSource):
     """Reads a cluster through its brokers. `bootstrap` is HOST:PORT[,HOST:PORT...]."""
 
     source_name = "admin"
@@ -112,17 +116,6 @@ class AdminSource:
             # a broken connection has nothing left to report on close
             with contextlib.suppress(Exception):
                 client.close()
-
-    def __enter__(self) -> AdminSource:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- errors ------------------------------------------------------------------------------
 

@@ -1,12 +1,35 @@
-"""Pieces every live source shares (pure): topic selection and snapshot assembly."""
+"""Pieces every live source shares (pure): closing on `with`, topic selection and snapshot
+assembly."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from types import TracebackType
+from typing import Self
 
 from kreplica.errors import UnknownTopicError
 from kreplica.model import Broker, ClusterSnapshot, Topic
+
+
+class LiveSource(ABC):
+    """A source that holds a connection: `with ZooKeeperSource(...) as source:` closes it
+    however the block ends."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 def select_topics(available: Iterable[str], wanted: Iterable[str] | None) -> list[str]:

@@ -16,12 +16,16 @@ import logging
 import warnings
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Any
 
 from kreplica.errors import SourceError, UnknownTopicError, UsageError
 from kreplica.model import ClusterSnapshot, Topic
-from kreplica.sources.assemble import assemble_snapshot, select_topics, utc_timestamp
+from kreplica.sources.assemble import (
+    LiveSource,
+    assemble_snapshot,
+    select_topics,
+    utc_timestamp,
+)
 from kreplica.sources.clientconfig import zookeeper_options
 from kreplica.sources.znodes import (
     PartitionState,
@@ -44,7 +48,7 @@ _LOG.setLevel(logging.CRITICAL)
 _BATCH = 5000
 
 
-class ZooKeeperSource:
+class ZooKeeperSource(LiveSource):
     """Reads a ZooKeeper-mode cluster. `connect` is HOST:PORT[,HOST:PORT...][/chroot]."""
 
     source_name = "zookeeper"
@@ -131,17 +135,6 @@ class ZooKeeperSource:
 
     def close(self) -> None:
         self._stop()
-
-    def __enter__(self) -> ZooKeeperSource:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- reading -----------------------------------------------------------------------------
 

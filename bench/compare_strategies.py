@@ -22,6 +22,16 @@ Scenario = tuple[str, ClusterSnapshot, Callable[[ClusterSnapshot], list[TopicReq
 
 
 def scenarios() -> list[Scenario]:
+    # D and E plan different changes on the same cluster
+    hand_made = generated_cluster(
+        brokers=24,
+        racks=4,
+        topics=100,
+        partitions=2400,
+        rf=3,
+        seed=14,
+        hand_made_share=1.0,
+    )
     return [
         (
             "A: 12 brokers/3 racks, 50 topics, 1,200 partitions, Kafka layouts, RF 2->3",
@@ -51,28 +61,12 @@ def scenarios() -> list[Scenario]:
         ),
         (
             "D: 24 brokers/4 racks, 100 topics, 2,400 partitions, all hand-made, RF 3->2",
-            generated_cluster(
-                brokers=24,
-                racks=4,
-                topics=100,
-                partitions=2400,
-                rf=3,
-                seed=14,
-                hand_made_share=1.0,
-            ),
+            hand_made,
             lambda s: [TopicRequest(t.name, rf=2) for t in s.topics],
         ),
         (
             "E: as D, rack repair only (RF 3 kept)",
-            generated_cluster(
-                brokers=24,
-                racks=4,
-                topics=100,
-                partitions=2400,
-                rf=3,
-                seed=14,
-                hand_made_share=1.0,
-            ),
+            hand_made,
             lambda s: [TopicRequest(t.name, fix_racks=True) for t in s.topics],
         ),
     ]

@@ -133,12 +133,12 @@ def _begin(opts: Options, command: str) -> None:
     state.no_color = state.no_color or opts.no_color
 
 
-TopicsOpt = Annotated[
-    list[str],
-    typer.Option(
-        "--topic", "-t", metavar="NAME", help="Topic to change (repeatable).", show_default=False
-    ),
-]
+def _topic_option(help_text: str) -> Any:
+    """`--topic/-t NAME`, repeatable: spelled the same way by every command that takes it."""
+    return typer.Option("--topic", "-t", metavar="NAME", help=help_text, show_default=False)
+
+
+TopicsOpt = Annotated[list[str], _topic_option("Topic to change (repeatable).")]
 RfOpt = Annotated[
     int, typer.Option("--rf", metavar="N", help="Target replication factor (absolute).")
 ]
@@ -212,13 +212,7 @@ def plan_cmd(
     *,
     topic: Annotated[
         Optional[list[str]],  # noqa: UP045
-        typer.Option(
-            "--topic",
-            "-t",
-            metavar="NAME",
-            help="Topic to change (repeatable).",
-            show_default=False,
-        ),
+        _topic_option("Topic to change (repeatable)."),
     ] = None,
     topics: Annotated[
         Optional[str],  # noqa: UP045
@@ -257,13 +251,7 @@ def explain(
     *,
     topic: Annotated[
         Optional[list[str]],  # noqa: UP045
-        typer.Option(
-            "--topic",
-            "-t",
-            metavar="NAME",
-            help="Topic to explain (repeatable; default: all topics).",
-            show_default=False,
-        ),
+        _topic_option("Topic to explain (repeatable; default: all topics)."),
     ] = None,
     opts: Options,
 ) -> None:
@@ -311,13 +299,7 @@ def snapshot(
     ] = None,
     topic: Annotated[
         Optional[list[str]],  # noqa: UP045
-        typer.Option(
-            "--topic",
-            "-t",
-            metavar="NAME",
-            help="Only these topics (repeatable; default: all).",
-            show_default=False,
-        ),
+        _topic_option("Only these topics (repeatable; default: all)."),
     ] = None,
     opts: Options,
 ) -> None:

@@ -13,7 +13,7 @@ from kreplica.cli import output
 from kreplica.cli.config import SourceSpec, resolve_source
 from kreplica.cli.options import Options, OutputFormat
 from kreplica.errors import NotImplementedYet, UsageError
-from kreplica.model import ClusterSnapshot, Finding, Plan
+from kreplica.model import ClusterSnapshot, Plan
 from kreplica.userfiles import decode_json, read_user_file
 
 # --- shared steps ------------------------------------------------------------------------
@@ -72,19 +72,6 @@ def console(file: Any = None) -> Any:
 
 def print_json_data(data: Any, errors: list[dict[str, str]] | None = None) -> None:
     output.emit_envelope(data, errors)
-
-
-def findings_json(findings: Sequence[Finding]) -> list[dict[str, Any]]:
-    return [
-        {
-            "level": f.level,
-            "code": f.code,
-            "message": f.message,
-            "topic": f.topic,
-            "partition": f.partition,
-        }
-        for f in findings
-    ]
 
 
 # --- plan commands -------------------------------------------------------------------------
@@ -258,7 +245,12 @@ def plan_data(
     source: str,
     files: dict[str, Path] | None,
 ) -> dict[str, Any]:
-    from kreplica.planner.serialize import new_partitions_list, reassignment_json, rollback_json
+    from kreplica.planner.serialize import (
+        findings_json,
+        new_partitions_list,
+        reassignment_json,
+        rollback_json,
+    )
 
     return {
         "title": title,
@@ -346,6 +338,7 @@ def explain(opts: Options, *, topics: list[str]) -> None:
 
 def check(opts: Options, plan_file: Path) -> None:
     from kreplica.planner import check_reassignment
+    from kreplica.planner.serialize import findings_json
 
     text = read_user_file(plan_file, "plan file", fix="check the path")
     data = decode_json(

@@ -4,11 +4,11 @@ envelope kept beside them. Deterministic: sorted by (topic, partition), no clock
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kreplica.errors import InputError
-from kreplica.model import ClusterSnapshot, Plan
+from kreplica.model import ClusterSnapshot, Finding, Plan
 
 PLAN_FORMAT_VERSION = 1
 
@@ -62,17 +62,22 @@ def plan_document(plan: Plan, snapshot: ClusterSnapshot) -> dict[str, Any]:
         "new_partitions": new_partitions_list(plan),
         "rollback": rollback_json(plan),
         "report": json.loads(json.dumps(dict(plan.report), sort_keys=True)),
-        "findings": [
-            {
-                "level": f.level,
-                "code": f.code,
-                "message": f.message,
-                "topic": f.topic,
-                "partition": f.partition,
-            }
-            for f in plan.findings
-        ],
+        "findings": findings_json(plan.findings),
     }
+
+
+def findings_json(findings: Iterable[Finding]) -> list[dict[str, Any]]:
+    """Findings as the plan document and the --output json envelope carry them."""
+    return [
+        {
+            "level": f.level,
+            "code": f.code,
+            "message": f.message,
+            "topic": f.topic,
+            "partition": f.partition,
+        }
+        for f in findings
+    ]
 
 
 def _bad(path: str, problem: str) -> InputError:

@@ -325,7 +325,11 @@ def explain(opts: Options, *, topics: list[str]) -> None:
     names = wanted or [t.name for t in snap.topics]
     results = [explain_topic(snap, name) for name in names]
     if opts.output is OutputFormat.json:
-        print_json_data({"source": describe_source(spec), "topics": results})
+        data: dict[str, Any] = {"source": describe_source(spec), "topics": results}
+        if len(results) == 1:
+            # one topic asked for: its explanation is also the data itself (`data.layout`)
+            data.update(results[0])
+        print_json_data(data)
     elif opts.output is OutputFormat.markdown:
         from kreplica.render.markdown import explain_markdown
 

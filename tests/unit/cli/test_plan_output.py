@@ -262,6 +262,34 @@ def test_explain_json() -> None:
     assert topic["topic"] == "orders" and topic["partitions"] == 12
 
 
+class _Draws:
+    """An rng that hands Kafka's algorithm a chosen start index, then shift."""
+
+    def __init__(self, *values: int) -> None:
+        self.values = list(values)
+
+    def next_int(self, bound: int) -> int:
+        return self.values.pop(0) % bound
+
+
+def test_explain_json_single_topic_layout_reproduces_the_topic() -> None:
+    from kreplica.kafka import assign_replicas
+
+    result = run_cli(["explain", *SNAP, "-t", "orders", "--output", "json"])
+    layout = result.json()["data"]["layout"]
+    assert layout["kafka_default"] is True and layout["nonconforming_partitions"] == []
+    raw = next(t for t in RAW["topics"] if t["name"] == "orders")
+    racks = {b["id"]: b.get("rack") for b in RAW["brokers"]} if layout["rack_aware"] else None
+    rebuilt = assign_replicas(
+        layout["broker_list"],
+        len(raw["partitions"]),
+        len(raw["partitions"][0]["replicas"]),
+        racks=racks,
+        rng=_Draws(layout["start_index"], layout["replica_shift"]),
+    )
+    assert rebuilt == {p["partition"]: p["replicas"] for p in raw["partitions"]}
+
+
 def test_snapshot_round_trip(tmp_path: Path) -> None:
     out = tmp_path / "copy.json"
     result = run_cli(["snapshot", *SNAP, "-o", str(out)])

@@ -92,7 +92,8 @@ def build_report(
     cross_rack = 0
     for c in existing:
         size = c.size_bytes or 0
-        source = leaders_now.get((c.topic, c.partition)) or (c.before[0] if c.before else None)
+        leader = leaders_now.get((c.topic, c.partition))
+        source = leader if leader is not None else c.leader_before  # offline: the preferred
         for b in c.added:
             bytes_to_move += size
             bytes_in[b] = bytes_in.get(b, 0) + size

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from planner_helpers import cluster
 
 from kreplica.planner import TopicRequest, make_plan
@@ -66,3 +68,15 @@ def test_new_partition_leaders_rotate_over_racks_and_brokers():
     assert len(set(leaders)) == 6  # every broker leads exactly one new partition
     racks = [f"r{b % 3}" for b in [0, *leaders]]
     assert sorted(racks.count(r) for r in {"r0", "r1", "r2"}) == [2, 2, 3]
+
+
+def test_copies_are_charged_to_the_current_leader_even_when_it_is_broker_0():
+    # Preferred leader 1, current leader 0: followers fetch from 0, so 0 sends the bytes
+    # (broker id 0 must not read as "no leader").
+    base = cluster({"t": [[1, 0]]}, brokers=3, racks={0: "a", 1: "b", 2: "b"}, sizes={"t": 7})
+    (topic,) = base.topics
+    part = dataclasses.replace(topic.partitions[0], leader=0)
+    snap = dataclasses.replace(base, topics=(dataclasses.replace(topic, partitions=(part,)),))
+    r = make_plan(snap, [TopicRequest("t", rf=3)]).report
+    assert r["broker_bytes_out"] == {0: 7, 1: 0, 2: 0}
+    assert r["cross_rack_bytes"] == 7  # 0 (rack a) to 2 (rack b)

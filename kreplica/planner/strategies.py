@@ -89,7 +89,8 @@ def repair_racks(
     Returns the number of moves.
     """
     size = partition.size_bytes if partition else None
-    protected = {partition.current_leader} if partition and partition.current_leader else set()
+    leader = partition.current_leader if partition else None
+    protected = {leader} if leader is not None else set()
     available = len({ctx.rack(b) for b in ctx.eligible} | {ctx.rack(b) for b in replicas})
     target = min(len(replicas), available)
     moves = 0

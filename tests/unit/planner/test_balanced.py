@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -174,3 +175,14 @@ def test_rack_repair_moves_the_idle_preferred_leader_rather_than_the_current_lea
     )
     plan = make_plan(led_by_1, [TopicRequest("t", fix_racks=True)])
     assert [c.after for c in plan.changes] == [(2, 1)]
+
+
+def test_rack_repair_keeps_the_current_leader_when_it_is_broker_0():
+    # as above with the ids swapped: broker id 0 leading must not read as "no leader"
+    snap = cluster({"t": [[1, 0]]}, brokers=3, racks={0: "a", 1: "a", 2: "b"})
+    part = dataclasses.replace(snap.topics[0].partitions[0], leader=0)
+    led_by_0 = dataclasses.replace(
+        snap, topics=(dataclasses.replace(snap.topics[0], partitions=(part,)),)
+    )
+    plan = make_plan(led_by_0, [TopicRequest("t", fix_racks=True)])
+    assert [c.after for c in plan.changes] == [(2, 0)]

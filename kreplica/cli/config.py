@@ -31,6 +31,7 @@ ENV_NAMES = {
     "bootstrap_server": "KREPLICA_BOOTSTRAP_SERVER",
 }
 CLUSTER_KEYS = {*SOURCE_KEYS, "command_config", "client", "zk_auth", "timeout_s", "description"}
+DEFAULT_TIMEOUT_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class SourceSpec:
     bootstrap_server: str | None = None
     client_config: dict[str, str] = field(default_factory=dict)
     zk_auth: list[tuple[str, str]] = field(default_factory=list)
-    timeout_s: float = 15.0
+    timeout_s: float = DEFAULT_TIMEOUT_S
     origin: str = "command line"  # where the choice came from, for messages
 
     @property
@@ -180,7 +181,9 @@ def load_clusters(path: Path, *, required: bool) -> dict[str, Any]:
     return data
 
 
-def _cluster_spec(name: str, data: dict[str, Any], path: Path, base: SourceSpec) -> SourceSpec:
+def _cluster_spec(
+    name: str, data: dict[str, Any], path: Path, base: SourceSpec, timeout_flag: float | None
+) -> SourceSpec:
     clusters: dict[str, Any] = data.get("clusters", {})
     if name not in clusters:
         known = ", ".join(sorted(clusters)) or "none defined"
@@ -225,9 +228,11 @@ def _cluster_spec(name: str, data: dict[str, Any], path: Path, base: SourceSpec)
         for a in zk_auth_raw
     ):
         raise InputError(f'{where}: zk_auth must be a list of ["scheme", "credential"] pairs')
-    timeout = entry.get("timeout_s", base.timeout_s)
+    timeout = entry.get("timeout_s", DEFAULT_TIMEOUT_S)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         raise InputError(f"{where}: timeout_s must be a positive number of seconds")
+    if timeout_flag is not None:
+        timeout = timeout_flag  # --timeout on the command line wins
     snapshot = entry.get("snapshot")
     if snapshot:
         snap_path = Path(snapshot).expanduser()
@@ -253,14 +258,15 @@ def resolve_source(
     bootstrap_server: str | None = None,
     command_config: str | None = None,
     cluster: str | None = None,
-    timeout_s: float = 15.0,
+    timeout_s: float | None = None,
     env: Mapping[str, str] | None = None,
 ) -> SourceSpec:
-    """Pick exactly one cluster source from flags, a named cluster, or KREPLICA_* variables."""
+    """Pick exactly one cluster source from flags, a named cluster, or KREPLICA_* variables.
+    `timeout_s` is --timeout: None when not given, so a named cluster's `timeout_s` applies."""
     env = os.environ if env is None else env
     command_config = command_config or env.get("KREPLICA_COMMAND_CONFIG") or None
     client = load_properties(command_config) if command_config else {}
-    base = SourceSpec(client_config=client, timeout_s=timeout_s)
+    base = SourceSpec(client_config=client, timeout_s=timeout_s or DEFAULT_TIMEOUT_S)
     flags = {"snapshot": snapshot, "zookeeper": zookeeper, "bootstrap_server": bootstrap_server}
     flagged = [k for k, v in flags.items() if v]
     if cluster and flagged:
@@ -274,7 +280,7 @@ def resolve_source(
         return _with_source(base, flagged[0], flags[flagged[0]], "command line")
     path = config_path(env)
     if cluster:
-        return _cluster_spec(cluster, load_clusters(path, required=True), path, base)
+        return _cluster_spec(cluster, load_clusters(path, required=True), path, base, timeout_s)
     from_env = [k for k in SOURCE_KEYS if env.get(ENV_NAMES[k])]
     env_cluster = env.get("KREPLICA_CLUSTER")
     if env_cluster and from_env:
@@ -288,11 +294,11 @@ def resolve_source(
         key = from_env[0]
         return _with_source(base, key, env[ENV_NAMES[key]], ENV_NAMES[key])
     if env_cluster:
-        return _cluster_spec(env_cluster, load_clusters(path, required=True), path, base)
+        return _cluster_spec(env_cluster, load_clusters(path, required=True), path, base, timeout_s)
     data = load_clusters(path, required=False)
     default = data.get("default")
     if isinstance(default, str) and default:
-        return _cluster_spec(default, data, path, base)
+        return _cluster_spec(default, data, path, base, timeout_s)
     raise UsageError(
         "no cluster source given; pass one of --snapshot FILE, --zookeeper HOST:PORT, "
         "--bootstrap-server HOST:PORT or --cluster NAME"

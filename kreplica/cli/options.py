@@ -35,7 +35,7 @@ class Options:
     bootstrap_server: Optional[str] = None  # noqa: UP045
     command_config: Optional[str] = None  # noqa: UP045
     cluster: Optional[str] = None  # noqa: UP045
-    timeout: float = 15.0
+    timeout: Optional[float] = None  # noqa: UP045 - None: the named cluster's, else 15
     output: OutputFormat = OutputFormat.table
     no_color: bool = False
     debug: bool = False
@@ -125,16 +125,17 @@ SOURCE = [
     _param(
         "timeout",
         Annotated[
-            float,
+            Optional[float],  # noqa: UP045
             typer.Option(
                 "--timeout",
                 min=0.1,
                 metavar="SECONDS",
-                help="Give up on an unreachable cluster after this long.",
+                help="Give up on an unreachable cluster after this long (default: the named "
+                "cluster's timeout_s, else 15).",
                 rich_help_panel=SOURCE_PANEL,
             ),
         ],
-        15.0,
+        None,
     ),
 ]
 

@@ -109,6 +109,16 @@ def test_precedence_flag_then_cluster_then_env(tmp_path: Path) -> None:
     assert resolve_source(env=env_cluster).zookeeper == "zk-1:2181,zk-2:2181/kafka"
 
 
+def test_timeout_flag_beats_the_clusters_timeout(tmp_path: Path) -> None:
+    # An operator raising --timeout for a slow cluster must get it, as with --command-config.
+    env = _config(tmp_path, CLUSTERS)
+    (tmp_path / "prod.properties").write_text("security.protocol=SSL\n")
+    assert resolve_source(cluster="prod", timeout_s=60, env=env).timeout_s == 60
+    assert resolve_source(cluster="prod", env=env).timeout_s == 30
+    assert resolve_source(cluster="legacy", env=env).timeout_s == 15  # the default
+    assert resolve_source(snapshot="x.json", env=env).timeout_s == 15
+
+
 def test_missing_properties_file_named_in_cluster(tmp_path: Path) -> None:
     env = _config(tmp_path, CLUSTERS)
     with pytest.raises(UsageError, match=r"\[clusters.prod\]: command_config .* not found"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -225,11 +226,14 @@ def runbook_commands(
 ) -> list[tuple[str, str]]:
     """(label, shell command) pairs to apply, verify and roll back `plan` with Kafka's tools.
     Existing partitions move first; new partitions are created after the move completes, at
-    their final RF (Kafka checks new partitions against partition 0's replica count)."""
-    plan_file = str(out) if out else "PLAN.json"
-    stem = plan_file[: -len(".json")] if plan_file.endswith(".json") else plan_file
-    auth = f" --command-config {command_config}" if command_config else ""
-    base = f"kafka-reassign-partitions.sh --bootstrap-server {bootstrap}{auth}"
+    their final RF (Kafka checks new partitions against partition 0's replica count).
+    Every value a user chose is shell-quoted: the commands are meant to be pasted."""
+    plan_path = str(out) if out else "PLAN.json"
+    stem = plan_path[: -len(".json")] if plan_path.endswith(".json") else plan_path
+    plan_file, rollback_file = shlex.quote(plan_path), shlex.quote(f"{stem}.rollback.json")
+    auth = f" --command-config {shlex.quote(command_config)}" if command_config else ""
+    connect = f"--bootstrap-server {shlex.quote(bootstrap)}{auth}"
+    base = f"kafka-reassign-partitions.sh {connect}"
     steps: list[tuple[str, str]] = []
     if plan.reassignments:
         steps += [
@@ -246,7 +250,7 @@ def runbook_commands(
             (
                 "roll back: cancel while in flight, or restore the old replicas when done",
                 f"{base} --reassignment-json-file {plan_file} --cancel   # or: "
-                f"--reassignment-json-file {stem}.rollback.json --execute",
+                f"--reassignment-json-file {rollback_file} --execute",
             ),
         ]
     after_by_topic: dict[str, dict[int, tuple[int, ...]]] = {}
@@ -270,8 +274,8 @@ def runbook_commands(
                 + f"create {plural(len(new), 'partition')} of {topic_name} "
                 "(cannot be undone: Kafka never "
                 "removes partitions)",
-                f"kafka-topics.sh --bootstrap-server {bootstrap}{auth} --alter --topic "
-                f"{topic_name} --partitions {len(full)} --replica-assignment {assignment}",
+                f"kafka-topics.sh {connect} --alter --topic {shlex.quote(topic_name)} "
+                f"--partitions {len(full)} --replica-assignment {assignment}",
             )
         )
     return steps

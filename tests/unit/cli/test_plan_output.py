@@ -381,3 +381,25 @@ def test_runbook_moves_first_then_creates_partitions_at_the_new_rf() -> None:
     assert "once verify reports every partition complete: create 2 partitions" in text
     assignment = text.split("--replica-assignment ")[1].split()[0].split(",")
     assert len(assignment) == 14 and all(len(a.split(":")) == 4 for a in assignment)
+
+
+def test_runbook_commands_survive_paths_with_spaces(tmp_path: Path) -> None:
+    import shlex
+
+    folder = tmp_path / "change 42"
+    folder.mkdir()
+    out = folder / "orders rf4.json"
+    config = tmp_path / "prod eu.properties"
+    config.write_text("security.protocol=SSL\n")
+    args = ["expand", *SNAP, "-t", "orders", "--rf", "4", "--dry-run", "--out", str(out)]
+    text = run_cli([*args, "--command-config", str(config), "--output", "markdown"]).stdout
+    commands = [line.strip() for line in text.splitlines() if "kafka-reassign" in line]
+    assert len(commands) == 3  # execute, verify, cancel-or-rollback
+    for command in commands:
+        words = shlex.split(command, comments=True)  # what a shell passes to the tool
+        assert words[words.index("--reassignment-json-file") + 1] == str(out)
+        assert words[words.index("--command-config") + 1] == str(config)
+    rollback = shlex.split(commands[2].split("# or: ", 1)[1])
+    assert rollback[rollback.index("--reassignment-json-file") + 1] == str(
+        folder / "orders rf4.rollback.json"
+    )

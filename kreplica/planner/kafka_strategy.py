@@ -9,7 +9,9 @@ lower RF, conforming partition:  truncate the tail (what Kafka would have placed
 add partitions:                  Kafka's ZK add-partitions over the eligible brokers
 anything else (no layout, nonconforming partition, Kafka's next replica ineligible or on a
 rack the partition already uses while another is free, tail holding the current leader,
-mixed racks): fall back to `balanced` for that partition and record why
+truncation losing a rack or keeping an out-of-sync/ineligible follower over a healthier
+replica, add-partitions refused, e.g. for mixed racks): fall back to `balanced` for that
+partition and record why
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import random
 from collections.abc import Sequence
 
 from kreplica.kafka import KafkaAssignmentError, KafkaLayout, add_partitions, infer_layout
-from kreplica.model import Topic
+from kreplica.model import Partition, Topic
 from kreplica.planner.context import PlanContext
 from kreplica.planner.strategies import (
     BalancedStrategy,
@@ -57,6 +59,33 @@ def _tail_problem(ctx: PlanContext, replicas: Sequence[int], tail: Sequence[int]
             return f"Kafka's next replica would be broker {b}, on a rack the partition uses"
         used.append(b)
     return None
+
+
+def _kept_weaker_than_dropped(
+    ctx: PlanContext,
+    part: Partition | None,
+    keep: Sequence[int],
+    dropped: Sequence[int],
+    leader: int | None,
+) -> str | None:
+    """Why truncating is worse than `balanced` lowering: it would keep a follower that is out
+    of sync or on an ineligible broker and drop a healthier replica (that costs an in-sync
+    copy, or keeps data on a broker being drained)."""
+    lagging = set(part.out_of_sync) if part else set()
+    eligible = set(ctx.eligible)
+
+    def weakness(b: int) -> tuple[bool, bool]:
+        return (b in lagging, b not in eligible)
+
+    followers = [b for b in keep[1:] if b != leader]  # `balanced` keeps the leaders too
+    if not followers or not dropped:
+        return None
+    weakest = max(followers, key=weakness)
+    healthiest = min(dropped, key=weakness)
+    if weakness(weakest) <= weakness(healthiest):
+        return None
+    why = "out of sync" if weakest in lagging else "not eligible"
+    return f"truncating would keep broker {weakest} ({why}) and drop broker {healthiest}"
 
 
 class KafkaStrategy:
@@ -97,12 +126,15 @@ class KafkaStrategy:
             else:
                 leader = part.current_leader if part else None
                 keep = replicas[:rf]
+                weaker = _kept_weaker_than_dropped(ctx, part, keep, replicas[rf:], leader)
                 if leader is not None and leader in replicas and leader not in keep:
                     reason = f"truncating would drop the current leader {leader}"
                 elif len({ctx.rack(b) for b in keep}) < min(
                     rf, len({ctx.rack(b) for b in replicas})
                 ):
                     reason = "truncating would leave two replicas on one rack"
+                elif weaker is not None:
+                    reason = weaker
                 else:
                     ctx.replace(topic.name, replicas, keep, size)
                     replicas[:] = keep

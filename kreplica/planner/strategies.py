@@ -174,11 +174,17 @@ def next_in_ring(ctx: PlanContext, ring: Sequence[int], replicas: Sequence[int])
 
 
 def truncate_keeping_racks(
-    ctx: PlanContext, replicas: Sequence[int], rf: int, leader: int | None
+    ctx: PlanContext,
+    replicas: Sequence[int],
+    rf: int,
+    leader: int | None,
+    out_of_sync: Collection[int] = (),
 ) -> list[int]:
     """Drop replicas from the tail until `rf` remain. Never the current leader (the first
-    replica only when the current leader is another one); a replica that is its rack's only
-    one is skipped while a replica sharing its rack can go instead."""
+    replica only when the current leader is another one). As for `balanced`, out-of-sync
+    replicas go first, then those on ineligible brokers; among the rest a replica that is its
+    rack's only one is skipped while a replica sharing its rack can go instead."""
+    eligible = set(ctx.eligible)
     kept = list(replicas)
     while len(kept) > rf:
         droppable = (
@@ -187,9 +193,11 @@ def truncate_keeping_racks(
             or kept[1:]
         )
         racks = [ctx.rack(b) for b in kept]
-        shared = [b for b in droppable if racks.count(ctx.rack(b)) > 1]
-        victim = (shared or droppable)[-1]
-        kept.remove(victim)
+        ranked = [
+            (b in out_of_sync, b not in eligible, racks.count(ctx.rack(b)) > 1, kept.index(b), b)
+            for b in droppable
+        ]
+        kept.remove(max(ranked)[-1])
     return kept
 
 
@@ -199,7 +207,8 @@ class AppendStrategy:
     ring = all broker ids, sorted
     raise RF: new replica = next eligible broker after the last replica in the ring that
               is not in the partition, skipping to one on an unused rack if any exists
-    lower RF: truncate the tail (the current leader is kept)
+    lower RF: truncate the tail (the current leader is kept; out-of-sync replicas, then
+              those on ineligible brokers, go first)
     add partitions: leader = next eligible broker after the previous partition's leader,
                     followers appended as above
     """
@@ -239,7 +248,8 @@ class AppendStrategy:
                 self._grow(ctx, ring, topic.name, replicas, rf, size)
             elif len(replicas) > rf:
                 leader = part.current_leader if part else None
-                keep = truncate_keeping_racks(ctx, replicas, rf, leader)
+                lagging = part.out_of_sync if part else ()
+                keep = truncate_keeping_racks(ctx, replicas, rf, leader, lagging)
                 ctx.replace(topic.name, replicas, keep, size)
                 replicas[:] = keep
 

@@ -170,8 +170,7 @@ def test_invariants_hold_for_every_strategy(case: Case):
     changed = {(c.topic, c.partition) for c in plan.changes}
     assert all(before[k] != after[k] for k in changed if k in before)
     assert [(c.topic, c.partition) for c in plan.changes] == sorted(changed)
-    if case.options.strategy == "balanced":
-        _assert_out_of_sync_removed_first(case, plan)
+    _assert_out_of_sync_removed_first(case, plan)  # every strategy: no in-sync copy lost first
     r = plan.report
     assert r["replicas_added"] >= r["lower_bound_replicas_added"]
     assert r["replicas_removed"] >= r["lower_bound_replicas_removed"]

@@ -180,3 +180,31 @@ def test_kafka_strategy_rf_change_and_new_partitions_together():
     after = after_matrix(snap, plan, "t")
     assert after[:4] == [at_rf3[p] for p in range(4)]
     assert after[4:] == [expected_new[4], expected_new[5]]
+
+
+@pytest.mark.parametrize("strategy", ["kafka", "append"])
+def test_lowering_drops_a_lagging_replica_rather_than_the_in_sync_tail(strategy):
+    # [0, 1, 2] with 1 out of sync: cutting the tail would leave one in-sync copy (0) and
+    # delete a full one (2); like `balanced`, drop the lagging replica instead.
+    created = assign_replicas([0, 1, 2, 3, 4], 5, 3, fixed_start_index=0)
+    assert created[0] == [0, 1, 2]
+    snap = cluster({"t": [created[p] for p in range(5)]}, brokers=5, isr={("t", 0): [0, 2]})
+    plan = make_plan(snap, [TopicRequest("t", rf=2)], PlanOptions(strategy=strategy))
+    after = after_matrix(snap, plan, "t")
+    assert after[0] == [0, 2]
+    assert after[1:] == [created[p][:2] for p in range(1, 5)]
+    if strategy == "kafka":
+        (fallback,) = plan.report["fallbacks"]
+        assert fallback["partition"] == 0 and "out of sync" in fallback["reason"]
+
+
+@pytest.mark.parametrize("strategy", ["kafka", "append"])
+def test_lowering_drops_a_replica_on_an_excluded_broker_rather_than_the_tail(strategy):
+    created = assign_replicas([0, 1, 2, 3, 4], 5, 3, fixed_start_index=0)
+    snap = cluster({"t": [created[p] for p in range(5)]}, brokers=5)
+    options = PlanOptions(strategy=strategy, exclude_brokers=frozenset({1}))
+    plan = make_plan(snap, [TopicRequest("t", rf=2)], options)
+    after = after_matrix(snap, plan, "t")
+    for pid in range(5):
+        kept = [b for b in created[pid] if b != 1][:2] if 1 in created[pid][1:] else None
+        assert after[pid] == (kept or created[pid][:2]), pid

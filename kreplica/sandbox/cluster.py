@@ -215,7 +215,8 @@ def _is_ours(pid: int, state_dir: str) -> bool:
         except PermissionError:
             return True
         if cmdline:
-            return state_dir.encode() in cmdline
+            # Paths *inside* the folder: sandbox "demo2"'s folder name starts with "demo".
+            return os.path.join(state_dir, "").encode() in cmdline
         time.sleep(0.01)  # empty for a moment while the process is in exec()
     return False
 

@@ -77,3 +77,24 @@ def test_each_kafka_line_gets_its_pom_and_logging() -> None:
     assert jars.pom_for("4.3.1").name == "kafka4.xml"
     assert "-Dlog4j.version=2.24.3" in jars._maven_properties("4.1.1")
     assert jars._maven_properties("3.9.2") == ["-Dkafka.version=3.9.2"]
+
+
+def test_a_process_of_another_sandbox_is_not_ours() -> None:
+    import subprocess
+    import sys
+
+    from kreplica.sandbox import cluster
+
+    # Sandbox "demo2"'s folder name starts with "demo": a recorded pid of "demo" that the OS
+    # reused for a "demo2" JVM must not count as "demo"'s (down would kill the wrong cluster).
+    root = sandbox.sandbox_root()
+    other = root / "demo2" / "broker-1"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", f"-Dkafka.logs.dir={other}"]
+    )
+    try:
+        assert cluster._is_ours(proc.pid, str(root / "demo2"))
+        assert not cluster._is_ours(proc.pid, str(root / "demo"))
+    finally:
+        proc.kill()
+        proc.wait()

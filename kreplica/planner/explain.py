@@ -91,7 +91,7 @@ def _summary(
             f"{len(odd)} partition(s) {odd[:10]}"
         )
         if added:
-            text += f", of which {added[:10]} match a later add-partitions"
+            text += f"; partition(s) {added[:10]} match a later add-partitions"
         parts.append(text)
     else:
         parts.append("not a Kafka default layout (assigned by hand or by another tool)")

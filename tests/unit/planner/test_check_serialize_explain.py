@@ -177,3 +177,13 @@ def test_new_partitions_of_an_unknown_topic_are_errors(snap):
         "new_partitions": [{"topic": "ghost", "partition": 0, "replicas": [0, 1]}],
     }
     assert ("error", "unknown-partition") in _codes(check_reassignment(snap, doc))
+
+
+def test_explain_summary_does_not_count_added_partitions_among_the_odd_ones():
+    created = assign_replicas([0, 1, 4, 2, 3], 2, 3, fixed_start_index=0)
+    added = add_partitions([0, 1, 2, 3, 4], created, 4)
+    matrix = [created[0], created[1], added[2], added[3], [3, 1, 0]]
+    summary = explain_topic(cluster({"t": matrix}, brokers=5), "t")["summary"]
+    assert "except 1 partition(s) [4]" in summary
+    assert "of which" not in summary  # [2, 3] fit the layout: they are not among the odd ones
+    assert "partition(s) [2, 3] match a later add-partitions" in summary

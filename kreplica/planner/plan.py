@@ -130,7 +130,7 @@ def _validate(
                     "repair the topic before adding partitions"
                 )
         target_rf = req.rf if req.rf is not None else topic.replication_factor
-        grows = any(len(p.replicas) < target_rf for p in topic.partitions)
+        grows = req.rf is not None and any(len(p.replicas) < req.rf for p in topic.partitions)
         adds = req.partitions is not None and req.partitions > current
         if adds and target_rf < 1:
             raise UsageError(

@@ -186,3 +186,11 @@ def test_rack_repair_keeps_the_current_leader_when_it_is_broker_0():
     )
     plan = make_plan(led_by_0, [TopicRequest("t", fix_racks=True)])
     assert [c.after for c in plan.changes] == [(2, 0)]
+
+
+def test_a_request_that_grows_nothing_is_not_refused_for_too_few_brokers():
+    # partition 1 has fewer replicas than partition 0 (the topic RF), but no RF was asked:
+    # nothing grows, so two live brokers are enough to repair racks
+    snap = cluster({"t": [[0, 1, 2], [0, 1]]}, brokers=3, racks={0: "a", 1: "a", 2: "b"}, dead=[2])
+    plan = make_plan(snap, [TopicRequest("t", fix_racks=True)])
+    assert plan.changes == ()

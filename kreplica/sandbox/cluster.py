@@ -640,18 +640,24 @@ class _Launcher:
             )
             for i, path in node_props.items()
         }
-        for i, proc in formats.items():
-            try:
-                out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                for other in formats.values():
-                    other.kill()
-                raise self._timeout(timeout_s, f"the storage format of node {i}") from None
-            if proc.returncode != 0:
-                tail = "\n".join(out.decode(errors="replace").splitlines()[-15:])
-                raise SandboxError(
-                    f"formatting KRaft node {i} (Kafka {self.version}) failed; see:\n{tail}"
-                )
+        try:
+            for i, proc in formats.items():
+                try:
+                    out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    raise self._timeout(timeout_s, f"the storage format of node {i}") from None
+                if proc.returncode != 0:
+                    tail = "\n".join(out.decode(errors="replace").splitlines()[-15:])
+                    raise SandboxError(
+                        f"formatting KRaft node {i} (Kafka {self.version}) failed; see:\n{tail}"
+                    )
+        finally:
+            # On a failure or Ctrl-C no format JVM may go on writing into the folder `up`
+            # deletes; these are not in the state file, so nothing else would stop them.
+            for proc in formats.values():
+                if proc.returncode is None:
+                    proc.kill()
+                    proc.communicate()
 
         for i, path in node_props.items():
             role = "broker,controller" if i <= voters else "broker"

@@ -98,3 +98,39 @@ def test_a_process_of_another_sandbox_is_not_ours() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_failed_kraft_format_stops_the_other_formats(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import sys
+    import time
+
+    from kreplica.sandbox import cluster
+
+    # A stand-in `java`: node 1's storage format fails at once, the others would run for a
+    # minute. Their command lines keep the sandbox's paths, as a JVM's do.
+    java = tmp_path / "java"
+    java.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *node-1.properties*) echo "bad config"; exit 1;; esac\n'
+        f"exec {sys.executable} -c 'import time; time.sleep(60)' \"$@\"\n"
+    )
+    java.chmod(0o755)
+    monkeypatch.setattr(cluster, "fetch", lambda version: "")
+    monkeypatch.setattr(cluster, "java_binary", lambda: str(java))
+    with pytest.raises(sandbox.SandboxError, match="formatting KRaft node 1"):
+        sandbox.up(mode="kraft", brokers=3, name="fmt")
+    folder = os.path.join(sandbox.sandbox_root(), "fmt", "").encode()
+    time.sleep(0.2)  # a process the launcher left behind would still be there
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if folder in fh.read():
+                    left.append(pid)
+        except OSError:
+            pass
+    assert left == []
+    assert not (sandbox.sandbox_root() / "fmt").exists()

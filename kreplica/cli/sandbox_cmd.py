@@ -4,12 +4,12 @@ trying kreplica and rehearsing runbooks. The launcher is imported only when a co
 # No `from __future__ import annotations`: typer reads these annotations at runtime.
 
 import enum
-import json
 import sys
 from typing import Annotated, Any, Optional
 
 import typer
 
+from kreplica.cli import output
 from kreplica.errors import UsageError
 
 
@@ -40,9 +40,8 @@ OutputOpt = Annotated[
 
 
 def _emit(command: str, data: Any) -> None:
-    """The kreplica JSON envelope (same shape and bytes as every other command's)."""
-    document = {"kreplica": 1, "command": command, "status": "ok", "data": data, "errors": []}
-    sys.stdout.write(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    """The kreplica JSON envelope, built and printed as every other command's."""
+    sys.stdout.write(output.dumps(output.envelope(command, data)))
     sys.stdout.flush()
 
 

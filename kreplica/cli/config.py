@@ -159,16 +159,9 @@ def config_path(env: Mapping[str, str]) -> Path:
 
 def load_clusters(path: Path, *, required: bool) -> dict[str, Any]:
     """The parsed config file; {} when it is absent and not required."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        if required:
-            raise UsageError(
-                f"cluster config {str(path)!r} not found; create it or set KREPLICA_CONFIG"
-            ) from None
+    if not required and not path.exists():
         return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read cluster config {str(path)!r}: {exc}") from None
+    text = read_user_file(path, "cluster config", fix="create it or set KREPLICA_CONFIG")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kreplica.cli.config import parse_properties, resolve_source
-from kreplica.errors import UsageError
+from kreplica.errors import InputError, UsageError
 from tests.unit.cli.conftest import EXAMPLE, run_cli
 
 
@@ -123,6 +123,16 @@ def test_missing_properties_file_named_in_cluster(tmp_path: Path) -> None:
     env = _config(tmp_path, CLUSTERS)
     with pytest.raises(UsageError, match=r"\[clusters.prod\]: command_config .* not found"):
         resolve_source(cluster="prod", env=env)
+
+
+def test_cluster_config_file_missing_or_unreadable(tmp_path: Path) -> None:
+    missing = {"KREPLICA_CONFIG": str(tmp_path / "none.toml")}
+    with pytest.raises(UsageError, match=r"cluster config .* not found; create it or set KREP"):
+        resolve_source(cluster="prod", env=missing)
+    with pytest.raises(UsageError, match="no cluster source given"):  # no file, no default
+        resolve_source(env=missing)
+    with pytest.raises(InputError, match="cannot read cluster config"):
+        resolve_source(cluster="prod", env={"KREPLICA_CONFIG": str(tmp_path)})  # a folder
 
 
 def test_env_cluster_and_env_source_conflict(tmp_path: Path) -> None:

@@ -91,14 +91,6 @@ class PlanContext:
         self.account(topic, old, size or 0, -1)
         self.account(topic, new, size or 0, +1)
 
-    def ring_distance(self, start: int, broker: int) -> int:
-        """Steps from `start` to `broker` along the tie-break ring: ties go to the broker right
-        after the last replica, which spreads partitions the way Kafka's round-robin does."""
-        n = len(self.tiebreak)
-        if start not in self.tiebreak or broker not in self.tiebreak:
-            return self.rank(broker)
-        return (self.tiebreak[broker] - self.tiebreak[start]) % n
-
     def load_key(self, topic: str, broker: int) -> tuple[int, int, int, int]:
         """Lower is less loaded: topic replicas, cluster replicas, bytes, tie-break."""
         return (

@@ -79,10 +79,6 @@ def spread(counts: Mapping[int, int]) -> int:
     return max(values) - min(values)
 
 
-def topic_assignment(assignment: Assignment, topic: str) -> dict[tuple[str, int], Sequence[int]]:
-    return {k: v for k, v in assignment.items() if k[0] == topic}
-
-
 def balance_bound(total_replicas: int, eligible: int, rf: int) -> int:
     """Most replicas of one topic a single eligible broker can hold after `balanced` adds
     replicas, when it held fewer before and racks do not restrict the choice.

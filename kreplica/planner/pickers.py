@@ -25,29 +25,26 @@ def pick_new_replica(ctx: PlanContext, topic: str, replicas: Sequence[int]) -> i
     topic_load = ctx.topic_replicas[topic]
     cluster_load = ctx.cluster_replicas
     cluster_bytes = ctx.cluster_bytes if ctx.use_bytes else None
-    positions = ctx.tiebreak
+    positions = ctx.tiebreak  # every eligible broker has a position and a rack key
     rack_keys = ctx.rack_keys
     ring = len(positions)
-    last = replicas[-1] if replicas else None
-    last_position = positions.get(last) if last is not None else None
+    # A replica on a broker the snapshot does not list has no ring position: plain tie-break.
+    last_position = positions.get(replicas[-1]) if replicas else None
     best: int | None = None
     best_key: tuple[bool, int, int, int, int] | None = None
     # One pass (this is the planner's hot loop): fresh racks first, then load, then the
-    # ring distance after the last replica.
+    # ring distance after the last replica, so ties spread partitions the way Kafka's
+    # round-robin does.
     for b in ctx.eligible:
         if b in used:
             continue
-        position = positions.get(b)
-        if last_position is not None and position is not None:
-            tie = (position - last_position) % ring
-        else:
-            tie = ctx.rank(b)
+        position = positions[b]
         key = (
-            (rack_keys[b] if b in rack_keys else ctx.rack(b)) in used_racks,
+            rack_keys[b] in used_racks,
             topic_load[b],
             cluster_load[b],
             cluster_bytes[b] if cluster_bytes is not None else 0,
-            tie,
+            (position - last_position) % ring if last_position is not None else position,
         )
         if best_key is None or key < best_key:
             best, best_key = b, key

@@ -332,17 +332,13 @@ def up(
         )
         try:
             return launcher.start(deadline=deadline, timeout_s=timeout_s)
-        except SandboxError as exc:
-            # A free port we picked can be taken by someone else before our JVM binds it.
-            port_taken = "Address already in use" in str(exc)
+        except BaseException as exc:  # Ctrl-C included: never leave a JVM behind
             _stop([p["pid"] for p in launcher.state["processes"]], str(state_dir), grace_s=2)
             shutil.rmtree(state_dir, ignore_errors=True)
+            # A free port we picked can be taken by someone else before our JVM binds it.
+            port_taken = isinstance(exc, SandboxError) and "Address already in use" in str(exc)
             if not port_taken or attempt == 2 or time.monotonic() > deadline:
                 raise
-        except BaseException:
-            _stop([p["pid"] for p in launcher.state["processes"]], str(state_dir), grace_s=2)
-            shutil.rmtree(state_dir, ignore_errors=True)
-            raise
     raise AssertionError("unreachable")  # pragma: no cover
 
 

@@ -396,11 +396,7 @@ def snapshot(opts: Options, *, out: Path | None, topics: list[str]) -> None:
     from kreplica.sources.snapshot import dump_snapshot, snapshot_to_dict
 
     spec = source_spec(opts)
-    source = spec.open()
-    try:
-        snap: ClusterSnapshot = source.snapshot(list(dict.fromkeys(topics)) or None)
-    finally:
-        source.close()
+    snap = read_cluster(spec, list(dict.fromkeys(topics)))
     if out is not None and str(out) != "-":
         if not out.parent.exists():
             raise UsageError(

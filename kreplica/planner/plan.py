@@ -20,6 +20,7 @@ from kreplica.planner.strategies import (
     BalancedStrategy,
     Strategy,
     Work,
+    rack_target,
     repair_racks,
 )
 
@@ -187,11 +188,6 @@ def _state_findings(topic: Topic) -> list[Finding]:
     return findings
 
 
-def _rack_target(ctx: PlanContext, replicas: Sequence[int], rf: int) -> int:
-    available = {ctx.rack(b) for b in ctx.eligible} | {ctx.rack(b) for b in replicas}
-    return min(rf, len(available))
-
-
 def _lower_bound(
     ctx: PlanContext, topic: Topic, req: TopicRequest, target_rf: int, bound: LowerBound
 ) -> None:
@@ -205,7 +201,7 @@ def _lower_bound(
         removes = max(0, have - rf)
         if req.fix_racks:
             racks_now = len({ctx.rack(b) for b in p.replicas})
-            target = _rack_target(ctx, p.replicas, rf)
+            target = rack_target(ctx, p.replicas, rf)
             reachable = min(racks_now + adds, target) if adds else min(racks_now, rf)
             moves = max(0, target - reachable)
             adds += moves

@@ -71,6 +71,13 @@ def shrink_balanced(
         replicas[:] = kept
 
 
+def rack_target(ctx: PlanContext, replicas: Sequence[int], rf: int) -> int:
+    """Racks a partition of `rf` replicas can span: those of the eligible brokers and of
+    its current replicas (which stay where they are), at most `rf`."""
+    available = {ctx.rack(b) for b in ctx.eligible} | {ctx.rack(b) for b in replicas}
+    return min(rf, len(available))
+
+
 def repair_racks(
     ctx: PlanContext,
     topic: str,
@@ -78,22 +85,19 @@ def repair_racks(
     replicas: list[int],
     *,
     added: Collection[int] = (),
-) -> int:
-    """Make `replicas` span min(RF, racks available) racks with the fewest replacements.
+) -> None:
+    """Make `replicas` span rack_target() racks with the fewest replacements.
 
-        target = min(len(replicas), racks of eligible brokers and of replicas)
-        while racks(replicas) < target:
-            move a replica off a shared rack (never the first, newly added ones first)
-            to the least-loaded eligible broker on a rack not used yet, same position
+        while racks(replicas) < rack_target(replicas):
+            move a replica off a shared rack (pick_rack_move_source: newly added ones first,
+            never the current leader while another can go) to the least-loaded eligible
+            broker on a rack not used yet, same position
     Each move adds exactly one rack, so the number of moves is target - racks now: minimal.
-    Returns the number of moves.
     """
     size = partition.size_bytes if partition else None
     leader = partition.current_leader if partition else None
     protected = {leader} if leader is not None else set()
-    available = len({ctx.rack(b) for b in ctx.eligible} | {ctx.rack(b) for b in replicas})
-    target = min(len(replicas), available)
-    moves = 0
+    target = rack_target(ctx, replicas, len(replicas))
     for _ in range(len(replicas)):  # each move gains a rack: never more moves than replicas
         if len({ctx.rack(b) for b in replicas}) >= target:
             break
@@ -113,8 +117,6 @@ def repair_racks(
         new = [dest if b == source else b for b in replicas]
         ctx.replace(topic, replicas, new, size)
         replicas[:] = new
-        moves += 1
-    return moves
 
 
 class BalancedStrategy:

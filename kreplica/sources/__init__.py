@@ -7,10 +7,12 @@ sources, so importing this package stays cheap.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
 from kreplica.model import ClusterSnapshot
+from kreplica.sources.assemble import select_topics
 
 
 class AssignmentSource(Protocol):
@@ -34,14 +36,9 @@ class SnapshotFileSource:
     def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
         if topics is None:
             return self._snapshot
-        wanted = [self._snapshot.topic(name) for name in topics]  # raises on unknown topics
-        return ClusterSnapshot(
-            brokers=self._snapshot.brokers,
-            topics=tuple(sorted(wanted, key=lambda t: t.name)),
-            cluster_id=self._snapshot.cluster_id,
-            source=self._snapshot.source,
-            captured_at=self._snapshot.captured_at,
-        )
+        by_name = {t.name: t for t in self._snapshot.topics}
+        names = select_topics(by_name, topics)  # as the live sources select: same errors
+        return replace(self._snapshot, topics=tuple(by_name[name] for name in names))
 
     def close(self) -> None:
         pass

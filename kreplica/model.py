@@ -69,7 +69,8 @@ class Topic:
 
     @property
     def replication_factor(self) -> int:
-        """RF as Kafka reports it: the replica count of partition 0 (or the largest, if none)."""
+        """RF as Kafka reports it: the replica count of partition 0 (the lowest id; 0 if
+        the topic has no partitions)."""
         if not self.partitions:
             return 0
         return len(self.partitions[0].replicas)

@@ -155,13 +155,16 @@ def _parse_partition(raw: Any, topic: str, origin: str, path: str) -> Partition:
     leader = p.get("leader")
     isr = p.get("isr")
     size = p.get("size_bytes")
+    size_bytes = None if size is None else _int(size, origin, f"{path}.size_bytes")
+    if size_bytes is not None and size_bytes < 0:
+        raise _fail(origin, f"{path}.size_bytes", f"must be >= 0, got {size_bytes}")
     return Partition(
         topic=topic,
         partition=number,
         replicas=replicas,
         leader=None if leader is None else _int(leader, origin, f"{path}.leader"),
         isr=None if isr is None else _int_list(isr, origin, f"{path}.isr"),
-        size_bytes=None if size is None else _int(size, origin, f"{path}.size_bytes"),
+        size_bytes=size_bytes,
         adding_replicas=_int_list(p.get("adding_replicas", []), origin, f"{path}.adding_replicas"),
         removing_replicas=_int_list(
             p.get("removing_replicas", []), origin, f"{path}.removing_replicas"

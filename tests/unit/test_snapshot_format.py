@@ -45,6 +45,10 @@ def test_round_trip_is_byte_stable() -> None:
             lambda d: d["topics"][0]["partitions"][0].update(replicas=[1, 1]),
             "topics[0].partitions[0].replicas",
         ),
+        (  # a negative size would make a broker look emptier than it is
+            lambda d: d["topics"][0]["partitions"][0].update(size_bytes=-1),
+            "topics[0].partitions[0].size_bytes",
+        ),
     ],
 )
 def test_bad_values_name_their_path(mutate, path) -> None:  # type: ignore[no-untyped-def]

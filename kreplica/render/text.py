@@ -234,11 +234,12 @@ def runbook_commands(
     auth = f" --command-config {shlex.quote(command_config)}" if command_config else ""
     connect = f"--bootstrap-server {shlex.quote(bootstrap)}{auth}"
     base = f"kafka-reassign-partitions.sh {connect}"
+    reassignments = plan.reassignments  # a property that filters every change: read it once
     steps: list[tuple[str, str]] = []
-    if plan.reassignments:
+    if reassignments:
         steps += [
             (
-                f"apply ({plural(len(plan.reassignments), 'partition')}; replication throttled "
+                f"apply ({plural(len(reassignments), 'partition')}; replication throttled "
                 f"to {throttle_bytes / 1e6:g} MB/s per broker)",
                 f"{base} --reassignment-json-file {plan_file} --execute "
                 f"--throttle {throttle_bytes}",
@@ -253,24 +254,17 @@ def runbook_commands(
                 f"--reassignment-json-file {rollback_file} --execute",
             ),
         ]
-    after_by_topic: dict[str, dict[int, tuple[int, ...]]] = {}
-    for change in plan.new_partitions:
-        after_by_topic.setdefault(change.topic, {})[change.partition] = change.after
-    for topic_name, new in sorted(after_by_topic.items()):
-        current = {
-            p.partition: p.replicas
-            for t in snapshot.topics
-            if t.name == topic_name
-            for p in t.partitions
-        }
-        for change in plan.reassignments:
-            if change.topic == topic_name:
-                current[change.partition] = change.after
-        full = {**current, **new}
+    # Indexed once: per-topic scans of every topic and every move were quadratic.
+    partitions_of = {t.name: t.partitions for t in snapshot.topics}
+    moved_to = _after_by_topic(reassignments)
+    for topic_name, new in sorted(_after_by_topic(plan.new_partitions).items()):
+        full = {p.partition: p.replicas for p in partitions_of.get(topic_name, ())}
+        full |= moved_to.get(topic_name, {})
+        full |= new
         assignment = ",".join(":".join(map(str, full[p])) for p in sorted(full))
         steps.append(
             (
-                ("once verify reports every partition complete: " if plan.reassignments else "")
+                ("once verify reports every partition complete: " if reassignments else "")
                 + f"create {plural(len(new), 'partition')} of {topic_name} "
                 "(cannot be undone: Kafka never "
                 "removes partitions)",
@@ -279,6 +273,16 @@ def runbook_commands(
             )
         )
     return steps
+
+
+def _after_by_topic(
+    changes: tuple[PartitionChange, ...],
+) -> dict[str, dict[int, tuple[int, ...]]]:
+    """topic -> {partition: replicas after the change}."""
+    after: dict[str, dict[int, tuple[int, ...]]] = {}
+    for change in changes:
+        after.setdefault(change.topic, {})[change.partition] = change.after
+    return after
 
 
 def finding_text(finding: Finding) -> str:

@@ -189,11 +189,12 @@ def diff_rows(plan: Plan, snapshot: ClusterSnapshot, limit: int = 0) -> list[Dif
     by_topic: dict[str, dict[int, PartitionChange]] = {}
     for change in plan.changes:
         by_topic.setdefault(change.topic, {})[change.partition] = change
+    partitions_of = {t.name: t.partitions for t in snapshot.topics}
     rows: list[DiffRow] = []
     shown = hidden = 0
     for topic in sorted(by_topic):
         changes = by_topic[topic]
-        existing = {p.partition for t in snapshot.topics if t.name == topic for p in t.partitions}
+        existing = {p.partition for p in partitions_of.get(topic, ())}
         run: list[int] = []
         for pid in [*sorted(existing | set(changes)), None]:  # None: end of topic
             found = changes.get(pid) if pid is not None else None

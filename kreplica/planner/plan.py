@@ -302,7 +302,7 @@ def _fallback_findings(ctx: PlanContext) -> list[Finding]:
         Finding(
             "warning",
             "strategy-fallback",
-            f"topic {topic!r}: {len(pids)} partition(s) did not fit the Kafka layout and were "
+            f"topic {topic!r}: {len(pids)} partition(s) could not follow the Kafka layout and were "
             f"placed by 'balanced' ({_ids(sorted(set(pids))[:10])}"
             f"{', ...' if len(set(pids)) > 10 else ''}); see report.fallbacks",
             topic=topic,

@@ -177,3 +177,15 @@ def test_shipped_example_config_resolves() -> None:
     assert prod.client_config["sasl.mechanism"] == "SCRAM-SHA-512"  # inline beats the file
     assert prod.client_config["sasl.jaas.config"].endswith('password="change-me";')
     assert resolve_source(cluster="legacy", env=env).zk_auth == [("digest", "kreplica:secret")]
+
+
+def test_shipped_example_client_properties_are_usable() -> None:
+    from kreplica.sources.clientconfig import confluent_config, kafka_python_config
+
+    # Copied as a starting point, the example must not be one kreplica refuses.
+    env = {"KREPLICA_CONFIG": str(EXAMPLE.parent / "clusters.toml")}
+    prod = resolve_source(cluster="prod-eu", env=env)
+    assert confluent_config(prod.bootstrap_server or "", prod.client_config)["sasl.password"]
+    python_config = kafka_python_config("b:9093", prod.client_config, 15)
+    assert python_config["security_protocol"] == "SASL_SSL"
+    assert python_config["ssl_cafile"]

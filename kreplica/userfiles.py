@@ -33,3 +33,5 @@ def decode_json(text: str, origin: str, *, fix: str) -> Any:
         raise InputError(
             f"{origin} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); " + fix
         ) from None
+    except RecursionError:  # the decoder recurses per nesting level
+        raise InputError(f"{origin} is nested too deeply to be read as JSON; " + fix) from None

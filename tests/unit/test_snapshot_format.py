@@ -62,3 +62,8 @@ def test_bad_values_name_their_path(mutate, path) -> None:  # type: ignore[no-un
 def test_truncated_json_is_input_error() -> None:
     with pytest.raises(InputError, match="not valid JSON"):
         parse_snapshot_text(json.dumps(MINIMAL)[:40])
+
+
+def test_absurdly_nested_json_is_input_error_not_a_crash() -> None:
+    with pytest.raises(InputError, match="nested too deeply"):
+        parse_snapshot_text("[" * 100_000)

@@ -126,8 +126,9 @@ class BalancedStrategy:
         lower RF:  for each partition, drop pick_removal() until RF is reached
         add partitions: leader = pick_leader() (rotates over brokers and racks),
                         followers = pick_new_replica()
-    Loads: topic replica count, then cluster replica count, then bytes (when known), then
-    broker id (or a --seed permutation).
+    Loads: topic replica count, then cluster replica count, then bytes (when known). Ties go
+    to the broker next after the partition's last replica in broker-id order (or a --seed
+    permutation); a new partition's leader ties by that order alone.
     """
 
     name = "balanced"

@@ -40,6 +40,14 @@ def read_cluster(spec: SourceSpec, topics: Sequence[str] | None = None) -> Clust
     return snap
 
 
+def require_topics(snap: ClusterSnapshot, names: Sequence[str]) -> None:
+    """Unknown names fail before planning, with the message every source gives for them (the
+    model's own suggests --topics REGEX, which only `plan` has)."""
+    from kreplica.sources.assemble import select_topics
+
+    select_topics((t.name for t in snap.topics), names)
+
+
 def describe_source(spec: SourceSpec) -> str:
     names = {"snapshot": "snapshot", "zookeeper": "zookeeper", "bootstrap_server": "bootstrap"}
     text = f"{names.get(spec.kind, spec.kind)} {spec.address}"
@@ -83,6 +91,7 @@ def rf_change(opts: Options, *, topics: list[str], rf: int, direction: str) -> N
         raise UsageError(f"--rf {rf} is not a replication factor; use 1 or more")
     spec = source_spec(opts)
     snap = read_cluster(spec)
+    require_topics(snap, topics)
     currents: dict[str, int] = {}
     for name in topics:
         current = currents[name] = snap.topic(name).replication_factor
@@ -130,8 +139,7 @@ def plan_topics(
     spec = source_spec(opts)
     snap = read_cluster(spec)
     names = list(dict.fromkeys(topics))
-    for name in names:
-        snap.topic(name)  # unknown topic: a clear error before planning
+    require_topics(snap, names)
     if pattern is not None:
         matched = [t.name for t in snap.topics if pattern.fullmatch(t.name)]
         if not matched:

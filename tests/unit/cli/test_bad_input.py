@@ -530,3 +530,20 @@ def test_debug_shows_the_traceback() -> None:
 def test_debug_from_environment() -> None:
     result = run_cli([*EXPAND, "--rf", "7"], env={"KREPLICA_DEBUG": "1"})
     assert "Traceback" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["expand", "-t", "ordres", "--rf", "4"],
+        ["shrink", "-t", "ordres", "--rf", "1"],
+        ["set-rf", "-t", "ordres", "--rf", "2"],
+        ["add-partitions", "-t", "ordres", "-p", "40"],
+    ],
+)
+def test_unknown_topic_hint_names_no_option_the_command_lacks(args: list[str]) -> None:
+    result = run_cli([*args, "--snapshot", str(EXAMPLE), "--dry-run"])
+    assert result.code == ExitCode.SOURCE
+    assert "topic 'ordres' does not exist" in result.stderr
+    assert "--topics" not in result.stderr  # only `plan` has --topics REGEX
+    assert result.stderr.count("\n") == 1

@@ -32,10 +32,6 @@ class Strategy(Protocol):
     ) -> None: ...
 
 
-def sizes_by_id(topic: Topic) -> dict[int, int | None]:
-    return {p.partition: p.size_bytes for p in topic.partitions}
-
-
 def partitions_by_id(topic: Topic) -> dict[int, Partition]:
     return {p.partition: p for p in topic.partitions}
 
@@ -135,13 +131,13 @@ class BalancedStrategy:
 
     def change_rf(self, ctx: PlanContext, topic: Topic, work: Work, rf: int) -> None:
         partitions = partitions_by_id(topic)
-        sizes = sizes_by_id(topic)
         for pid in sorted(work):
             replicas = work[pid]
+            part = partitions.get(pid)
             if len(replicas) < rf:
-                grow_balanced(ctx, topic.name, replicas, rf, sizes.get(pid))
+                grow_balanced(ctx, topic.name, replicas, rf, part.size_bytes if part else None)
             elif len(replicas) > rf:
-                shrink_balanced(ctx, topic.name, partitions.get(pid), replicas, rf)
+                shrink_balanced(ctx, topic.name, part, replicas, rf)
 
     def add_partitions(
         self, ctx: PlanContext, topic: Topic, work: Work, total: int, rf: int

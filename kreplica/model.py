@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kreplica.errors import UnknownTopicError, UsageError
+from kreplica.errors import UnknownTopicError
 
 
 @dataclass(frozen=True)
@@ -107,15 +107,6 @@ class ClusterSnapshot:
         raise UnknownTopicError(
             f"topic {name!r} does not exist in this cluster (topics: {known}{more}); "
             "check the name or use --topics REGEX"
-        )
-
-    def broker(self, broker_id: int) -> Broker:
-        for b in self.brokers:
-            if b.id == broker_id:
-                return b
-        raise UsageError(
-            f"broker {broker_id} is not in this cluster (brokers: "
-            f"{', '.join(map(str, self.broker_ids()))}); check --brokers/--exclude-brokers"
         )
 
     def fingerprint(self) -> str:

@@ -113,9 +113,15 @@ def create_topics(bootstrap: str, specs: Iterable[TopicSpec], *, timeout_s: floa
     growing = [NewPartitions(s.name, s.grow_to) for s in specs if s.grow_to is not None]
     if growing:
         # The new topic must be known everywhere before it can grow.
-        wait_for_leaders(bootstrap, {s.name: s.final_partitions for s in specs if not s.grow_to})
         wait_for_leaders(
-            bootstrap, {s.name: s.partitions or 1 for s in specs if s.grow_to is not None}
+            bootstrap,
+            {s.name: s.final_partitions for s in specs if not s.grow_to},
+            timeout_s=timeout_s,
+        )
+        wait_for_leaders(
+            bootstrap,
+            {s.name: s.partitions or 1 for s in specs if s.grow_to is not None},
+            timeout_s=timeout_s,
         )
         _all_done(
             admin.create_partitions(

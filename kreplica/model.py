@@ -9,10 +9,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kreplica.errors import UnknownTopicError
+
+
+def unknown_topics_error(known: Iterable[str], missing: Sequence[str]) -> UnknownTopicError:
+    """The one message for topics a cluster does not have, whichever source or layer asks."""
+    names = sorted(set(known))
+    shown = ", ".join(names[:8]) or "none"
+    more = ", ..." if len(names) > 8 else ""
+    listed = ", ".join(repr(m) for m in missing)
+    verb = "does" if len(missing) == 1 else "do"
+    return UnknownTopicError(
+        f"topic {listed} {verb} not exist in this cluster (topics: {shown}{more}); check the name"
+    )
 
 
 @dataclass(frozen=True)
@@ -102,12 +114,7 @@ class ClusterSnapshot:
         for t in self.topics:
             if t.name == name:
                 return t
-        known = ", ".join(t.name for t in self.topics[:8]) or "none"
-        more = ", ..." if len(self.topics) > 8 else ""
-        raise UnknownTopicError(
-            f"topic {name!r} does not exist in this cluster (topics: {known}{more}); "
-            "check the name or use --topics REGEX"
-        )
+        raise unknown_topics_error([t.name for t in self.topics], [name])
 
     def fingerprint(self) -> str:
         """A stable hash of brokers and assignments (what a plan depends on)."""

@@ -41,8 +41,7 @@ def read_cluster(spec: SourceSpec, topics: Sequence[str] | None = None) -> Clust
 
 
 def require_topics(snap: ClusterSnapshot, names: Sequence[str]) -> None:
-    """Unknown names fail before planning, with the message every source gives for them (the
-    model's own suggests --topics REGEX, which only `plan` has)."""
+    """Unknown names fail before planning, all of them in one message."""
     from kreplica.sources.assemble import select_topics
 
     select_topics((t.name for t in snap.topics), names)

@@ -9,8 +9,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Self
 
-from kreplica.errors import UnknownTopicError
-from kreplica.model import Broker, ClusterSnapshot, Topic
+from kreplica.model import Broker, ClusterSnapshot, Topic, unknown_topics_error
 
 
 class LiveSource(ABC):
@@ -43,14 +42,7 @@ def select_topics(available: Iterable[str], wanted: Iterable[str] | None) -> lis
     known_set = set(known)
     missing = [name for name in requested if name not in known_set]
     if missing:
-        shown = ", ".join(known[:8]) or "none"
-        more = ", ..." if len(known) > 8 else ""
-        names = ", ".join(repr(m) for m in missing)
-        verb = "does" if len(missing) == 1 else "do"
-        raise UnknownTopicError(
-            f"topic {names} {verb} not exist in this cluster (topics: {shown}{more}); "
-            "check the name"
-        )
+        raise unknown_topics_error(known, missing)
     return requested
 
 

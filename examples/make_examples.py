@@ -174,9 +174,34 @@ def cluster() -> dict[str, object]:
     }
 
 
+def degraded() -> dict[str, object]:
+    """The same cluster during an incident: broker 6 crashed (its replicas left every ISR and
+    its partitions elected another leader) while clicks-2 was being moved to a third broker."""
+    data = cluster()
+    data["captured_at"] = "2026-11-21T10:05:00Z"
+    brokers = data["brokers"]
+    assert isinstance(brokers, list)
+    for broker in brokers:
+        if broker["id"] == 6:
+            broker["alive"] = False
+    topics = data["topics"]
+    assert isinstance(topics, list)
+    for topic in topics:
+        for part in topic["partitions"]:
+            part["isr"] = [b for b in part["isr"] if b != 6]
+            if part["leader"] == 6:
+                part["leader"] = part["isr"][0] if part["isr"] else -1
+            if topic["name"] == "clicks" and part["partition"] == 2:
+                target = next(b for b in (1, 2, 3, 4, 5) if b not in part["replicas"])
+                part["replicas"] = [*part["replicas"], target]
+                part["adding_replicas"] = [target]
+    return data
+
+
 def write(name: str, data: dict[str, object]) -> None:
     (HERE / name).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
     write("cluster.json", cluster())
+    write("degraded.json", degraded())

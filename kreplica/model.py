@@ -34,6 +34,7 @@ class Broker:
     host: str | None = None
     port: int | None = None
     alive: bool = True
+    log_dirs: tuple[str, ...] | None = None  # paths of its log dirs, when the source knows them
 
 
 @dataclass(frozen=True)
@@ -73,11 +74,27 @@ class Partition:
         return bool(self.adding_replicas or self.removing_replicas)
 
 
+# Kafka's own default of min.insync.replicas (used when nothing else is known).
+KAFKA_DEFAULT_MIN_ISR = 1
+
+# Where a topic's effective min.insync.replicas comes from, when a source saw every layer:
+# the topic's override, the dynamic cluster-wide broker default (`kafka-configs --entity-type
+# brokers --entity-default`), a broker's own config (server.properties, or a dynamic per-broker
+# value), or Kafka's built-in default. Any other text (e.g. "kafka default; static broker config
+# not visible in ZooKeeper") means the value is assumed, not read.
+MIN_ISR_SOURCES = ("topic", "cluster default", "broker config", "kafka default")
+MIN_ISR_NOT_RECORDED = "kafka default; assumed, the snapshot has no min_insync_replicas"
+
+
 @dataclass(frozen=True)
 class Topic:
     name: str
     partitions: tuple[Partition, ...]  # sorted by partition id
-    configs: Mapping[str, str] = field(default_factory=dict)
+    configs: Mapping[str, str] = field(default_factory=dict)  # the topic's overrides only
+    # The min.insync.replicas in force and where it comes from (MIN_ISR_SOURCES), as the source
+    # reported it; None when it did not (a snapshot written before kreplica recorded it).
+    effective_min_isr: int | None = None
+    min_isr_source: str | None = None
 
     @property
     def replication_factor(self) -> int:
@@ -88,9 +105,43 @@ class Topic:
         return len(self.partitions[0].replicas)
 
     @property
-    def min_insync_replicas(self) -> int | None:
+    def _min_isr_override(self) -> int | None:
         value = self.configs.get("min.insync.replicas")
         return int(value) if value is not None and str(value).isdigit() else None
+
+    @property
+    def min_insync_replicas(self) -> int:
+        """The effective min.insync.replicas: the topic's override, else what the source
+        reported (a cluster or broker default), else Kafka's default 1."""
+        override = self._min_isr_override
+        if override is not None:
+            return override
+        if self.effective_min_isr is not None:
+            return self.effective_min_isr
+        return KAFKA_DEFAULT_MIN_ISR
+
+    @property
+    def min_insync_replicas_source(self) -> str:
+        """Where `min_insync_replicas` comes from ("topic", "cluster default", ...)."""
+        if self._min_isr_override is not None:
+            return "topic"
+        if self.effective_min_isr is not None:
+            return self.min_isr_source or "source not recorded"
+        return MIN_ISR_NOT_RECORDED
+
+    @property
+    def min_insync_replicas_assumed(self) -> bool:
+        """True when the value was not read from the cluster but assumed (Kafka's default,
+        where the source cannot see every layer, or the snapshot did not record it)."""
+        if self._min_isr_override is not None:
+            return False
+        if self.effective_min_isr is None:
+            return True
+        return self.min_isr_source is not None and self.min_isr_source not in MIN_ISR_SOURCES
+
+    def min_insync_replicas_text(self) -> str:
+        """`min.insync.replicas=2 (cluster default)`: the value and where it comes from."""
+        return f"min.insync.replicas={self.min_insync_replicas} ({self.min_insync_replicas_source})"
 
     def assignment(self) -> dict[int, tuple[int, ...]]:
         return {p.partition: p.replicas for p in self.partitions}
@@ -109,6 +160,11 @@ class ClusterSnapshot:
 
     def racks(self) -> dict[int, str | None]:
         return {b.id: b.rack for b in self.brokers}
+
+    def live_broker_ids(self) -> frozenset[int]:
+        """Brokers that are up. A replica on any other broker (marked not alive, or not
+        listed at all) is on a dead broker: Kafka rejects it in a reassignment."""
+        return frozenset(b.id for b in self.brokers if b.alive)
 
     def topic(self, name: str) -> Topic:
         for t in self.topics:
@@ -138,6 +194,7 @@ class PartitionChange:
     before: tuple[int, ...] | None
     after: tuple[int, ...]
     size_bytes: int | None = None
+    leader_now: int | None = None  # the leader when planned; None: unknown, offline or new
 
     @property
     def is_new(self) -> bool:
@@ -154,10 +211,14 @@ class PartitionChange:
 
     @property
     def leader_before(self) -> int | None:
+        """The leader now when known, else the preferred leader (first replica) before."""
+        if self.leader_now is not None:
+            return self.leader_now
         return self.before[0] if self.before else None
 
     @property
     def leader_after(self) -> int | None:
+        """The preferred leader after: the first replica, which Kafka elects."""
         return self.after[0] if self.after else None
 
     @property

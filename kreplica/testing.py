@@ -59,13 +59,14 @@ class TopicSpec:
         return self.partitions or 1
 
 
-def _admin(bootstrap: str) -> Any:
+def _admin(bootstrap: str, client_config: Mapping[str, Any] | None = None) -> Any:
     from confluent_kafka.admin import AdminClient
 
     quiet = logging.getLogger("kreplica.testing.client")
     quiet.addHandler(logging.NullHandler())
     quiet.propagate = False
     config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": quiet}
+    config.update(client_config or {})  # a secured cluster: security.protocol, sasl.*, ssl.*
     return AdminClient(config)
 
 
@@ -77,13 +78,20 @@ def _all_done(futures: Mapping[str, Any], timeout_s: float, what: str) -> None:
             raise RuntimeError(f"{what} {key} failed: {exc}") from exc
 
 
-def create_topics(bootstrap: str, specs: Iterable[TopicSpec], *, timeout_s: float = 60) -> None:
+def create_topics(
+    bootstrap: str,
+    specs: Iterable[TopicSpec],
+    *,
+    timeout_s: float = 60,
+    client_config: Mapping[str, Any] | None = None,
+) -> None:
     """Create the topics (then grow those with `grow_to`) and wait until every partition has a
-    leader. Uses the AdminClient, so Kafka's own placement decides unassigned replicas."""
+    leader. Uses the AdminClient, so Kafka's own placement decides unassigned replicas.
+    `client_config`: librdkafka settings for a secured cluster (sandbox.client_config)."""
     from confluent_kafka.admin import NewPartitions, NewTopic  # type: ignore[attr-defined]
 
     specs = list(specs)
-    admin = _admin(bootstrap)
+    admin = _admin(bootstrap, client_config)
     new_topics = []
     for spec in specs:
         if spec.assignment is not None:
@@ -117,11 +125,13 @@ def create_topics(bootstrap: str, specs: Iterable[TopicSpec], *, timeout_s: floa
             bootstrap,
             {s.name: s.final_partitions for s in specs if not s.grow_to},
             timeout_s=timeout_s,
+            client_config=client_config,
         )
         wait_for_leaders(
             bootstrap,
             {s.name: s.partitions or 1 for s in specs if s.grow_to is not None},
             timeout_s=timeout_s,
+            client_config=client_config,
         )
         _all_done(
             admin.create_partitions(
@@ -130,16 +140,25 @@ def create_topics(bootstrap: str, specs: Iterable[TopicSpec], *, timeout_s: floa
             timeout_s,
             "adding partitions to",
         )
-    wait_for_leaders(bootstrap, {s.name: s.final_partitions for s in specs}, timeout_s=timeout_s)
+    wait_for_leaders(
+        bootstrap,
+        {s.name: s.final_partitions for s in specs},
+        timeout_s=timeout_s,
+        client_config=client_config,
+    )
 
 
 def wait_for_leaders(
-    bootstrap: str, partitions_by_topic: Mapping[str, int], *, timeout_s: float = 60
+    bootstrap: str,
+    partitions_by_topic: Mapping[str, int],
+    *,
+    timeout_s: float = 60,
+    client_config: Mapping[str, Any] | None = None,
 ) -> None:
     """Wait until each topic has the given number of partitions, each with a leader."""
     if not partitions_by_topic:
         return
-    admin = _admin(bootstrap)
+    admin = _admin(bootstrap, client_config)
     deadline = time.monotonic() + timeout_s
     missing: list[str] = []
     while True:

@@ -17,9 +17,18 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
+@pytest.fixture(scope="session")
+def _no_user_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty config folder: the user's ~/.config/kreplica/clusters.toml never reaches a test."""
+    return tmp_path_factory.mktemp("xdg-config")
+
+
 @pytest.fixture(autouse=True)
-def _deterministic_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Rendered output must not depend on the terminal the tests run in."""
+def _deterministic_terminal(monkeypatch: pytest.MonkeyPatch, _no_user_config: Path) -> None:
+    """Rendered output must not depend on the terminal the tests run in, the locale or the
+    user's configuration."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(_no_user_config))
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "120")
     monkeypatch.setenv("TERM", "dumb")

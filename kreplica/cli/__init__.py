@@ -13,6 +13,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point: runs one command and exits with its code."""
     import sys
 
-    from kreplica.cli.app import run
+    try:
+        from kreplica.cli.app import run
 
-    sys.exit(run(argv))
+        code = run(argv)
+    except KeyboardInterrupt:  # Ctrl-C before the command's own handler was in place
+        import os
+
+        from kreplica.cli import output
+
+        if not output.STATE.command:
+            output.reset_state(list(sys.argv[1:] if argv is None else argv), dict(os.environ))
+        code = output.report_interrupted()
+    sys.exit(code)

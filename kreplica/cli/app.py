@@ -23,13 +23,24 @@ try:  # typer >= 0.2x vendors click; older releases use the click package
     from typer._click import exceptions as click_exceptions
 except ImportError:  # pragma: no cover - depends on the installed typer
     from click import exceptions as click_exceptions  # type: ignore[no-redef]
-from kreplica.cli.options import OUTPUT, PLAN, SOURCE, Options, shared
+from kreplica.cli.options import APPLY, OUTPUT, PLAN, SOURCE, Options, shared
 from kreplica.errors import ExitCode, KreplicaError
+
+
+class _Interrupted(Exception):
+    """Ctrl-C inside a command, carried past typer's main (which turns KeyboardInterrupt into a
+    silent exit 130) to kreplica's handler."""
 
 
 class KreplicaGroup(TyperGroup):
     """Runs a command and maps every outcome to one exit code, a one-line message on stderr,
     and (with --output json) one error envelope on stdout."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            raise _Interrupted() from exc
 
     def main(  # type: ignore[override]
         self,
@@ -55,6 +66,8 @@ class KreplicaGroup(TyperGroup):
                 standalone_mode=False,
                 **extra,
             )
+            if result == ExitCode.INTERRUPTED:  # typer's own Ctrl-C exit (while parsing)
+                return output.report_interrupted()
             return result if isinstance(result, int) else 0
         except KreplicaError as exc:
             return output.report_kreplica_error(exc)
@@ -62,7 +75,7 @@ class KreplicaGroup(TyperGroup):
             typer.echo(exc.ctx.get_help() if exc.ctx else "")
             return int(ExitCode.USAGE)
         except click_exceptions.UsageError as exc:
-            message = output.one_line(exc.format_message()).rstrip(".")
+            message = _from_where(exc, argv, output.one_line(exc.format_message()).rstrip("."))
             if exc.ctx:
                 message += f" (see `{exc.ctx.command_path} --help`)"
             return output.report_error(exc, ExitCode.USAGE, code_name="usage", message=message)
@@ -70,9 +83,8 @@ class KreplicaGroup(TyperGroup):
             return output.report_error(
                 exc, ExitCode.USAGE, code_name="usage", message=exc.format_message()
             )
-        except (KeyboardInterrupt, typer.Abort):
-            sys.stderr.write("\ninterrupted\n")
-            return int(ExitCode.INTERRUPTED)
+        except (_Interrupted, KeyboardInterrupt, typer.Abort):
+            return output.report_interrupted()
         except BrokenPipeError:
             # `kreplica ... | head`: the reader left. Point stdout at /dev/null so the flush at
             # exit does not raise again, and leave without a traceback.
@@ -85,6 +97,18 @@ class KreplicaGroup(TyperGroup):
         except Exception as exc:  # the last line of defence: no traceback for users
             message = f"unexpected {type(exc).__name__}: {exc}; rerun with --debug and report it"
             return output.report_error(exc, ExitCode.ERROR, code_name="internal", message=message)
+
+
+def _from_where(exc: Any, argv: list[str], message: str) -> str:
+    """A bad option value names the environment variable only when the value came from it
+    (click names the variable whenever the option has one)."""
+    import re
+
+    param = getattr(exc, "param", None)
+    opts = list(getattr(param, "opts", None) or []) + list(getattr(param, "secondary_opts", []))
+    if any(a == o or a.startswith(o + "=") for a in argv for o in opts if o.startswith("-")):
+        message = re.sub(r" \(env var: '[^']*'\)", "", message)
+    return message.replace("Value error, ", "")
 
 
 app = typer.Typer(
@@ -145,7 +169,7 @@ RfOpt = Annotated[
 
 
 @app.command()
-@shared(SOURCE, PLAN, OUTPUT)
+@shared(SOURCE, PLAN, APPLY, OUTPUT)
 def expand(*, topic: TopicsOpt, rf: RfOpt, opts: Options) -> None:
     """Raise RF; no existing replica moves.
 
@@ -159,7 +183,7 @@ def expand(*, topic: TopicsOpt, rf: RfOpt, opts: Options) -> None:
 
 
 @app.command()
-@shared(SOURCE, PLAN, OUTPUT)
+@shared(SOURCE, PLAN, APPLY, OUTPUT, without=frozenset({"brokers", "exclude_brokers"}))
 def shrink(*, topic: TopicsOpt, rf: RfOpt, opts: Options) -> None:
     """Lower RF; no data moves.
 
@@ -173,7 +197,7 @@ def shrink(*, topic: TopicsOpt, rf: RfOpt, opts: Options) -> None:
 
 
 @app.command("set-rf")
-@shared(SOURCE, PLAN, OUTPUT)
+@shared(SOURCE, PLAN, APPLY, OUTPUT)
 def set_rf(*, topic: TopicsOpt, rf: RfOpt, opts: Options) -> None:
     """Set RF, up or down (expand or shrink)."""
     from kreplica.cli import commands
@@ -183,7 +207,7 @@ def set_rf(*, topic: TopicsOpt, rf: RfOpt, opts: Options) -> None:
 
 
 @app.command("add-partitions")
-@shared(SOURCE, PLAN, OUTPUT)
+@shared(SOURCE, PLAN, APPLY, OUTPUT, without=frozenset({"force"}))
 def add_partitions(
     *,
     topic: TopicsOpt,
@@ -191,23 +215,47 @@ def add_partitions(
         int,
         typer.Option("--partitions", "-p", metavar="N", help="Target partition count (absolute)."),
     ],
+    keys_file: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--keys-file",
+            metavar="FILE",
+            help="Real keys, one per line: measure how many change partition.",
+        ),
+    ] = None,
+    sample: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option(
+            "--sample",
+            metavar="N",
+            help="Measure on N keys read from the topic's newest records (--bootstrap-server).",
+        ),
+    ] = None,
     opts: Options,
 ) -> None:
     """Add partitions; existing ones are untouched.
 
-    Keyed producers will map keys to different partitions afterwards; Kafka cannot remove
-    partitions again.
+    Keyed producers will map keys to different partitions afterwards (the plan shows the share,
+    and the consumer groups' new assignment when read from --bootstrap-server); Kafka cannot
+    remove partitions again.
     """
     from kreplica.cli import commands
 
     _begin(opts, "add-partitions")
     commands.plan_topics(
-        opts, topics=topic, regex=None, rf=None, partitions=partitions, fix_racks=False
+        opts,
+        topics=topic,
+        regex=None,
+        rf=None,
+        partitions=partitions,
+        fix_racks=False,
+        keys_file=keys_file,
+        sample=sample,
     )
 
 
 @app.command("plan")
-@shared(SOURCE, PLAN, OUTPUT)
+@shared(SOURCE, PLAN, APPLY, OUTPUT)
 def plan_cmd(
     *,
     topic: Annotated[
@@ -243,6 +291,103 @@ def plan_cmd(
     commands.plan_topics(
         opts, topics=topic or [], regex=topics, rf=rf, partitions=partitions, fix_racks=fix_racks
     )
+
+
+# Broker operations take their own --brokers (the brokers to drain / add), so they get the
+# planning options without the topic commands' --strategy, --brokers, --force, --replace-dead.
+BROKER_PLAN = [p for p in PLAN if p.name not in ("strategy", "brokers", "force", "replace_dead")]
+BrokerIdsOpt = Annotated[
+    str, typer.Option("--brokers", metavar="IDS", help="Broker ids, e.g. 4,5.")
+]
+ByOpt = Annotated[
+    str,
+    typer.Option("--by", metavar="count|bytes", help="Even out replica counts or bytes."),
+]
+
+
+@app.command()
+@shared(SOURCE, BROKER_PLAN, APPLY, OUTPUT)
+def drain(
+    *,
+    brokers: BrokerIdsOpt,
+    topic: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        _topic_option("Only this topic's replicas (repeatable; default: all topics)."),
+    ] = None,
+    topics: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--topics", metavar="REGEX", help="Only topics whose whole name matches."),
+    ] = None,
+    opts: Options,
+) -> None:
+    """Move every replica off brokers (decommission): one move per replica.
+
+    Each replica goes to the least-loaded broker that keeps its partition's rack spread (its
+    own rack first), in the same position; a preferred leader election after the apply moves
+    leadership to the replacements.
+    """
+    from kreplica.cli import broker_cmd
+
+    _begin(opts, "drain")
+    broker_cmd.drain(opts, brokers=brokers, topics=topic or [], regex=topics)
+
+
+@app.command("add-brokers")
+@shared(SOURCE, BROKER_PLAN, APPLY, OUTPUT)
+def add_brokers(*, brokers: BrokerIdsOpt, by: ByOpt = "count", opts: Options) -> None:
+    """Fill new brokers up to their share with the fewest moves.
+
+    Replicas come from the most loaded brokers, small partitions first, never losing a rack;
+    the report compares the moves with the new brokers' deficit.
+    """
+    from kreplica.cli import broker_cmd
+
+    _begin(opts, "add-brokers")
+    broker_cmd.add_brokers(opts, brokers=brokers, by=by)
+
+
+@app.command()
+@shared(SOURCE, BROKER_PLAN, APPLY, OUTPUT)
+def replace(
+    *,
+    broker: Annotated[int, typer.Option("--broker", metavar="ID", help="Broker to replace.")],
+    with_broker: Annotated[
+        int, typer.Option("--with", metavar="ID", help="Broker taking its replicas.")
+    ],
+    opts: Options,
+) -> None:
+    """Give one broker's replicas to another, positions kept (a failed host)."""
+    from kreplica.cli import broker_cmd
+
+    _begin(opts, "replace")
+    broker_cmd.replace(opts, broker=broker, with_broker=with_broker)
+
+
+@app.command()
+@shared(SOURCE, BROKER_PLAN, APPLY, OUTPUT)
+def rebalance(
+    *,
+    by: ByOpt = "count",
+    max_moves: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--max-moves", metavar="N", help="Move at most N replicas."),
+    ] = None,
+    max_bytes: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--max-bytes", metavar="SIZE", help="Copy at most SIZE, e.g. 50GB."),
+    ] = None,
+    opts: Options,
+) -> None:
+    """Even out replicas per topic and per broker, then leaders, with the fewest moves.
+
+    Replica spread <= 1 per topic and cluster (or the most even bytes with --by bytes), within
+    --max-moves / --max-bytes; then preferred leaders spread <= 1 by reordering replicas (no
+    data moves), elected after the apply.
+    """
+    from kreplica.cli import broker_cmd
+
+    _begin(opts, "rebalance")
+    broker_cmd.rebalance(opts, by=by, max_moves=max_moves, max_bytes=max_bytes)
 
 
 @app.command()
@@ -281,7 +426,8 @@ def check(
     """Check a reassignment JSON against the cluster.
 
     Unknown brokers or partitions, duplicate brokers, RF mismatches, rack violations, RF at or
-    below min.insync.replicas, leader skew. Exit code 7 when anything is an error.
+    below min.insync.replicas, leader skew. Exit code 7 when anything is an error, 5 when a
+    plan document was made for another cluster or its partitions changed since.
     """
     from kreplica.cli import commands
 
@@ -306,11 +452,175 @@ def snapshot(
     """Save brokers and assignments to a file.
 
     Works with any source; the file is what --snapshot FILE reads (see README: snapshot format).
+    A snapshot is JSON whatever --output says: without -o it goes to stdout as the file itself
+    (table, markdown) or inside the envelope's data.snapshot (json); with -o, --output shapes
+    the summary line.
     """
     from kreplica.cli import commands
 
     _begin(opts, "snapshot")
     commands.snapshot(opts, out=out, topics=topic or [])
+
+
+PlanFileArg = Annotated[
+    Path,
+    typer.Argument(
+        metavar="PLAN.json",
+        help="The plan --out wrote (PLAN.kreplica.json beside it is read too), or any "
+        "kafka-reassign-partitions JSON.",
+    ),
+]
+
+
+@app.command()
+@shared(SOURCE, APPLY, OUTPUT)
+def apply(*, plan_file: PlanFileArg, opts: Options) -> None:
+    """Apply a plan safely and wait until it is done.
+
+    Preflight (right cluster, no drift, nothing else in flight, targets alive, min ISR), then
+    throttles for the moving replicas only, waves, progress, a journal for --resume, and the
+    throttles put back when done.
+    """
+    from kreplica.cli import apply_cmd, commands
+
+    _begin(opts, "apply")
+    apply_cmd.apply(opts, commands.source_spec(opts), plan_file)
+
+
+@app.command()
+@shared(SOURCE, OUTPUT)
+def verify(*, plan_file: PlanFileArg, opts: Options) -> None:
+    """Check that a plan is done.
+
+    Exit 0 only when every partition of the plan is as planned and none is moving.
+    """
+    from kreplica.cli import apply_cmd, commands
+
+    _begin(opts, "verify")
+    apply_cmd.verify(opts, commands.source_spec(opts), plan_file)
+
+
+@app.command()
+@shared(SOURCE, OUTPUT)
+def cancel(*, plan_file: PlanFileArg, opts: Options) -> None:
+    """Stop a plan's moves in flight. They return to their old replicas; throttles are restored."""
+    from kreplica.cli import apply_cmd, commands
+
+    _begin(opts, "cancel")
+    apply_cmd.cancel(opts, commands.source_spec(opts), plan_file)
+
+
+@app.command()
+@shared(SOURCE, OUTPUT)
+def elect(
+    *,
+    plan_file: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Argument(metavar="[PLAN.json]", help="Elect for the partitions of this plan."),
+    ] = None,
+    topic: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        _topic_option("Elect for every partition of this topic (repeatable)."),
+    ] = None,
+    opts: Options,
+) -> None:
+    """Preferred leader election. Leadership goes back to each partition's first replica."""
+    from kreplica.cli import apply_cmd, commands
+
+    _begin(opts, "elect")
+    apply_cmd.elect(opts, commands.source_spec(opts), plan_file, topic or [])
+
+
+@app.command()
+@shared(SOURCE, OUTPUT)
+def throttles(
+    *,
+    clear: Annotated[
+        bool, typer.Option("--clear", help="Remove throttles (with --all: every one).")
+    ] = False,
+    everything: Annotated[
+        bool, typer.Option("--all", help="With --clear: every replication throttle.")
+    ] = False,
+    plan: Annotated[
+        Optional[list[Path]],  # noqa: UP045
+        typer.Option(
+            "--plan",
+            metavar="PLAN.json",
+            help="With --clear: the plans whose throttles to restore (default: the journals in "
+            "this folder and kreplica's state folder).",
+        ),
+    ] = None,
+    opts: Options,
+) -> None:
+    """List replication throttles (--clear removes them).
+
+    --clear restores the throttles kreplica set and did not restore yet (it reads the plans'
+    journals), putting back what was there before; --clear --all removes every one.
+    """
+    from kreplica.cli import apply_cmd, commands
+
+    _begin(opts, "throttles")
+    apply_cmd.throttles(
+        opts, commands.source_spec(opts), clear=clear, everything=everything, plans=plan or []
+    )
+
+
+@app.command("partition-for")
+@shared(SOURCE, OUTPUT)
+def partition_for(
+    *,
+    topic: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--topic", "-t", metavar="NAME", help="Topic (its partition count is read)."),
+    ] = None,
+    key: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--key", "-k", metavar="KEY", help="Record key (repeatable)."),
+    ] = None,
+    key_hex: Annotated[
+        bool, typer.Option("--key-hex", help="Keys are hex bytes (binary keys).")
+    ] = False,
+    keys_file: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--keys-file", metavar="FILE", help="Keys, one per line."),
+    ] = None,
+    partitions: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--partitions", "-p", metavar="N", help="Partition count (offline)."),
+    ] = None,
+    after: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--after", metavar="N", help="Also the partition with N partitions."),
+    ] = None,
+    opts: Options,
+) -> None:
+    """The partition a keyed record goes to, as the Java producer picks it.
+
+    toPositive(murmur2(key bytes)) % partitions: Kafka's default partitioner, and librdkafka's
+    murmur2 / murmur2_random. --after N adds the partition after growing to N partitions.
+    """
+    from kreplica.cli import impact_cmd
+
+    _begin(opts, "partition-for")
+    impact_cmd.partition_for(
+        opts,
+        topic=topic,
+        keys=key or [],
+        key_hex=key_hex,
+        keys_file=keys_file,
+        partitions=partitions,
+        after=after,
+    )
+
+
+def _mount_consumers() -> None:
+    """`kreplica consumers ...`: its module imports typer only; clients load when it runs."""
+    from kreplica.cli.impact_cmd import consumers_app
+
+    app.add_typer(consumers_app, name="consumers")
+
+
+_mount_consumers()
 
 
 def _mount_sandbox() -> None:
@@ -319,10 +629,20 @@ def _mount_sandbox() -> None:
         return
     from kreplica.cli.sandbox_cmd import sandbox_app
 
-    app.add_typer(sandbox_app, name="sandbox")
+    app.add_typer(sandbox_app, name="sandbox")  # its help's first sentence is the summary
 
 
 _mount_sandbox()
+
+
+def _mount_fleet() -> None:
+    """`kreplica fleet ...`: the typer part only; Spark loads when audit or plan runs."""
+    from kreplica.cli.fleet_cmd import fleet_app
+
+    app.add_typer(fleet_app, name="fleet")
+
+
+_mount_fleet()
 
 
 def run(argv: Optional[Sequence[str]] = None) -> int:  # noqa: UP045

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from kreplica.cli import output
 from kreplica.cli.config import SourceSpec, resolve_source
 from kreplica.cli.options import Options, OutputFormat
-from kreplica.errors import NotImplementedYet, UsageError
+from kreplica.errors import UsageError
 from kreplica.model import ClusterSnapshot, Plan
 from kreplica.userfiles import decode_json, read_user_file
 
@@ -20,7 +20,11 @@ from kreplica.userfiles import decode_json, read_user_file
 
 
 def source_spec(opts: Options) -> SourceSpec:
-    return resolve_source(
+    import os
+
+    from kreplica.cli.config import where_set
+
+    spec = resolve_source(
         snapshot=opts.snapshot,
         zookeeper=opts.zookeeper,
         bootstrap_server=opts.bootstrap_server,
@@ -28,6 +32,16 @@ def source_spec(opts: Options) -> SourceSpec:
         cluster=opts.cluster,
         timeout_s=opts.timeout,
     )
+    command_config_origin = (
+        "command line"
+        if opts.command_config
+        else "KREPLICA_COMMAND_CONFIG"
+        if os.environ.get("KREPLICA_COMMAND_CONFIG")
+        else None
+    )
+    # errors name the cluster entry or variable the source came from, not a flag never given
+    output.STATE.flag_names = where_set(spec, command_config_origin=command_config_origin)
+    return spec
 
 
 def read_cluster(spec: SourceSpec, topics: Sequence[str] | None = None) -> ClusterSnapshot:
@@ -112,6 +126,34 @@ def rf_change(opts: Options, *, topics: list[str], rf: int, direction: str) -> N
     _plan_and_show(opts, spec, snap, requests, title)
 
 
+def topics_pattern(regex: str | None) -> re.Pattern[str] | None:
+    if regex is None:
+        return None
+    try:
+        return re.compile(regex)
+    except re.error as exc:
+        raise UsageError(f"--topics {regex!r} is not a valid regex ({exc}); fix it") from None
+
+
+def topic_names(
+    snap: ClusterSnapshot, topics: Sequence[str], pattern: re.Pattern[str] | None
+) -> list[str]:
+    """--topic names (all must exist) then the topics --topics REGEX matches as a whole."""
+    names = list(dict.fromkeys(topics))
+    require_topics(snap, names)
+    if pattern is not None:
+        matched = [t.name for t in snap.topics if pattern.fullmatch(t.name)]
+        if not matched:
+            from kreplica.errors import UnknownTopicError
+
+            raise UnknownTopicError(
+                f"--topics {pattern.pattern!r} matches no topic in this cluster; "
+                "the regex must match the whole name (e.g. 'orders.*')"
+            )
+        names += [m for m in matched if m not in names]
+    return names
+
+
 def plan_topics(
     opts: Options,
     *,
@@ -120,6 +162,8 @@ def plan_topics(
     rf: int | None,
     partitions: int | None,
     fix_racks: bool,
+    keys_file: Path | None = None,
+    sample: int | None = None,
 ) -> None:
     if rf is None and partitions is None and not fix_racks:
         raise UsageError("nothing to plan; give --rf N, --partitions N and/or --fix-racks")
@@ -129,26 +173,10 @@ def plan_topics(
         raise UsageError(f"--partitions {partitions} is not a partition count; use 1 or more")
     if not topics and regex is None:
         raise UsageError("no topic given; pass --topic NAME (repeatable) or --topics REGEX")
-    pattern = None
-    if regex is not None:
-        try:
-            pattern = re.compile(regex)
-        except re.error as exc:
-            raise UsageError(f"--topics {regex!r} is not a valid regex ({exc}); fix it") from None
+    pattern = topics_pattern(regex)  # a bad regex fails before connecting
     spec = source_spec(opts)
     snap = read_cluster(spec)
-    names = list(dict.fromkeys(topics))
-    require_topics(snap, names)
-    if pattern is not None:
-        matched = [t.name for t in snap.topics if pattern.fullmatch(t.name)]
-        if not matched:
-            from kreplica.errors import UnknownTopicError
-
-            raise UnknownTopicError(
-                f"--topics {regex!r} matches no topic in this cluster; "
-                "the regex must match the whole name (e.g. 'orders.*')"
-            )
-        names += [m for m in matched if m not in names]
+    names = topic_names(snap, topics, pattern)
     from kreplica.planner import TopicRequest
 
     requests = [
@@ -162,11 +190,26 @@ def plan_topics(
     if fix_racks:
         what.append("racks repaired")
     shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-    _plan_and_show(opts, spec, snap, requests, f"plan {shown}: {', '.join(what)}")
+    _plan_and_show(
+        opts,
+        spec,
+        snap,
+        requests,
+        f"plan {shown}: {', '.join(what)}",
+        keys_file=keys_file,
+        sample=sample,
+    )
 
 
 def _plan_and_show(
-    opts: Options, spec: SourceSpec, snap: ClusterSnapshot, requests: list[Any], title: str
+    opts: Options,
+    spec: SourceSpec,
+    snap: ClusterSnapshot,
+    requests: list[Any],
+    title: str,
+    *,
+    keys_file: Path | None = None,
+    sample: int | None = None,
 ) -> None:
     from kreplica.planner import PlanOptions, make_plan
 
@@ -176,22 +219,51 @@ def _plan_and_show(
         exclude_brokers=parse_broker_ids(opts.exclude_brokers, "--exclude-brokers") or frozenset(),
         seed=opts.seed,
         force=opts.force,
+        replace_dead=opts.replace_dead,
+        skip_in_flight=opts.skip_in_flight,
     )
     plan = make_plan(snap, requests, plan_options)
-    files = write_plan_files(plan, snap, opts.out) if opts.out else None
-    not_applied = None
-    if not opts.dry_run and plan.changes:
-        not_applied = NotImplementedYet(
-            "applying a plan is not built yet; nothing was changed on the cluster. "
-            "Rerun with --dry-run --out PLAN.json and run "
-            "kafka-reassign-partitions --execute --reassignment-json-file PLAN.json"
-        )
+    impact = None
+    if plan.new_partitions:  # keyed producers and consumer groups see the new partitions
+        from kreplica.cli.impact_cmd import plan_client_impact
+
+        impact = plan_client_impact(plan, snap, spec, keys_file=keys_file, sample=sample)
+    show_plan(opts, spec, snap, plan, title, impact=impact)
+
+
+def show_plan(
+    opts: Options,
+    spec: SourceSpec,
+    snap: ClusterSnapshot,
+    plan: Plan,
+    title: str,
+    after_apply: Callable[[Path, dict[str, Any]], dict[str, Any] | None] | None = None,
+    impact: dict[str, Any] | None = None,
+) -> None:
+    """Show a plan, write --out, and apply it unless --dry-run (after a confirmation).
+    `after_apply(plan_path, apply_result)` runs once the apply finished (e.g. an election);
+    what it returns joins the JSON envelope as `after_apply`."""
+    applying = not opts.dry_run and bool(plan.changes)
+    if applying:
+        from kreplica.cli.apply_cmd import apply_options
+
+        apply_options(opts)  # bad apply flags fail before the plan is shown or written
+        if spec.kind == "snapshot":
+            raise UsageError(
+                "applying needs a live cluster: plan from --bootstrap-server or --zookeeper, "
+                "or add --dry-run to only show the plan"
+            )
+        if not opts.yes and not interactive():
+            raise UsageError(
+                "applying a plan needs a confirmation: run it on a terminal, pass --yes, or "
+                "add --dry-run to only show the plan"
+            )
+    out_path = opts.out
+    files = write_plan_files(plan, snap, out_path, overwrite=opts.force_out) if out_path else None
     if opts.output is OutputFormat.json:
         data = plan_data(plan, snap, title=title, source=describe_source(spec), files=files)
-        errors = []
-        if not_applied is not None:
-            errors.append({"code": not_applied.code, "message": not_applied.message})
-        print_json_data(data, errors)
+        if impact is not None:
+            data["impact"] = impact
     elif opts.output is OutputFormat.markdown:
         from kreplica.render.markdown import plan_markdown
 
@@ -203,6 +275,7 @@ def _plan_and_show(
                 source=describe_source(spec),
                 runbook=runbook(plan, snap, opts, spec),
                 limit=opts.limit,
+                impact=impact,
             )
         )
     else:
@@ -212,31 +285,64 @@ def _plan_and_show(
 
         out = console()
         out.print(
-            plan_view(plan, snap, title=title, source=describe_source(spec), limit=opts.limit)
+            plan_view(
+                plan,
+                snap,
+                title=title,
+                source=describe_source(spec),
+                limit=opts.limit,
+                impact=impact,
+            )
         )
         if files:
             out.print()
             out.print("wrote " + ", ".join(str(p) for p in files.values()), markup=False)
-        if plan.changes and files:
+        if plan.changes and files and not applying:
             out.print()
             for label, command in runbook(plan, snap, opts, spec):
-                out.print(Text(f"# {label}", style="muted"), soft_wrap=True)
+                if label:
+                    out.print(Text(f"# {label}", style="muted"), soft_wrap=True)
                 out.print(command, soft_wrap=True, markup=False)
-        elif plan.changes:
+        elif plan.changes and not applying:
             out.print()
             out.print(
                 "[muted]add --out PLAN.json to write Kafka's reassignment JSON, its rollback "
                 "and the kreplica plan document[/muted]"
             )
-    if not_applied is not None:
-        if opts.output is not OutputFormat.json and not opts.yes and interactive():
+    if applying:
+        if opts.output is OutputFormat.table and not opts.yes:
             import typer
 
             target = plan.cluster_id or describe_source(spec)
             if not typer.confirm(f"Apply this plan to cluster {target}?", default=False):
                 console().print("Not applied; nothing was changed.")
                 return
-        raise not_applied
+        if files is None:
+            out_path = default_plan_path(plan)
+            files = write_plan_files(plan, snap, out_path)
+            if opts.output is not OutputFormat.json:
+                console().print("wrote " + ", ".join(str(p) for p in files.values()), markup=False)
+        from kreplica.cli.apply_cmd import run_apply
+
+        assert out_path is not None
+        result = run_apply(opts, spec, out_path)
+        extra = after_apply(out_path, result) if after_apply is not None else None
+        if opts.output is OutputFormat.json:
+            data["files"] = {k: str(v) for k, v in files.items()}
+            data["apply"] = result
+            if extra is not None:
+                data["after_apply"] = extra
+    if opts.output is OutputFormat.json:
+        print_json_data(data)
+
+
+def default_plan_path(plan: Plan) -> Path:
+    """Where a plan applied without --out is kept, its journal beside it (for --resume)."""
+    from kreplica.cli.apply_cmd import state_folder
+
+    folder = state_folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{plan.cluster_id or 'cluster'}-{plan.snapshot_fingerprint}.json"
 
 
 def interactive() -> bool:
@@ -275,19 +381,42 @@ def plan_data(
 
 
 def sibling_paths(out: Path) -> dict[str, Path]:
-    stem = out.name[: -len(".json")] if out.name.endswith(".json") else out.name
-    return {
-        "reassignment": out,
-        "rollback": out.with_name(stem + ".rollback.json"),
-        "plan_document": out.with_name(stem + ".kreplica.json"),
-    }
+    """PLAN.json and the files written beside it (the journal comes later, from apply)."""
+    from kreplica.executor.planfile import plan_siblings
+
+    paths = plan_siblings(out)
+    del paths["journal"]
+    return paths
 
 
-def write_plan_files(plan: Plan, snap: ClusterSnapshot, out: Path) -> dict[str, Path]:
-    """PLAN.json (Kafka's format), PLAN.rollback.json and PLAN.kreplica.json beside it."""
+def write_plan_files(
+    plan: Plan, snap: ClusterSnapshot, out: Path, *, overwrite: bool = True
+) -> dict[str, Path]:
+    """PLAN.json (Kafka's format), PLAN.rollback.json and PLAN.kreplica.json beside it.
+    Without `overwrite`, existing plan files (or an old plan's journal) are a usage error."""
+    from kreplica.executor.planfile import plan_siblings
     from kreplica.planner.serialize import plan_document, reassignment_json, rollback_json
 
     paths = sibling_paths(out)
+    journal = plan_siblings(out)["journal"]
+    existing = [p for p in (*paths.values(), journal) if p.exists()]
+    if existing and not overwrite:
+        names = ", ".join(str(p) for p in existing)
+        raise UsageError(
+            f"--out {str(out)!r}: {names} exist(s) already; pass --force-out to overwrite, or "
+            "choose another name"
+        )
+    if journal.exists():
+        from kreplica.executor.journal import Journal
+
+        state = Journal(journal).state()
+        if not (state.finished or state.cancelled):
+            raise UsageError(
+                f"--out {str(out)!r}: {journal} shows an apply of the plan there that did not "
+                f"finish; continue it with `kreplica apply {out} --resume` or stop it with "
+                f"`kreplica cancel {out}`, or choose another name"
+            )
+        journal.unlink()  # a finished apply's journal belongs to the plan being overwritten
     documents = {
         "reassignment": reassignment_json(plan),
         "rollback": rollback_json(plan),
@@ -331,6 +460,19 @@ def explain(opts: Options, *, topics: list[str]) -> None:
     snap = read_cluster(spec, wanted)  # only what is asked for: cheap on a large cluster
     names = wanted or [t.name for t in snap.topics]
     results = [explain_topic(snap, name) for name in names]
+    if not results:
+        # an empty cluster (or a selection that matched nothing) says so instead of nothing
+        note = (
+            f"nothing to explain: the cluster ({describe_source(spec)}) has no topics"
+            f"{' matching the selection' if wanted else ''}"
+        )
+        if opts.output is OutputFormat.json:
+            print_json_data({"source": describe_source(spec), "topics": [], "message": note})
+        elif opts.output is OutputFormat.markdown:
+            sys.stdout.write(f"{note}\n")
+        else:
+            console().print(note, markup=False, soft_wrap=True)
+        return
     if opts.output is OutputFormat.json:
         data: dict[str, Any] = {"source": describe_source(spec), "topics": results}
         if len(results) == 1:

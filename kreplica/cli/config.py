@@ -298,6 +298,24 @@ def resolve_source(
     )
 
 
+def where_set(spec: SourceSpec, *, command_config_origin: str | None) -> dict[str, str]:
+    """Flag -> where the user really set it, for error messages: `check --zookeeper` is no help
+    when the address came from a cluster entry or a variable. `command_config_origin` is
+    "command line", an environment variable's name, or None when neither gave one."""
+    names: dict[str, str] = {}
+    if spec.kind == "none" or spec.origin == "command line":
+        return names
+    if spec.origin.startswith("cluster "):
+        names[FLAG_NAMES[spec.kind]] = f"`{spec.kind}` of {spec.origin}"
+        if command_config_origin is None:
+            names["--command-config"] = f"`command_config` / `client` of {spec.origin}"
+    else:
+        names[FLAG_NAMES[spec.kind]] = spec.origin  # the environment variable
+    if command_config_origin not in (None, "command line"):
+        names["--command-config"] = str(command_config_origin)
+    return names
+
+
 def _with_source(base: SourceSpec, key: str, value: str | None, origin: str) -> SourceSpec:
     values: dict[str, Any] = dict.fromkeys(SOURCE_KEYS)
     values[key] = value

@@ -19,6 +19,7 @@ import typer
 
 SOURCE_PANEL = "Cluster source"
 PLAN_PANEL = "Planning"
+APPLY_PANEL = "Applying"
 OUTPUT_PANEL = "Output"
 
 
@@ -44,10 +45,24 @@ class Options:
     exclude_brokers: Optional[str] = None  # noqa: UP045
     seed: Optional[int] = None  # noqa: UP045
     force: bool = False
+    replace_dead: bool = False
+    skip_in_flight: bool = False
     dry_run: bool = False
     out: Optional[Path] = None  # noqa: UP045
+    force_out: bool = False
     yes: bool = False
     limit: int = 50
+    throttle: Optional[str] = None  # noqa: UP045
+    max_partitions: Optional[int] = None  # noqa: UP045
+    max_per_broker: Optional[int] = None  # noqa: UP045
+    order: str = "plan"
+    replica_at_a_time: bool = False
+    additional: bool = False
+    on_drift: str = "fail"
+    allow_under_min_isr: bool = False
+    stall_timeout: float = 300.0
+    resume: bool = False
+    via: str = "kafka"
 
 
 def _param(name: str, annotation: Any, default: Any) -> inspect.Parameter:
@@ -245,6 +260,32 @@ PLAN = [
         False,
     ),
     _param(
+        "replace_dead",
+        Annotated[
+            bool,
+            typer.Option(
+                "--replace-dead",
+                help="In partitions the plan changes, replace replicas on dead brokers with live "
+                "ones (same rack where possible) instead of refusing.",
+                rich_help_panel=PLAN_PANEL,
+            ),
+        ],
+        False,
+    ),
+    _param(
+        "skip_in_flight",
+        Annotated[
+            bool,
+            typer.Option(
+                "--skip-in-flight",
+                help="Leave partitions that are being reassigned out of the plan instead of "
+                "refusing (exit 6).",
+                rich_help_panel=PLAN_PANEL,
+            ),
+        ],
+        False,
+    ),
+    _param(
         "dry_run",
         Annotated[
             bool,
@@ -262,11 +303,25 @@ PLAN = [
                 "--out",
                 metavar="PLAN.json",
                 help="Write Kafka's reassignment JSON here, plus PLAN.rollback.json and "
-                "PLAN.kreplica.json (cluster id, before-state, report) beside it.",
+                "PLAN.kreplica.json (cluster id, before-state, report) beside it; existing files "
+                "are not overwritten (exit 2) without --force-out.",
                 rich_help_panel=PLAN_PANEL,
             ),
         ],
         None,
+    ),
+    _param(
+        "force_out",
+        Annotated[
+            bool,
+            typer.Option(
+                "--force-out",
+                help="Let --out overwrite existing plan files (a finished apply's journal "
+                "beside them goes too).",
+                rich_help_panel=PLAN_PANEL,
+            ),
+        ],
+        False,
     ),
     _param(
         "yes",
@@ -295,9 +350,157 @@ PLAN = [
 ]
 
 
-def shared(*groups: list[inspect.Parameter]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Add the given option groups to a command; it receives them as `opts: Options`."""
-    extra = [p for group in groups for p in group]
+APPLY = [
+    _param(
+        "throttle",
+        Annotated[
+            Optional[str],  # noqa: UP045
+            typer.Option(
+                "--throttle",
+                metavar="RATE",
+                help="Replication throttle for the moving replicas, e.g. 50MB/s, 10MiB/s or bytes "
+                "per second; restored when done.",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        None,
+    ),
+    _param(
+        "max_partitions",
+        Annotated[
+            Optional[int],  # noqa: UP045
+            typer.Option(
+                "--max-partitions",
+                metavar="N",
+                help="At most N partitions moving at once, cluster-wide (waves).",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        None,
+    ),
+    _param(
+        "max_per_broker",
+        Annotated[
+            Optional[int],  # noqa: UP045
+            typer.Option(
+                "--max-per-broker",
+                metavar="N",
+                help="At most N moving partitions per broker at once.",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        None,
+    ),
+    _param(
+        "order",
+        Annotated[
+            str,
+            typer.Option(
+                "--order",
+                metavar="ORDER",
+                help="Which moves go first: plan, largest or smallest.",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        "plan",
+    ),
+    _param(
+        "replica_at_a_time",
+        Annotated[
+            bool,
+            typer.Option(
+                "--replica-at-a-time",
+                help="Change one replica per partition at a time (never more than RF+1 replicas).",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        False,
+    ),
+    _param(
+        "additional",
+        Annotated[
+            bool,
+            typer.Option(
+                "--additional",
+                help="Start even though other reassignments are in flight.",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        False,
+    ),
+    _param(
+        "on_drift",
+        Annotated[
+            str,
+            typer.Option(
+                "--on-drift",
+                metavar="fail|skip",
+                help="A partition changed since the plan: fail (exit 5) or skip it.",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        "fail",
+    ),
+    _param(
+        "allow_under_min_isr",
+        Annotated[
+            bool,
+            typer.Option(
+                "--allow-under-min-isr",
+                help="Move partitions that have fewer in-sync replicas than min.insync.replicas.",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        False,
+    ),
+    _param(
+        "stall_timeout",
+        Annotated[
+            float,
+            typer.Option(
+                "--stall-timeout",
+                metavar="SECONDS",
+                help="Seconds without copied bytes before a stall is reported.",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        300.0,
+    ),
+    _param(
+        "resume",
+        Annotated[
+            bool,
+            typer.Option(
+                "--resume",
+                help="Continue an interrupted apply from its journal (PLAN.journal.jsonl).",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        False,
+    ),
+    _param(
+        "via",
+        Annotated[
+            str,
+            typer.Option(
+                "--via",
+                metavar="kafka|zookeeper",
+                help="Submit through kafka (KIP-455, default) or zookeeper "
+                "(/admin/reassign_partitions).",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        "kafka",
+    ),
+]
+
+
+def shared(
+    *groups: list[inspect.Parameter], without: frozenset[str] = frozenset()
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Add the given option groups to a command; it receives them as `opts: Options`. Options
+    named in `without` are left out (the command has no use for them; they keep their default)."""
+    extra = [p for group in groups for p in group if p.name not in without]
     names = {p.name for p in extra}
     known = {f.name for f in fields(Options)}
     assert names <= known, names - known

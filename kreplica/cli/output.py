@@ -24,6 +24,10 @@ class RunState:
     debug: bool = False
     no_color: bool = False
     envelope_sent: bool = False
+    # flag -> where it was really set (a --cluster entry, a variable), for error messages
+    flag_names: dict[str, str] = field(default_factory=dict)
+    # what Ctrl-C leaves behind, set by a command once it starts changing the cluster
+    interrupt_note: str = ""
     extra_errors: list[dict[str, str]] = field(default_factory=list)
 
 
@@ -108,5 +112,33 @@ def report_error(exc: BaseException, code: ExitCode, *, code_name: str, message:
     return int(code)
 
 
+def name_where_set(message: str) -> str:
+    """`check --zookeeper HOST:PORT` -> `check `zookeeper` of cluster 'prod' in FILE` when the
+    source came from there (STATE.flag_names)."""
+    import re
+
+    for flag, where in STATE.flag_names.items():
+        pattern = re.escape(flag) + r"(?: HOST:PORT(?:\[/chroot\])?| FILE)?(?![\w-])"
+        message = re.sub(pattern, where.replace("\\", "\\\\"), message)
+    return message
+
+
 def report_kreplica_error(exc: KreplicaError) -> int:
-    return report_error(exc, exc.exit_code, code_name=exc.code, message=exc.message)
+    message = name_where_set(exc.message)
+    return report_error(exc, exc.exit_code, code_name=exc.code, message=message)
+
+
+INTERRUPTED = "interrupted; nothing was changed"
+
+
+def report_interrupted() -> int:
+    """Ctrl-C: one line on stderr (what was changed, when a command started changing the
+    cluster), exit 130, and with --output json an envelope with status "interrupted"."""
+    message = one_line(STATE.interrupt_note or INTERRUPTED)
+    if sys.stderr.isatty():
+        sys.stderr.write("\n")  # end the line the terminal's ^C echo is on
+    sys.stderr.write(f"{message}\n")
+    sys.stderr.flush()
+    if STATE.output == "json" and not STATE.envelope_sent:
+        emit_envelope(None, [{"code": "interrupted", "message": message}], status="interrupted")
+    return int(ExitCode.INTERRUPTED)

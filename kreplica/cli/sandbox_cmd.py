@@ -1,5 +1,6 @@
-"""`kreplica sandbox up|status|down`: a local Kafka cluster (JVM processes on 127.0.0.1) for
-trying kreplica and rehearsing runbooks. The launcher is imported only when a command runs."""
+"""`kreplica sandbox up|status|down|stop-broker|start-broker|kafka`: a local Kafka cluster (JVM
+processes on 127.0.0.1) for trying kreplica and rehearsing runbooks (Kafka's own tools included).
+The launcher is imported only when a command runs."""
 
 # No `from __future__ import annotations`: typer reads these annotations at runtime.
 
@@ -18,6 +19,13 @@ class Mode(enum.StrEnum):
     kraft = "kraft"
 
 
+class Security(enum.StrEnum):
+    plaintext = "plaintext"
+    sasl_plaintext = "sasl_plaintext"
+    sasl_ssl = "sasl_ssl"
+    ssl = "ssl"
+
+
 class Output(enum.StrEnum):
     table = "table"
     json = "json"
@@ -25,17 +33,23 @@ class Output(enum.StrEnum):
 
 sandbox_app = typer.Typer(
     name="sandbox",
-    help="A local Kafka cluster (ZooKeeper or KRaft mode) for trying kreplica; needs Java 17 "
+    help="A local Kafka cluster for trying kreplica. ZooKeeper or KRaft mode; needs Java 17+ "
     "and Maven (jars come from Maven Central).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 
-NameOpt = Annotated[str, typer.Option("--name", help="Sandbox name: several can run side by side.")]
+NameOpt = Annotated[
+    str,
+    typer.Option("--name", metavar="NAME", help="Sandbox name: several can run side by side."),
+]
 OutputOpt = Annotated[
     Output,
-    typer.Option("--output", help="table for people, json for scripts (one envelope)."),
+    typer.Option(
+        "--output", metavar="table|json", help="table for people, json for scripts (one envelope)."
+    ),
 ]
 
 
@@ -63,34 +77,59 @@ def _info_lines(info: Any) -> list[str]:
         lines.append(f"zookeeper    {info.zookeeper}")
     lines += [f"cluster id   {info.cluster_id}", "", "broker  rack  port"]
     lines += [f"{b.id:<6}  {b.rack or '-':<4}  {b.port}" for b in info.brokers]
+    if info.security != "plaintext":
+        lines += ["", f"security     {info.security} (users admin and readonly; ACLs)"]
+        lines += [
+            f"{'as ' + user:<12} --command-config {path}"
+            for user, path in sorted(info.client_configs.items())
+        ]
     return lines
 
 
 @sandbox_app.command()
 def up(
-    mode: Annotated[Mode, typer.Option("--mode", help="zk: ZooKeeper + brokers; kraft: KRaft.")] = (
-        Mode.zk
-    ),
+    mode: Annotated[
+        Mode,
+        typer.Option("--mode", metavar="zk|kraft", help="zk: ZooKeeper + brokers; kraft: KRaft."),
+    ] = Mode.zk,
     brokers: Annotated[
-        int, typer.Option("--brokers", min=1, max=32, help="Number of brokers.")
+        int, typer.Option("--brokers", min=1, max=32, metavar="N", help="Number of brokers (1-32).")
     ] = 3,
     racks: Annotated[
         str,
-        typer.Option("--racks", help="Comma-separated racks, given round-robin; '' for none."),
+        typer.Option(
+            "--racks",
+            metavar="RACKS",
+            help="Comma-separated racks, given round-robin; '' for none.",
+        ),
     ] = "a,b,c",
     kafka_version: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(
-            "--kafka-version", help="Kafka version (default 3.9.2 for zk, 4.3.1 for kraft)."
+            "--kafka-version",
+            metavar="VERSION",
+            help="Kafka version (default 3.9.2 for zk, 4.3.1 for kraft).",
         ),
     ] = None,
     name: NameOpt = "default",
     timeout: Annotated[
         float, typer.Option("--timeout", min=1, metavar="SECONDS", help="Start-up limit.")
     ] = 180.0,
+    security: Annotated[
+        Security,
+        typer.Option(
+            "--security",
+            help="plaintext; or sasl_plaintext, sasl_ssl (SCRAM-SHA-512) or ssl (client "
+            "certificates), with users admin and readonly, ACLs, and a --command-config "
+            "file per user.",
+        ),
+    ] = Security.plaintext,
     output: OutputOpt = Output.table,
 ) -> None:
-    """Start ZooKeeper and brokers (or a KRaft quorum) in the background; wait until all answer."""
+    """Start a sandbox: ZooKeeper and brokers, or a KRaft quorum.
+
+    They run in the background; the command returns once all of them answer.
+    """
     from kreplica import sandbox
 
     info = sandbox.up(
@@ -100,6 +139,7 @@ def up(
         name=name,
         kafka_version=kafka_version,
         timeout_s=timeout,
+        security=security.value,
     )
     if output is Output.json:
         _emit("sandbox up", info.to_dict())
@@ -111,7 +151,7 @@ def up(
 
 @sandbox_app.command()
 def status(name: NameOpt = "default", output: OutputOpt = Output.table) -> None:
-    """Show a sandbox's addresses and whether each of its processes is running."""
+    """Show a sandbox's addresses and which of its processes run."""
     from kreplica import sandbox
 
     info = sandbox.status(name)
@@ -130,6 +170,7 @@ def status(name: NameOpt = "default", output: OutputOpt = Output.table) -> None:
                 "pid": p.pid,
                 "ports": list(p.ports),
                 "alive": p.alive,
+                "stopped": p.stopped,
                 "log": p.log,
             }
             for p in procs
@@ -141,12 +182,18 @@ def status(name: NameOpt = "default", output: OutputOpt = Output.table) -> None:
     typer.echo("\nprocess            pid      state    log")
     for p in procs:
         role = p.role if p.node_id is None else f"{p.role} {p.node_id}"
-        typer.echo(f"{role:<18} {p.pid:<8} {'running' if p.alive else 'DEAD':<8} {p.log}")
+        typer.echo(f"{role:<18} {p.pid:<8} {_state_word(p):<8} {p.log}")
+
+
+def _state_word(p: Any) -> str:
+    if p.alive:
+        return "running"
+    return "stopped" if p.stopped else "DEAD"
 
 
 @sandbox_app.command()
 def down(name: NameOpt = "default", output: OutputOpt = Output.table) -> None:
-    """Stop exactly the processes of a sandbox and delete its data."""
+    """Stop exactly a sandbox's processes and delete its data."""
     from kreplica import sandbox
 
     stopped = sandbox.down(name)
@@ -156,3 +203,110 @@ def down(name: NameOpt = "default", output: OutputOpt = Output.table) -> None:
     typer.echo(
         f"sandbox {name} stopped" if stopped else f"no sandbox named {name!r}; nothing to stop"
     )
+
+
+BrokerArg = Annotated[int, typer.Argument(metavar="ID", help="Broker id (1..N).")]
+
+
+def _running(sandbox: Any, name: str, broker_id: int) -> bool:
+    return any(
+        p.alive for p in sandbox.processes(name) if p.node_id == broker_id and "broker" in p.role
+    )
+
+
+def _broker_data(name: str, p: Any) -> dict[str, Any]:
+    return {"name": name, "broker": p.node_id, "pid": p.pid, "alive": p.alive, "log": p.log}
+
+
+@sandbox_app.command("stop-broker")
+def stop_broker(
+    broker_id: BrokerArg,
+    name: NameOpt = "default",
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait/--no-wait",
+            help="Return once the cluster no longer lists the broker (ZooKeeper session "
+            "expired, KRaft broker fenced): about 6-10 s.",
+        ),
+    ] = True,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Kill one broker (SIGKILL, like a crash).
+
+    To rehearse an incident; start-broker restarts it.
+    """
+    from kreplica import sandbox
+
+    was_running = _running(sandbox, name, broker_id)
+    proc = sandbox.stop_broker(name, broker_id, wait=wait)
+    if output is Output.json:
+        _emit("sandbox stop-broker", _broker_data(name, proc))
+        return
+    if not was_running:
+        typer.echo(f"broker {broker_id} of sandbox {name} is not running; nothing to stop")
+        return
+    seen = "the cluster lists it as gone" if wait else "the cluster notices within about 10 s"
+    typer.echo(f"broker {broker_id} of sandbox {name} killed (SIGKILL); {seen}")
+    typer.echo(f"start it again with: kreplica sandbox start-broker {broker_id} --name {name}")
+
+
+@sandbox_app.command("start-broker")
+def start_broker(
+    broker_id: BrokerArg,
+    name: NameOpt = "default",
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=1, metavar="SECONDS", help="Start-up limit.")
+    ] = 120.0,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Start a stopped broker again with its config and data. Waits until the cluster lists it."""
+    from kreplica import sandbox
+
+    was_running = _running(sandbox, name, broker_id)
+    proc = sandbox.start_broker(name, broker_id, timeout_s=timeout)
+    if output is Output.json:
+        _emit("sandbox start-broker", _broker_data(name, proc))
+        return
+    if was_running:
+        typer.echo(f"broker {broker_id} of sandbox {name} is already running (pid {proc.pid})")
+        return
+    typer.echo(f"broker {broker_id} of sandbox {name} is running again (pid {proc.pid})")
+
+
+@sandbox_app.command(
+    "kafka",
+    context_settings={
+        "allow_extra_args": True,
+        "ignore_unknown_options": True,
+        "allow_interspersed_args": False,  # everything after TOOL belongs to the tool
+    },
+)
+def kafka(
+    tool: Annotated[
+        str,
+        typer.Argument(
+            metavar="TOOL",
+            help="kafka-topics, kafka-reassign-partitions, kafka-configs, "
+            "kafka-leader-election, kafka-consumer-groups, ... ('.sh' and 'kafka-' optional).",
+        ),
+    ],
+    args: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Argument(metavar="[ARGS]...", help="The tool's own arguments."),
+    ] = None,
+    name: NameOpt = "default",
+) -> int:
+    """Run one of Kafka's own tools against the sandbox. Adds --bootstrap-server unless given.
+
+    Options for kreplica (--name) go before TOOL; everything after TOOL goes to the tool.
+    Exits with the tool's exit code.
+    """
+    from kreplica import sandbox
+    from kreplica.cli import output
+
+    output.STATE.interrupt_note = (
+        f"interrupted; {tool} may have changed the sandbox before it stopped: check with the "
+        "tool's own describe/verify"
+    )
+    return sandbox.run_tool(name, tool, args or [])

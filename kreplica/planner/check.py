@@ -2,15 +2,16 @@
 
 A plan document for another cluster or a drifted cluster is refused (StalePlan, exit 5).
 Codes (stable): unknown-partition, unknown-broker, duplicate-broker, duplicate-partition,
-empty-replicas (errors); offline-broker, rf-mismatch, rack-violation, rf-below-min-isr,
-leader-skew, reassignment-in-progress, movement (warnings or info).
+empty-replicas, offline-broker (a target on a dead broker), reassignment-in-progress,
+unknown-log-dir (errors); rf-mismatch, rack-violation, rf-below-min-isr, leader-skew,
+removes-replicas, movement (warnings or info).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kreplica.model import ClusterSnapshot, Finding
+from kreplica.model import Broker, ClusterSnapshot, Finding
 from kreplica.planner.evaluate import (
     duplicate_brokers,
     has_rack_violation,
@@ -18,7 +19,11 @@ from kreplica.planner.evaluate import (
     rack_count,
     spread,
 )
-from kreplica.planner.serialize import parse_new_partitions, parse_reassignment_json
+from kreplica.planner.serialize import (
+    parse_log_dirs,
+    parse_new_partitions,
+    parse_reassignment_json,
+)
 from kreplica.planner.staleness import ensure_plan_is_current
 
 # Moving (replacing) more than this share of a topic's replicas is flagged as a warning (a
@@ -32,6 +37,7 @@ def check_reassignment(snapshot: ClusterSnapshot, data: Any) -> list[Finding]:
     rows = parse_reassignment_json(data)
     ensure_plan_is_current(snapshot, data)
     new_rows = parse_new_partitions(data)
+    dirs = parse_log_dirs(data)
     racks = snapshot.racks()
     brokers = {b.id: b for b in snapshot.brokers}
     alive = [b.id for b in snapshot.brokers if b.alive]
@@ -101,9 +107,10 @@ def check_reassignment(snapshot: ClusterSnapshot, data: Any) -> list[Finding]:
         if offline:
             findings.append(
                 Finding(
-                    "warning",
+                    "error",
                     "offline-broker",
-                    f"{where}: broker(s) {offline} are not alive; the move cannot complete "
+                    f"{where}: broker(s) {offline} are down and Kafka rejects the whole file "
+                    f"(Unknown broker id {offline[0]}); replan with --replace-dead or wait "
                     "until they are back",
                     topic,
                     pid,
@@ -113,13 +120,16 @@ def check_reassignment(snapshot: ClusterSnapshot, data: Any) -> list[Finding]:
         if part is not None and part.reassigning:
             findings.append(
                 Finding(
-                    "warning",
+                    "error",
                     "reassignment-in-progress",
-                    f"{where} is being reassigned already; wait for it to finish",
+                    f"{where} is being reassigned already (adding {list(part.adding_replicas)}, "
+                    f"removing {list(part.removing_replicas)}) and Kafka refuses a second move; "
+                    "wait until kafka-reassign-partitions --verify reports it complete",
                     topic,
                     pid,
                 )
             )
+        findings.extend(_log_dir_findings(where, topic, pid, replicas, dirs.get(key), brokers))
         if not dups and has_rack_violation(racks, replicas, available_racks):
             findings.append(
                 Finding(
@@ -144,6 +154,33 @@ def check_reassignment(snapshot: ClusterSnapshot, data: Any) -> list[Finding]:
     return findings
 
 
+def _log_dir_findings(
+    where: str,
+    topic: str,
+    pid: int,
+    replicas: tuple[int, ...],
+    dirs: tuple[str, ...] | None,
+    brokers: dict[int, Broker],
+) -> list[Finding]:
+    """A log dir the broker does not have (only when the source knows the broker's dirs)."""
+    findings: list[Finding] = []
+    for broker, path in zip(replicas, dirs or (), strict=False):
+        known = brokers[broker].log_dirs if broker in brokers else None
+        if path == "any" or known is None or path in known:
+            continue
+        findings.append(
+            Finding(
+                "error",
+                "unknown-log-dir",
+                f"{where}: broker {broker} has no log dir {path!r} (it has "
+                f'{", ".join(repr(d) for d in known) or "none"}); use one of those or "any"',
+                topic,
+                pid,
+            )
+        )
+    return findings
+
+
 def _topic_findings(
     snapshot: ClusterSnapshot,
     name: str,
@@ -165,20 +202,21 @@ def _topic_findings(
         )
     topic = next((t for t in snapshot.topics if t.name == name), None)
     min_isr = topic.min_insync_replicas if topic else None
-    if min_isr is not None and parts:
+    if topic is not None and min_isr is not None and parts:
         low = min(len(v) for v in parts.values())
         if low <= min_isr:
             findings.append(
                 Finding(
                     "error" if low < min_isr else "warning",
                     "rf-below-min-isr",
-                    f"topic {name!r}: RF {low} <= min.insync.replicas={min_isr}; producers with "
-                    "acks=all fail when a replica is unavailable"
+                    f"topic {name!r}: RF {low} <= {topic.min_insync_replicas_text()}; producers "
+                    "with acks=all fail when a replica is unavailable"
                     + (" (always, as RF < min.insync)" if low < min_isr else ""),
                     topic=name,
                 )
             )
-    total = copied = moved = 0
+    total = copied = moved = dropped = 0
+    shrunk: list[int] = []
     for key, reps in parts.items():
         part = existing.get(key)
         if part is None:
@@ -189,6 +227,22 @@ def _topic_findings(
             removed = len([b for b in part.replicas if b not in reps])
             copied += added
             moved += min(added, removed)
+            if removed > added:  # net removals; a replacement is a move, reported below
+                dropped += removed - added
+                shrunk.append(key[1])
+    if dropped:
+        shrunk.sort()
+        findings.append(
+            Finding(
+                "warning",
+                "removes-replicas",
+                f"topic {name!r}: {dropped} replica(s) would be removed from {len(shrunk)} "
+                f"partition(s) ({', '.join(map(str, shrunk[:10]))}"
+                f"{', ...' if len(shrunk) > 10 else ''}); Kafka deletes their data once the "
+                "move completes",
+                topic=name,
+            )
+        )
     if total and copied:
         share = moved / total
         findings.append(

@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kreplica.model import ClusterSnapshot
+from kreplica.model import ClusterSnapshot, Partition
 from kreplica.planner.evaluate import rack_key
 
 
@@ -26,6 +26,7 @@ class Fallback:
 class PlanContext:
     snapshot: ClusterSnapshot
     eligible: tuple[int, ...]  # sorted broker ids new replicas may go to
+    live: frozenset[int]  # brokers that are up; a replica anywhere else is on a dead broker
     racks: dict[int, str | None]
     seed: int | None
     use_bytes: bool  # sizes are known: bytes break ties after replica counts
@@ -53,6 +54,7 @@ class PlanContext:
         ctx = cls(
             snapshot=snapshot,
             eligible=tuple(sorted(eligible)),
+            live=snapshot.live_broker_ids(),
             racks=snapshot.racks(),
             seed=seed,
             use_bytes=use_bytes,
@@ -70,6 +72,14 @@ class PlanContext:
     def rack(self, broker: int) -> str:
         key = self.rack_keys.get(broker)
         return key if key is not None else rack_key(self.racks, broker)
+
+    def is_dead(self, broker: int) -> bool:
+        return broker not in self.live
+
+    def leader_of(self, partition: Partition | None) -> int | None:
+        """The partition's leader now, if it is on a live broker (a dead one leads nothing)."""
+        leader = partition.current_leader if partition is not None else None
+        return leader if leader is not None and leader in self.live else None
 
     def rank(self, broker: int) -> int:
         return self.tiebreak.get(broker, len(self.tiebreak) + broker)

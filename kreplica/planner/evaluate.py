@@ -79,6 +79,32 @@ def spread(counts: Mapping[int, int]) -> int:
     return max(values) - min(values)
 
 
+def spread_floor(fixed: Mapping[int, int], eligible: Mapping[int, int], added: int) -> int:
+    """The lowest spread any placement of `added` more replicas on the `eligible` brokers can
+    reach, every other broker keeping its `fixed` count (per-partition and rack rules ignored,
+    so no real plan does better). Water filling: raise the emptiest eligible brokers to a
+    common level L, the remainder one above it."""
+    if not eligible:
+        values = list(fixed.values())
+        return max(values) - min(values) if values else 0
+    counts = sorted(eligible.values())
+
+    def need(level: int) -> int:
+        return sum(level - c for c in counts if c < level)
+
+    low, high = counts[0], counts[0] + added
+    while low < high:  # the highest level `added` replicas can fill
+        mid = (low + high + 1) // 2
+        if need(mid) <= added:
+            low = mid
+        else:
+            high = mid - 1
+    extra = added - need(low)  # fewer than the brokers at `low`: they go one above
+    top = max(counts[-1], low + (1 if extra else 0), *fixed.values())
+    bottom = min(low, *fixed.values()) if fixed else low
+    return top - bottom
+
+
 def balance_bound(total_replicas: int, eligible: int, rf: int) -> int:
     """Most replicas of one topic a single eligible broker can hold after `balanced` adds
     replicas, when it held fewer before and racks do not restrict the choice.

@@ -1,7 +1,14 @@
-"""`kreplica explain TOPIC`: is this topic's layout Kafka's default, and how balanced is it."""
+"""`kreplica explain TOPIC`: is this topic's layout Kafka's default, and how balanced is it.
+
+Two placements are tried: ZooKeeper mode's ``AdminUtils`` (with ZK add-partitions) through
+:func:`~kreplica.kafka.infer_layout`, and KRaft's ``StripedReplicaPlacer`` through
+:func:`~kreplica.planner.striped.match_striped`. The one that explains more partitions is the
+closest; it is named as the topic's placement only when it explains more than half of them.
+"""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from kreplica.kafka import KafkaLayout, infer_layout
@@ -14,13 +21,82 @@ from kreplica.planner.evaluate import (
     replicas_per_broker,
     spread,
 )
+from kreplica.planner.striped import StripedMatch, match_striped
+
+ZOOKEEPER = "zookeeper"
+KRAFT_STRIPED = "kraft-striped"
 
 
-def _added_partitions(layout: KafkaLayout | None) -> list[int]:
-    """Partitions recognised as placed by a later ZK add-partitions call."""
-    if layout is None:
+def _added_partitions(layout: KafkaLayout, assignment: dict[int, tuple[int, ...]]) -> list[int]:
+    """Partitions that only a later ZK add-partitions call explains.
+
+    A partition the creation layout also reproduces is not claimed: the topic could as well
+    have been created with it.
+    """
+    claimed = sorted(p for first, stop in layout.added_batches for p in range(first, stop))
+    if not claimed:
         return []
-    return sorted(p for first, stop in layout.added_batches for p in range(first, stop))
+    rf = max(len(r) for r in assignment.values())
+    created = replace(layout, added_ranges=()).extend(max(assignment) + 1, rf)
+    return [p for p in claimed if list(assignment[p]) != created[p][: len(assignment[p])]]
+
+
+def _replication_factors(topic: Topic) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for p in topic.partitions:
+        counts[len(p.replicas)] = counts.get(len(p.replicas), 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], -kv[0])))
+
+
+def _layout_doc(snapshot: ClusterSnapshot, t: Topic) -> dict[str, Any]:
+    assignment = t.assignment()
+    ids = sorted(assignment)
+    racks = snapshot.racks()
+    zk = infer_layout(assignment, snapshot.broker_ids(), racks) if assignment else None
+    striped: StripedMatch | None = (
+        match_striped(assignment, snapshot.broker_ids(), racks) if assignment else None
+    )
+    fits = {
+        ZOOKEEPER: len(zk.conforming) if zk is not None else 0,
+        KRAFT_STRIPED: len(striped.fitting) if striped is not None else 0,
+    }
+    # Ties go to ZooKeeper mode (its layout has parameters the kafka strategy can extend),
+    # unless it needs add-partitions calls the striped placement does without.
+    zk_added = _added_partitions(zk, assignment) if zk is not None else []
+    closest: str | None = None
+    if fits[ZOOKEEPER] or fits[KRAFT_STRIPED]:
+        zk_first = (fits[ZOOKEEPER], not zk_added) >= (fits[KRAFT_STRIPED], True)
+        closest = ZOOKEEPER if zk_first else KRAFT_STRIPED
+    if closest == ZOOKEEPER and zk is not None:
+        nonconforming = sorted(zk.nonconforming)
+    elif closest == KRAFT_STRIPED and striped is not None:
+        nonconforming = sorted(striped.nonconforming)
+    else:
+        nonconforming = ids
+    fitting = len(ids) - len(nonconforming)
+    placement = closest if ids and fitting * 2 > len(ids) else None
+    zk_shown = zk if closest == ZOOKEEPER else None
+    added = zk_added if placement == ZOOKEEPER else []
+    return {
+        "kafka_default": placement is not None and not nonconforming,
+        "broker_list": list(zk_shown.broker_list) if zk_shown is not None else None,
+        "start_index": zk_shown.start_index if zk_shown is not None else None,
+        "replica_shift": zk_shown.replica_shift if zk_shown is not None else None,
+        "nonconforming_partitions": nonconforming,
+        "added_partitions": added,
+        "rack_aware": (
+            bool(zk_shown.rack_aware)
+            if zk_shown is not None
+            else closest == KRAFT_STRIPED and striped is not None and len(striped.racks) > 1
+        ),
+        "placement": placement,
+        "closest_placement": closest,
+        "fitting_partitions": fitting,
+        "placement_fits": fits,
+        "striped_cycle": (
+            striped.cycle_length if closest == KRAFT_STRIPED and striped is not None else None
+        ),
+    }
 
 
 def explain_topic(snapshot: ClusterSnapshot, topic: str) -> dict[str, Any]:
@@ -38,30 +114,16 @@ def explain_topic(snapshot: ClusterSnapshot, topic: str) -> dict[str, Any]:
         if has_rack_violation(racks, reps, available)
     ]
     racks_min = min((distinct_racks(racks, reps) for reps in assignment.values()), default=0)
-
-    layout = infer_layout(t.assignment(), snapshot.broker_ids(), racks)
-    added = _added_partitions(layout)
-    nonconforming = (
-        sorted(layout.nonconforming)
-        if layout is not None
-        else sorted(p.partition for p in t.partitions)
-    )
-    kafka_default = layout is not None and not nonconforming
-    layout_doc = {
-        "kafka_default": kafka_default,
-        "broker_list": list(layout.broker_list) if layout is not None else None,
-        "start_index": layout.start_index if layout is not None else None,
-        "replica_shift": layout.replica_shift if layout is not None else None,
-        "nonconforming_partitions": nonconforming,
-        "added_partitions": added,
-        "rack_aware": bool(layout.rack_aware) if layout is not None else False,
-    }
+    layout_doc = _layout_doc(snapshot, t)
+    rfs = _replication_factors(t)
     has_racks = any(racks.get(b) is not None for b in scope)
-    summary = _summary(t, layout_doc, spread(per_broker), violations, has_racks)
+    summary = _summary(t, layout_doc, rfs, spread(per_broker), violations, has_racks)
     return {
         "topic": t.name,
         "partitions": len(t.partitions),
         "replication_factor": t.replication_factor,
+        "replication_factors": rfs,
+        "mixed_rf": len(rfs) > 1,
         "layout": layout_doc,
         "balance": {
             "replicas_per_broker": per_broker,
@@ -73,28 +135,49 @@ def explain_topic(snapshot: ClusterSnapshot, topic: str) -> dict[str, Any]:
     }
 
 
+def placement_words(layout: dict[str, Any]) -> str:
+    """The closest placement with its parameters, for summaries and renderers."""
+    if layout.get("closest_placement") == KRAFT_STRIPED:
+        cycle = layout.get("striped_cycle")
+        return (
+            "KRaft's striped placement (racks alternate per partition, brokers take turns "
+            f"within each rack, reshuffled every {cycle} partitions)"
+        )
+    return (
+        f"ZooKeeper-mode placement (broker list {layout['broker_list']}, start index "
+        f"{layout['start_index']}, replica shift {layout['replica_shift']})"
+    )
+
+
 def _summary(
-    topic: Topic, layout: dict[str, Any], balance_spread: int, violations: list[int], racks: bool
+    topic: Topic,
+    layout: dict[str, Any],
+    rfs: dict[int, int],
+    balance_spread: int,
+    violations: list[int],
+    racks: bool,
 ) -> str:
     parts: list[str] = []
-    if layout["kafka_default"]:
+    odd = layout["nonconforming_partitions"]
+    total = len(topic.partitions)
+    if layout["placement"] is not None and not odd:
+        parts.append(f"Kafka's default layout, {placement_words(layout)}")
+    elif layout["placement"] is not None:
         parts.append(
-            f"Kafka's default layout (broker list {layout['broker_list']}, start index "
-            f"{layout['start_index']}, replica shift {layout['replica_shift']})"
+            f"Kafka's layout, {placement_words(layout)}, except {len(odd)} partition(s) {odd[:10]}"
         )
-    elif layout["broker_list"] is not None:
-        odd = layout["nonconforming_partitions"]
-        added = layout["added_partitions"]
-        text = (
-            f"Kafka's layout (broker list {layout['broker_list']}, start index "
-            f"{layout['start_index']}, replica shift {layout['replica_shift']}) except "
-            f"{len(odd)} partition(s) {odd[:10]}"
+    elif layout["closest_placement"] is not None:
+        parts.append(
+            f"not Kafka's default placement: only {layout['fitting_partitions']} of {total} "
+            f"partition(s) fit {placement_words(layout)}"
         )
-        if added:
-            text += f"; partition(s) {added[:10]} match a later add-partitions"
-        parts.append(text)
     else:
         parts.append("not a Kafka default layout (assigned by hand or by another tool)")
+    if layout["added_partitions"]:
+        parts.append(f"partition(s) {layout['added_partitions'][:10]} match a later add-partitions")
+    if len(rfs) > 1:
+        counts = ", ".join(f"RF {rf} on {n} partition(s)" for rf, n in rfs.items())
+        parts.append(f"mixed replication factors: {counts}")
     parts.append(f"replicas per broker differ by at most {balance_spread}")
     if racks:
         parts.append(

@@ -68,23 +68,24 @@ def _kept_weaker_than_dropped(
     dropped: Sequence[int],
     leader: int | None,
 ) -> str | None:
-    """Why truncating is worse than `balanced` lowering: it would keep a follower that is out
-    of sync or on an ineligible broker and drop a healthier replica (that costs an in-sync
-    copy, or keeps data on a broker being drained)."""
+    """Why truncating is worse than `balanced` lowering: it would keep a replica that is on a
+    dead broker, out of sync or on an ineligible broker and drop a healthier one (that costs an
+    in-sync copy, or keeps data on a broker being drained)."""
     lagging = set(part.out_of_sync) if part else set()
     eligible = set(ctx.eligible)
 
-    def weakness(b: int) -> tuple[bool, bool]:
-        return (b in lagging, b not in eligible)
+    def weakness(b: int) -> tuple[bool, bool, bool]:
+        return (ctx.is_dead(b), b in lagging, b not in eligible)
 
-    followers = [b for b in keep[1:] if b != leader]  # `balanced` keeps the leaders too
-    if not followers or not dropped:
+    kept = [b for b in keep if b != leader]  # `balanced` keeps the leader too
+    if not kept or not dropped:
         return None
-    weakest = max(followers, key=weakness)
+    weakest = max(kept, key=weakness)
     healthiest = min(dropped, key=weakness)
     if weakness(weakest) <= weakness(healthiest):
         return None
-    why = "out of sync" if weakest in lagging else "not eligible"
+    dead, out_of_sync, _ = weakness(weakest)
+    why = "dead" if dead else "out of sync" if out_of_sync else "not eligible"
     return f"truncating would keep broker {weakest} ({why}) and drop broker {healthiest}"
 
 
@@ -108,6 +109,8 @@ class KafkaStrategy:
                 reason = "no Kafka layout reproduces partition 0 of this topic"
             elif pid not in conforming:
                 reason = "does not fit the inferred Kafka layout (added or changed by hand)"
+            elif part is not None and tuple(replicas) != part.replicas:
+                reason = "a replica on a dead broker was replaced"
             elif len(replicas) < rf:
                 target = kafka.get(pid, [])
                 if len(target) < rf:
@@ -124,7 +127,7 @@ class KafkaStrategy:
                         continue
                     reason = problem
             else:
-                leader = part.current_leader if part else None
+                leader = ctx.leader_of(part)
                 keep = replicas[:rf]
                 weaker = _kept_weaker_than_dropped(ctx, part, keep, replicas[rf:], leader)
                 if leader is not None and leader in replicas and leader not in keep:

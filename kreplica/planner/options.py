@@ -24,3 +24,5 @@ class PlanOptions:
     exclude_brokers: frozenset[int] = frozenset()
     seed: int | None = None  # tie-break and kafka-strategy randomness, deterministic
     force: bool = False  # allow lowering RF to <= min.insync.replicas
+    replace_dead: bool = False  # replace replicas on dead brokers in the partitions that change
+    skip_in_flight: bool = False  # leave partitions being reassigned out instead of refusing

@@ -77,35 +77,32 @@ def pick_removal(
     replicas: Sequence[int],
     *,
     out_of_sync: Collection[int],
-    protected: Collection[int],
+    leader: int | None,
 ) -> int:
     """The replica to drop when lowering RF (no data moves).
 
-    candidates: not protected (current and preferred leader); else anything but the
-                current leader; else any follower
-    prefer: out of sync (even over rack diversity: an in-sync copy on a shared rack
-            is worth more than a lagging one; --fix-racks repairs the rack), then on
-            an ineligible broker, then on a rack another replica also uses, then the
-            most loaded (topic, cluster, bytes), then nearest the tail
+    candidates: every replica but the current leader (which is never removed)
+    prefer: on a dead broker, then out of sync (even over rack diversity: an in-sync copy
+            on a shared rack is worth more than a lagging one; --fix-racks repairs the
+            rack), then on an ineligible broker, then a follower over the preferred leader,
+            then on a rack another replica also uses, then the most loaded (topic, cluster,
+            bytes), then nearest the tail
+    So a partition keeps as many live in-sync replicas as the new RF allows.
     """
-    leader = next((b for b in replicas if b in protected and b != replicas[0]), None)
-    candidates = (
-        [b for b in replicas if b not in protected]
-        or [b for b in replicas if b != leader and leader is not None]
-        or list(replicas[1:])
-    )
+    candidates = [b for b in replicas if b != leader] or list(replicas)
     rack_use: dict[str, int] = {}
     for b in replicas:
         rack_use[ctx.rack(b)] = rack_use.get(ctx.rack(b), 0) + 1
     eligible = set(ctx.eligible)
-
     position = {b: i for i, b in enumerate(replicas)}
 
-    def key(b: int) -> tuple[bool, bool, bool, int, int, int, int]:
+    def key(b: int) -> tuple[bool, bool, bool, bool, bool, int, int, int, int]:
         load = ctx.load_key(topic, b)
         return (
+            ctx.is_dead(b),
             b in out_of_sync,
             b not in eligible,
+            position[b] > 0,
             rack_use[ctx.rack(b)] > 1,
             load[0],
             load[1],

@@ -7,11 +7,24 @@ are moved first by rack repair, since they hold no data yet.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from kreplica.errors import PlanInfeasible, UsageError
 from kreplica.model import ClusterSnapshot, Finding, PartitionChange, Plan, Topic
 from kreplica.planner.context import PlanContext
+from kreplica.planner.degraded import (
+    dead_broker_findings,
+    dead_in_targets,
+    in_flight,
+    needs_change,
+    refuse_dead,
+    refuse_in_flight,
+    replace_dead,
+    surviving_dead,
+)
+from kreplica.planner.evaluate import spread, spread_floor
 from kreplica.planner.kafka_strategy import KafkaStrategy
 from kreplica.planner.options import STRATEGIES, PlanOptions, TopicRequest
 from kreplica.planner.report import LowerBound, build_report
@@ -144,61 +157,105 @@ def _validate(
 
 
 def _min_isr_findings(topic: Topic, req: TopicRequest, options: PlanOptions) -> list[Finding]:
-    min_isr = topic.min_insync_replicas
-    if req.rf is None or min_isr is None or req.rf > min_isr:
+    """RF at or below the effective min.insync.replicas (topic override, cluster or broker
+    default, else Kafka's 1): lowering there is refused unless forced. The text names the
+    value used and where it comes from."""
+    if req.rf is None:
         return []
+    min_isr = topic.min_insync_replicas
     lowering = any(len(p.replicas) > req.rf for p in topic.partitions)
+    if req.rf > min_isr:
+        if lowering and topic.min_insync_replicas_assumed:
+            return [
+                Finding(
+                    "warning",
+                    "min-isr-assumed",
+                    f"topic {topic.name!r}: lowering RF to {req.rf} was checked against "
+                    f"{topic.min_insync_replicas_text()}, which is assumed, not read; if the "
+                    f"brokers set a higher value, RF {req.rf} may be at or below it (the "
+                    "AdminClient reports the value in force)",
+                    topic=topic.name,
+                )
+            ]
+        return []
     text = (
-        f"topic {topic.name!r}: RF {req.rf} <= min.insync.replicas={min_isr}, so producers "
-        "with acks=all fail as soon as a replica is unavailable"
+        f"topic {topic.name!r}: RF {req.rf} <= {topic.min_insync_replicas_text()}, so "
+        "producers with acks=all fail as soon as a replica is unavailable"
     )
     if lowering and not options.force:
+        lower_first = "lower min.insync.replicas first, " if min_isr > 1 else ""
         raise PlanInfeasible(
-            f"{text}; lower min.insync.replicas first, ask for RF {min_isr + 1} or more, "
-            "or pass --force"
+            f"{text}; {lower_first}ask for RF {min_isr + 1} or more, or pass --force"
         )
     return [Finding("warning", "rf-below-min-isr", text, topic=topic.name)]
 
 
-def _state_findings(topic: Topic) -> list[Finding]:
-    findings: list[Finding] = []
-    lagging = [p.partition for p in topic.partitions if p.out_of_sync]
-    if lagging:
-        shown = _ids(lagging[:10]) + (", ..." if len(lagging) > 10 else "")
-        findings.append(
-            Finding(
-                "warning",
-                "under-replicated",
-                f"topic {topic.name!r}: {len(lagging)} partition(s) have out-of-sync replicas "
-                f"({shown}); lowering RF removes those first, other moves wait for them",
-                topic=topic.name,
-            )
+def _state_findings(topic: Topic, ctx: PlanContext, req: TopicRequest) -> list[Finding]:
+    lagging = [
+        p.partition
+        for p in topic.partitions
+        if any(b not in ctx.live for b in p.in_sync) or p.out_of_sync
+    ]
+    if not lagging:
+        return []
+    shown = _ids(lagging[:10]) + (", ..." if len(lagging) > 10 else "")
+    lowers = req.rf is not None and any(len(p.replicas) > req.rf for p in topic.partitions)
+    what = (
+        "lowering RF drops those first and never the leader"
+        if lowers
+        else "they stay out of sync until they catch up"
+    )
+    return [
+        Finding(
+            "warning",
+            "under-replicated",
+            f"topic {topic.name!r}: {len(lagging)} partition(s) have replicas out of sync or on a "
+            f"dead broker ({shown}); {what}, and new replicas copy from the leader",
+            topic=topic.name,
         )
-    moving = [p.partition for p in topic.partitions if p.reassigning]
-    if moving:
-        findings.append(
-            Finding(
-                "warning",
-                "reassignment-in-progress",
-                f"topic {topic.name!r}: partitions {_ids(moving[:10])} are being reassigned; "
-                "wait for it to finish (kafka-reassign-partitions --verify) before applying",
-                topic=topic.name,
-            )
+    ]
+
+
+def _in_flight_elsewhere(snapshot: ClusterSnapshot, requested: set[str]) -> list[Finding]:
+    moving = [
+        f"{t.name}-{p.partition}"
+        for t in snapshot.topics
+        if t.name not in requested
+        for p in t.partitions
+        if p.reassigning
+    ]
+    if not moving:
+        return []
+    return [
+        Finding(
+            "info",
+            "reassignment-in-progress",
+            f"{len(moving)} partition(s) of other topics are being reassigned "
+            f"({', '.join(moving[:5])}{', ...' if len(moving) > 5 else ''}); "
+            "kafka-reassign-partitions --execute then needs --additional",
         )
-    return findings
+    ]
 
 
 def _lower_bound(
-    ctx: PlanContext, topic: Topic, req: TopicRequest, target_rf: int, bound: LowerBound
+    ctx: PlanContext,
+    topic: Topic,
+    req: TopicRequest,
+    target_rf: int,
+    bound: LowerBound,
+    state: _Degraded,
 ) -> None:
     """Fewest adds/removes for this topic's request: RF deltas per partition, new partitions
-    at the target RF, and the rack moves no RF change can avoid (each added replica or
-    move gains at most one rack; removals never gain one)."""
+    at the target RF, dead replicas that must be replaced, and the rack moves no RF change can
+    avoid (each added replica or move gains at most one rack; removals never gain one)."""
     for p in topic.partitions:
+        if (topic.name, p.partition) in state.skipped:
+            continue
         have = len(p.replicas)
         rf = req.rf if req.rf is not None else have  # no RF asked: each partition keeps its own
-        adds = max(0, rf - have)
-        removes = max(0, have - rf)
+        replaced = state.replace.get((topic.name, p.partition), 0)
+        adds = max(0, rf - have) + replaced
+        removes = max(0, have - rf) + replaced
         if req.fix_racks:
             racks_now = len({ctx.rack(b) for b in p.replicas})
             target = rack_target(ctx, p.replicas, rf)
@@ -211,12 +268,245 @@ def _lower_bound(
         bound.add_partition((req.partitions - len(topic.partitions)) * target_rf, 0, 0)
 
 
+@dataclass
+class _Degraded:
+    """What the cluster's state removes from or adds to the request (see planner.degraded)."""
+
+    skipped: set[tuple[str, int]] = field(default_factory=set)  # in flight, left out
+    replace: dict[tuple[str, int], int] = field(default_factory=dict)  # dead replicas to swap
+
+
+def _degraded(
+    ctx: PlanContext,
+    topics: dict[str, Topic],
+    requests: Sequence[TopicRequest],
+    options: PlanOptions,
+) -> tuple[_Degraded, list[Finding]]:
+    state = _Degraded()
+    findings: list[Finding] = []
+    moving = []
+    for req in requests:
+        topic = topics[req.topic]
+        adds = req.partitions is not None and req.partitions > len(topic.partitions)
+        # While a move runs Kafka lists target + removing replicas, so the list's length is not
+        # the RF the partition will have: any RF request touches an in-flight partition.
+        touched = adds or req.rf is not None
+        moving += [p for p in in_flight(topic) if touched or needs_change(ctx, p, req)]
+    if moving and not options.skip_in_flight:
+        raise refuse_in_flight(moving)
+    if moving:
+        state.skipped = {(p.topic, p.partition) for p in moving}
+        findings.append(
+            Finding(
+                "warning",
+                "skipped-in-flight",
+                f"left out {len(moving)} partition(s) being reassigned "
+                f"({', '.join(f'{p.topic}-{p.partition}' for p in moving[:10])}"
+                f"{', ...' if len(moving) > 10 else ''}); plan them again once the move is done",
+            )
+        )
+    for req in requests:
+        for p in topics[req.topic].partitions:
+            key = (p.topic, p.partition)
+            if key in state.skipped or not needs_change(ctx, p, req):
+                continue
+            count = surviving_dead(ctx, p, req.rf if req.rf is not None else len(p.replicas))
+            if count:
+                state.replace[key] = count
+    if state.replace and not options.replace_dead:
+        raise refuse_dead(ctx, state.replace)
+    findings += dead_broker_findings(ctx, [topics[r.topic] for r in requests])
+    return state, findings
+
+
+def _apply_request(
+    ctx: PlanContext,
+    strategy: Strategy,
+    topic: Topic,
+    req: TopicRequest,
+    target_rf: int,
+    state: _Degraded,
+) -> Work:
+    """One topic's working assignment after the request, every change already accounted in
+    ctx (undo_request reverses it)."""
+    work: Work = {p.partition: list(p.replicas) for p in topic.partitions}
+    partitions = {p.partition: p for p in topic.partitions}
+    for pid in sorted(work):
+        count = state.replace.get((topic.name, pid))
+        if count:
+            replace_dead(ctx, topic.name, partitions[pid], work[pid], count)
+    active = {pid: reps for pid, reps in work.items() if (topic.name, pid) not in state.skipped}
+    if req.rf is not None and any(len(r) != req.rf for r in active.values()):
+        strategy.change_rf(ctx, topic, active, req.rf)
+    if req.partitions is not None and req.partitions > len(topic.partitions):
+        strategy.add_partitions(ctx, topic, work, req.partitions, target_rf)
+    if req.fix_racks:
+        for pid in sorted(work):
+            if (topic.name, pid) in state.skipped:
+                continue
+            part = partitions.get(pid)
+            original = part.replicas if part else ()
+            added = [b for b in work[pid] if b not in original]
+            repair_racks(ctx, topic.name, part, work[pid], added=added)
+    return work
+
+
+def _undo_request(ctx: PlanContext, topic: Topic, work: Work, fallbacks: int) -> None:
+    existing = {p.partition: p for p in topic.partitions}
+    for pid, reps in work.items():
+        part = existing.get(pid)
+        old = part.replicas if part else ()
+        size = part.size_bytes if part else 0
+        if tuple(reps) != tuple(old):
+            ctx.replace(topic.name, reps, old, size)
+    del ctx.fallbacks[fallbacks:]
+
+
+def _spread_and_floor(ctx: PlanContext, topic: Topic, work: Work) -> tuple[int, int]:
+    """The topic's replica spread as the report measures it (eligible brokers plus every
+    live broker holding one of its replicas before or after), and a floor no placement of the
+    same request goes below: the water-filling bound when only replicas are added, else the
+    remainder rule (a total that does not divide evenly leaves a spread of at least 1)."""
+    before: dict[int, int] = dict.fromkeys(ctx.eligible, 0)
+    for p in topic.partitions:
+        for b in p.replicas:
+            before[b] = before.get(b, 0) + 1
+    after: dict[int, int] = dict.fromkeys(before, 0)
+    for reps in work.values():
+        for b in reps:
+            after[b] = after.get(b, 0) + 1
+    after = {b: n for b, n in after.items() if b in ctx.live}
+    added, removed = _moves(topic, work)
+    if removed:
+        floor = 1 if after and sum(after.values()) % len(after) else 0
+    else:
+        eligible = set(ctx.eligible)
+        base = {b: n for b, n in before.items() if b in ctx.live}
+        floor = spread_floor(
+            {b: n for b, n in base.items() if b not in eligible},
+            {b: n for b, n in base.items() if b in eligible},
+            added,
+        )
+    return spread(after), floor
+
+
+def _moves(topic: Topic, work: Work) -> tuple[int, int]:
+    existing = {p.partition: p.replicas for p in topic.partitions}
+    added = removed = 0
+    for pid, reps in work.items():
+        old = existing.get(pid, ())
+        added += sum(1 for b in reps if b not in old)
+        removed += sum(1 for b in old if b not in reps)
+    return added, removed
+
+
+def _plan_topic(
+    ctx: PlanContext,
+    strategy: Strategy,
+    topic: Topic,
+    req: TopicRequest,
+    target_rf: int,
+    state: _Degraded,
+    worse: set[str],
+) -> tuple[Work, str]:
+    """Run the strategy; for `balanced`, unless it reached the floor, keep the kafka or append
+    placement instead when it gives this topic a lower spread with the same number of added
+    and removed replicas. Strategies found worse on this topic join `worse`. Returns the work
+    and the strategy whose placement was kept."""
+    mark = len(ctx.fallbacks)
+    work = _apply_request(ctx, strategy, topic, req, target_rf, state)
+    if strategy.name != "balanced":
+        return work, strategy.name
+    own_spread, floor = _spread_and_floor(ctx, topic, work)
+    if own_spread <= max(floor, 1):
+        return work, strategy.name
+    own_moves = _moves(topic, work)
+    best = (own_spread, 0, strategy.name)
+    _undo_request(ctx, topic, work, mark)
+    for rank, name in enumerate(("kafka", "append"), start=1):
+        other = _apply_request(ctx, strategy_named(name), topic, req, target_rf, state)
+        other_spread = _spread_and_floor(ctx, topic, other)[0]
+        if _moves(topic, other) == own_moves:
+            best = min(best, (other_spread, rank, name))
+        if other_spread > own_spread:
+            worse.add(name)
+        _undo_request(ctx, topic, other, mark)
+    chosen = strategy_named(best[2])
+    work = _apply_request(ctx, chosen, topic, req, target_rf, state)
+    del ctx.fallbacks[mark:]  # another strategy's fallbacks to balanced are balanced's own picks
+    return work, best[2]
+
+
 def make_plan(
     snapshot: ClusterSnapshot,
     requests: Sequence[TopicRequest],
     options: PlanOptions = PlanOptions(),
 ) -> Plan:
-    """The smallest change giving each requested topic its target shape (see module doc)."""
+    """The smallest change giving each requested topic its target shape (see module doc).
+
+    With `balanced` the result is never worse than `kafka` or `append` on any topic's spread
+    and, where one of those whole plans is no worse on every topic, on the cluster spread."""
+    worse: set[str] = set()
+    plan = _make_plan(snapshot, requests, options, worse)
+    if options.strategy != "balanced" or not plan.changes:
+        return plan
+    cluster_spread = plan.report["cluster_spread_after"]
+    counts = plan.report["broker_replicas_after"]
+    assert isinstance(cluster_spread, int) and isinstance(counts, dict)
+    live = snapshot.live_broker_ids()
+    total = sum(n for b, n in counts.items() if b in live)
+    if cluster_spread <= (1 if live and total % len(live) else 0):
+        return plan
+    best = plan
+    for name in ("kafka", "append"):
+        if name in worse:  # worse on some topic: that whole plan cannot be no worse
+            continue
+        other = _make_plan(snapshot, requests, dataclasses.replace(options, strategy=name), set())
+        if _no_worse(other, best):
+            best = other
+    if best is plan:
+        return plan
+    report = dict(best.report)
+    report["strategy"] = "balanced"
+    report["placement_from"] = dict.fromkeys(_report_topics(best), best.strategy)
+    report["fallbacks"] = []
+    return dataclasses.replace(
+        best,
+        strategy="balanced",
+        report=report,
+        findings=tuple(f for f in best.findings if f.code != "strategy-fallback"),
+    )
+
+
+def _report_topics(plan: Plan) -> list[str]:
+    topics = plan.report.get("topics")
+    return [str(t) for t in topics] if isinstance(topics, list) else []
+
+
+def _no_worse(other: Plan, best: Plan) -> bool:
+    """`other` adds and removes as many replicas, no topic spread is higher and the cluster
+    spread is lower."""
+    a, b = other.report, best.report
+    same_moves = all(
+        a[k] == b[k] for k in ("replicas_added", "replicas_removed", "existing_replicas_moved")
+    )
+    spreads_a, spreads_b = a["topic_spread_after"], b["topic_spread_after"]
+    assert isinstance(spreads_a, dict) and isinstance(spreads_b, dict)
+    cluster_a, cluster_b = a["cluster_spread_after"], b["cluster_spread_after"]
+    assert isinstance(cluster_a, int) and isinstance(cluster_b, int)
+    return (
+        same_moves
+        and all(spreads_a[t] <= spreads_b[t] for t in spreads_b)
+        and cluster_a < cluster_b
+    )
+
+
+def _make_plan(
+    snapshot: ClusterSnapshot,
+    requests: Sequence[TopicRequest],
+    options: PlanOptions,
+    worse: set[str],
+) -> Plan:
     if options.strategy not in STRATEGIES:
         raise UsageError(
             f"unknown strategy {options.strategy!r}; use one of {', '.join(STRATEGIES)}"
@@ -234,31 +524,32 @@ def make_plan(
             )
         )
     ctx = PlanContext.build(snapshot, eligible, options.seed)
+    topics_by_name = {t.name: t for t in snapshot.topics}
+    state, degraded_findings = _degraded(ctx, topics_by_name, requests, options)
+    findings.extend(degraded_findings)
+    findings.extend(_in_flight_elsewhere(snapshot, {r.topic for r in requests}))
     strategy = strategy_named(options.strategy)
     bound = LowerBound()
     changes: list[PartitionChange] = []
+    placement_from: dict[str, str] = {}
 
-    topics_by_name = {t.name: t for t in snapshot.topics}
     for req in sorted(requests, key=lambda r: r.topic):
         topic = topics_by_name[req.topic]
-        findings.extend(_state_findings(topic))
+        findings.extend(_state_findings(topic, ctx, req))
         target_rf = req.rf if req.rf is not None else topic.replication_factor
-        _lower_bound(ctx, topic, req, target_rf, bound)
-        work: Work = {p.partition: list(p.replicas) for p in topic.partitions}
-        if req.rf is not None and any(len(r) != req.rf for r in work.values()):
-            strategy.change_rf(ctx, topic, work, req.rf)
-        if req.partitions is not None and req.partitions > len(topic.partitions):
-            strategy.add_partitions(ctx, topic, work, req.partitions, target_rf)
-        if req.fix_racks:
-            partitions = {p.partition: p for p in topic.partitions}
-            for pid in sorted(work):
-                part = partitions.get(pid)
-                original = part.replicas if part else ()
-                added = [b for b in work[pid] if b not in original]
-                repair_racks(ctx, topic.name, part, work[pid], added=added)
+        _lower_bound(ctx, topic, req, target_rf, bound, state)
+        work, used = _plan_topic(ctx, strategy, topic, req, target_rf, state, worse)
+        if used != strategy.name:
+            placement_from[topic.name] = used
         changes.extend(_changes(topic, work))
 
     changes.sort(key=lambda c: (c.topic, c.partition))
+    named_dead = dead_in_targets(ctx, changes)
+    if named_dead:  # a guard: the steps above never place a dead broker
+        raise PlanInfeasible(
+            f"internal check failed: the plan names dead brokers ({'; '.join(named_dead[:3])}); "
+            "rerun with --debug and report it"
+        )
     topics = [r.topic for r in requests]
     findings.extend(_fallback_findings(ctx))
     report = build_report(
@@ -270,7 +561,9 @@ def make_plan(
         lower_bound=bound,
         fallbacks=ctx.fallbacks,
     )
-    findings.extend(_imbalance_findings(report))
+    if placement_from:
+        report["placement_from"] = placement_from
+    findings.extend(_imbalance_findings(report, snapshot, ctx, changes))
     return Plan(
         cluster_id=snapshot.cluster_id,
         snapshot_fingerprint=snapshot.fingerprint(),
@@ -290,7 +583,10 @@ def _changes(topic: Topic, work: Work) -> list[PartitionChange]:
         if part is None:
             out.append(PartitionChange(topic.name, pid, None, after, 0))
         elif part.replicas != after:
-            out.append(PartitionChange(topic.name, pid, part.replicas, after, part.size_bytes))
+            leader = part.current_leader if part.leader is not None else None
+            out.append(
+                PartitionChange(topic.name, pid, part.replicas, after, part.size_bytes, leader)
+            )
     return out
 
 
@@ -311,7 +607,36 @@ def _fallback_findings(ctx: PlanContext) -> list[Finding]:
     ]
 
 
-def _imbalance_findings(report: dict[str, object]) -> list[Finding]:
+def _forced_by_layout(
+    snapshot: ClusterSnapshot, ctx: PlanContext, topic: str, changes: Sequence[PartitionChange]
+) -> bool:
+    """Whether the topic's spread after the plan is the lowest any placement of the same new
+    replicas reaches with every existing replica kept where it is (so only moving existing
+    replicas, which this plan does not do, could even it out)."""
+    mine = [c for c in changes if c.topic == topic]
+    if any(c.removed for c in mine):
+        return False  # what lowering keeps is a choice: the old layout is not the whole story
+    counts: dict[int, int] = dict.fromkeys(ctx.eligible, 0)
+    for p in snapshot.topic(topic).partitions:
+        for b in p.replicas:
+            counts[b] = counts.get(b, 0) + 1
+    counts = {b: n for b, n in counts.items() if b in ctx.live}
+    eligible = {b: n for b, n in counts.items() if b in set(ctx.eligible)}
+    fixed = {b: n for b, n in counts.items() if b not in eligible}
+    added = sum(len(c.added) for c in mine)
+    after = dict(counts)
+    for c in mine:
+        for b in c.added:
+            after[b] = after.get(b, 0) + 1
+    return spread(after) <= spread_floor(fixed, eligible, added)
+
+
+def _imbalance_findings(
+    report: dict[str, object],
+    snapshot: ClusterSnapshot,
+    ctx: PlanContext,
+    changes: Sequence[PartitionChange],
+) -> list[Finding]:
     spreads = report["topic_spread_after"]
     assert isinstance(spreads, dict)
     uneven = sorted((value, topic) for topic, value in spreads.items() if value > 1)
@@ -319,13 +644,24 @@ def _imbalance_findings(report: dict[str, object]) -> list[Finding]:
         return []
     worst_value = max(value for value, _ in uneven)
     worst_topic = min(topic for value, topic in uneven if value == worst_value)
+    if all(_forced_by_layout(snapshot, ctx, topic, changes) for _, topic in uneven):
+        why = (
+            "with every existing replica where it is, no placement of the new ones does "
+            "better; only moving existing replicas would, and this plan moves none"
+        )
+    elif report["strategy"] == "balanced":
+        why = (
+            "this is the most even of the balanced, kafka and append placements for these "
+            "moves; no existing replica moves to even them out"
+        )
+    else:
+        why = "--strategy balanced may place the new replicas more evenly"
     return [
         Finding(
             "info",
             "imbalance",
             f"{len(uneven)} topic(s) still have replica counts per broker differing by more than "
-            f"1 (worst: {worst_topic!r}, by {worst_value}); this plan moves no existing replica "
-            "to even them out",
+            f"1 (worst: {worst_topic!r}, by {worst_value}); {why}",
             topic=worst_topic if len(uneven) == 1 else None,
         )
     ]

@@ -2,9 +2,10 @@
 peak / after, spreads, racks and bytes. Pure data (JSON-ready dicts), rendered elsewhere.
 
 Scope of the spreads: a topic's spread counts its replicas on the eligible brokers plus any
-broker holding one of its replicas before or after; the cluster spread does the same over all
-topics. "Peak" is each broker's replica count while every reassignment of the plan is in
-flight at once (Kafka keeps old and new replicas until the move completes).
+live broker holding one of its replicas before or after; the cluster spread does the same over
+all topics. Dead brokers are left out: their counts measure the incident, not the plan.
+"Peak" is each broker's replica count while every reassignment of the plan is in flight at
+once (Kafka keeps old and new replicas until the move completes).
 """
 
 from __future__ import annotations
@@ -53,6 +54,24 @@ def _scope_brokers(eligible: Iterable[int], *assignments: Mapping[Any, Sequence[
     return brokers
 
 
+def _spread_over(assignment: Assignment, scope: set[int]) -> int:
+    """Replica spread over the brokers in `scope` only (replicas elsewhere do not count)."""
+    counts = replicas_per_broker(assignment, scope)
+    return spread({b: n for b, n in counts.items() if b in scope})
+
+
+def _actual_leaders(snapshot: ClusterSnapshot, brokers: Iterable[int]) -> dict[int, int]:
+    """Partitions each broker leads now (the preferred leader where the source has no leader;
+    an offline partition counts nowhere)."""
+    counts = dict.fromkeys(brokers, 0)
+    for t in snapshot.topics:
+        for p in t.partitions:
+            leader = p.current_leader
+            if leader is not None:
+                counts[leader] = counts.get(leader, 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def build_report(
     *,
     snapshot: ClusterSnapshot,
@@ -70,6 +89,7 @@ def build_report(
         after[(c.topic, c.partition)] = c.after
     all_brokers = sorted(_scope_brokers(snapshot.broker_ids(), before, after))
     alive = [b.id for b in snapshot.brokers if b.alive]
+    live = set(alive)
     leaders_now = {
         (t.name, p.partition): p.current_leader for t in snapshot.topics for p in t.partitions
     }
@@ -115,10 +135,10 @@ def build_report(
         by_topic_after[k[0]][k] = v
     for name in sorted(topic_set):
         tb, ta = by_topic_before[name], by_topic_after[name]
-        scope = _scope_brokers(eligible, tb, ta)
-        topic_spread_before[name] = spread(replicas_per_broker(tb, scope))
-        topic_spread_after[name] = spread(replicas_per_broker(ta, scope))
-    cluster_scope = _scope_brokers(eligible, before, after)
+        scope = _scope_brokers(eligible, tb, ta) & live
+        topic_spread_before[name] = _spread_over(tb, scope)
+        topic_spread_after[name] = _spread_over(ta, scope)
+    cluster_scope = _scope_brokers(eligible, before, after) & live
 
     return {
         "strategy": strategy,
@@ -140,14 +160,15 @@ def build_report(
         "broker_replicas_before": replicas_per_broker(before, all_brokers),
         "broker_replicas_peak": dict(sorted(peak.items())),
         "broker_replicas_after": replicas_per_broker(after, all_brokers),
-        "broker_leaders_before": leaders_per_broker(before, all_brokers),
+        "broker_leaders_before": _actual_leaders(snapshot, all_brokers),
+        "broker_preferred_leaders_before": leaders_per_broker(before, all_brokers),
         "broker_leaders_after": leaders_per_broker(after, all_brokers),
         "broker_bytes_in": dict(sorted(bytes_in.items())),
         "broker_bytes_out": dict(sorted(bytes_out.items())),
         "topic_spread_before": topic_spread_before,
         "topic_spread_after": topic_spread_after,
-        "cluster_spread_before": spread(replicas_per_broker(before, cluster_scope)),
-        "cluster_spread_after": spread(replicas_per_broker(after, cluster_scope)),
+        "cluster_spread_before": _spread_over(before, cluster_scope),
+        "cluster_spread_after": _spread_over(after, cluster_scope),
         "fallbacks": [
             {"topic": f.topic, "partition": f.partition, "reason": f.reason}
             for f in sorted(fallbacks, key=lambda f: (f.topic, f.partition, f.reason))

@@ -119,6 +119,17 @@ def parse_reassignment_json(data: Any) -> list[Row]:
     return _partition_rows(root.get("partitions"), f"{prefix}partitions", log_dirs=True)
 
 
+def parse_log_dirs(data: Any) -> dict[tuple[str, int], tuple[str, ...]]:
+    """(topic, partition) -> the log dir asked for each replica ("any": the broker chooses),
+    for the rows of a reassignment that give `log_dirs` (checked by parse_reassignment_json)."""
+    root = _reassignment_root(data)
+    dirs: dict[tuple[str, int], tuple[str, ...]] = {}
+    for entry in root.get("partitions") or []:
+        if isinstance(entry, dict) and isinstance(entry.get("log_dirs"), list):
+            dirs[(entry["topic"], entry["partition"])] = tuple(entry["log_dirs"])
+    return dirs
+
+
 def parse_new_partitions(data: Any) -> list[Row]:
     """The `new_partitions` rows of a kreplica plan document ([] for Kafka's format)."""
     if not isinstance(data, dict) or "kreplica_plan" not in data:

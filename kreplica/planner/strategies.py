@@ -46,6 +46,14 @@ def grow_balanced(
         replicas.append(chosen)
 
 
+def keep_leader_first(original: Sequence[int], kept: list[int], leader: int | None) -> list[int]:
+    """When lowering RF drops the preferred leader (first replica), put the current leader
+    first instead, so the preferred leader is the one leading now and leadership stays put."""
+    if original and kept and original[0] not in kept and leader in kept and kept[0] != leader:
+        return [leader, *(b for b in kept if b != leader)]
+    return kept
+
+
 def shrink_balanced(
     ctx: PlanContext,
     topic: str,
@@ -53,18 +61,18 @@ def shrink_balanced(
     replicas: list[int],
     rf: int,
 ) -> None:
-    """Drop replicas (out-of-sync first, then the most loaded, never a leader if avoidable)
-    until `replicas` has `rf`; the survivors keep their order."""
+    """Drop replicas (dead first, then out of sync, then the most loaded; never the current
+    leader) until `replicas` has `rf`; the survivors keep their order, except that the current
+    leader goes first when the preferred leader was dropped."""
     size = partition.size_bytes if partition else None
     out_of_sync = partition.out_of_sync if partition else ()
-    protected = {replicas[0]} if replicas else set()
-    if partition is not None and partition.current_leader is not None:
-        protected.add(partition.current_leader)
+    leader = ctx.leader_of(partition)
+    original = list(replicas)
     while len(replicas) > rf:
-        victim = pick_removal(ctx, topic, replicas, out_of_sync=out_of_sync, protected=protected)
-        kept = [b for b in replicas if b != victim]
-        ctx.replace(topic, replicas, kept, size)
-        replicas[:] = kept
+        victim = pick_removal(ctx, topic, replicas, out_of_sync=out_of_sync, leader=leader)
+        replicas[:] = [b for b in replicas if b != victim]
+    replicas[:] = keep_leader_first(original, replicas, leader)
+    ctx.replace(topic, original, replicas, size)
 
 
 def rack_target(ctx: PlanContext, replicas: Sequence[int], rf: int) -> int:
@@ -91,7 +99,7 @@ def repair_racks(
     Each move adds exactly one rack, so the number of moves is target - racks now: minimal.
     """
     size = partition.size_bytes if partition else None
-    leader = partition.current_leader if partition else None
+    leader = ctx.leader_of(partition)
     protected = {leader} if leader is not None else set()
     target = rack_target(ctx, replicas, len(replicas))
     for _ in range(len(replicas)):  # each move gains a rack: never more moves than replicas
@@ -179,25 +187,30 @@ def truncate_keeping_racks(
     leader: int | None,
     out_of_sync: Collection[int] = (),
 ) -> list[int]:
-    """Drop replicas from the tail until `rf` remain. Never the current leader (the first
-    replica only when the current leader is another one). As for `balanced`, out-of-sync
-    replicas go first, then those on ineligible brokers; among the rest a replica that is its
-    rack's only one is skipped while a replica sharing its rack can go instead."""
+    """Drop replicas from the tail until `rf` remain, never the current leader. As for
+    `balanced`, replicas on dead brokers go first, then out-of-sync ones, then those on
+    ineligible brokers, and the first replica only when one of those; among the rest a replica
+    that is its rack's only one is skipped while a replica sharing its rack can go instead.
+    The current leader goes first when the first replica was dropped."""
     eligible = set(ctx.eligible)
     kept = list(replicas)
     while len(kept) > rf:
-        droppable = (
-            [b for b in kept[1:] if b != leader]
-            or [b for b in kept if b != leader and leader in kept]
-            or kept[1:]
-        )
+        droppable = [b for b in kept if b != leader] or kept[1:]
         racks = [ctx.rack(b) for b in kept]
         ranked = [
-            (b in out_of_sync, b not in eligible, racks.count(ctx.rack(b)) > 1, kept.index(b), b)
+            (
+                ctx.is_dead(b),
+                b in out_of_sync,
+                b not in eligible,
+                kept.index(b) > 0,
+                racks.count(ctx.rack(b)) > 1,
+                kept.index(b),
+                b,
+            )
             for b in droppable
         ]
         kept.remove(max(ranked)[-1])
-    return kept
+    return keep_leader_first(replicas, kept, leader)
 
 
 class AppendStrategy:
@@ -246,9 +259,8 @@ class AppendStrategy:
             if len(replicas) < rf:
                 self._grow(ctx, ring, topic.name, replicas, rf, size)
             elif len(replicas) > rf:
-                leader = part.current_leader if part else None
                 lagging = part.out_of_sync if part else ()
-                keep = truncate_keeping_racks(ctx, replicas, rf, leader, lagging)
+                keep = truncate_keeping_racks(ctx, replicas, rf, ctx.leader_of(part), lagging)
                 ctx.replace(topic.name, replicas, keep, size)
                 replicas[:] = keep
 

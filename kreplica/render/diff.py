@@ -6,7 +6,7 @@ Colour is a second channel only: every mark also exists as text (`*` leader, `+`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -16,6 +16,7 @@ from rich.text import Text
 from kreplica.model import ClusterSnapshot, Finding, Plan
 from kreplica.render.text import (
     change_words,
+    diff_legend,
     diff_rows,
     finding_text,
     format_bytes,
@@ -36,13 +37,16 @@ def replicas_text(
     racks: Mapping[int, str | None],
     *,
     side: str,
+    leader: int | None = None,
+    down: Collection[int] = (),
 ) -> Text:
     """One replica list, leader first and starred. On the 'before' side brokers that go away are
     marked `-` (red); on the 'after' side brokers that arrive are marked `+` (green)."""
     if replicas is None:
         return Text("(new)", style="muted")
     text = Text()
-    for i, (word, style) in enumerate(replica_words(replicas, other, racks, side=side)):
+    words = replica_words(replicas, other, racks, side=side, leader=leader, down=down)
+    for i, (word, style) in enumerate(words):
         if i:
             text.append(" ")
         text.append(word, style=style)
@@ -51,6 +55,7 @@ def replicas_text(
 
 def diff_table(plan: Plan, snapshot: ClusterSnapshot, *, limit: int = 0) -> Table:
     racks, _legend = short_racks(snapshot.racks())
+    down = {b.id for b in snapshot.brokers if not b.alive}
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, caption_justify="left")
     table.add_column("Topic", no_wrap=True)
     table.add_column("Part", justify="right", no_wrap=True)
@@ -70,20 +75,25 @@ def diff_table(plan: Plan, snapshot: ClusterSnapshot, *, limit: int = 0) -> Tabl
             table.caption = f"… {plural(row.count, 'more changed partition')} (--limit 0 shows all)"
         else:
             change = Text()
-            for i, (word, style) in enumerate(change_words(row.before, row.after or (), racks)):
+            words = change_words(row.before, row.after or (), racks, row.leader)
+            for i, (word, style) in enumerate(words):
                 change.append(("  " if i else "") + word, style=style)
             table.add_row(
                 Text(topic),
                 row.partitions,
-                replicas_text(row.before, row.after, racks, side="before"),
-                replicas_text(row.after, row.before, racks, side="after"),
+                replicas_text(
+                    row.before, row.after, racks, side="before", leader=row.leader, down=down
+                ),
+                replicas_text(row.after, row.before, racks, side="after", down=down),
                 change,
             )
     return table
 
 
 def broker_table(plan: Plan, snapshot: ClusterSnapshot) -> Table:
-    """Per broker: replicas now / peak during the move / after, leaders, bytes in / out.
+    """Per broker: replicas now / peak during the move / after, leaders now (the actual ones)
+    and preferred after the move (first replicas, which Kafka elects; the change is against the
+    preferred leaders now), bytes in / out.
     Two-line headers and short rack names keep it within 80 columns."""
     report = plan.report
     sizes_known = report.get("bytes_to_move") is not None
@@ -91,14 +101,19 @@ def broker_table(plan: Plan, snapshot: ClusterSnapshot) -> Table:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
     for header in ("Broker", "Rack", "Replicas\nnow", "\npeak", "\nafter"):
         table.add_column(header, justify="left" if header == "Rack" else "right", no_wrap=True)
-    for header in ("Leaders\nnow", "\nafter", "Bytes\nin", "\nout"):
+    for header in ("Leaders\nnow", "\npreferred", "Bytes\nin", "\nout"):
         table.add_column(header, justify="right", no_wrap=True)
+    # reports from before kreplica counted preferred leaders apart: they have no such key
+    preferred_key = "broker_preferred_leaders_before"
+    if preferred_key not in report:
+        preferred_key = "broker_leaders_before"
     for broker in snapshot.brokers:
         now = per_broker(report, "broker_replicas_before", broker.id)
         peak = per_broker(report, "broker_replicas_peak", broker.id)
         after = per_broker(report, "broker_replicas_after", broker.id)
         lead_now = per_broker(report, "broker_leaders_before", broker.id)
         lead_after = per_broker(report, "broker_leaders_after", broker.id)
+        preferred = per_broker(report, preferred_key, broker.id)
         bytes_in = per_broker(report, "broker_bytes_in", broker.id)
         bytes_out = per_broker(report, "broker_bytes_out", broker.id)
         table.add_row(
@@ -108,7 +123,7 @@ def broker_table(plan: Plan, snapshot: ClusterSnapshot) -> Table:
             str(peak),
             _delta(after, now),
             str(lead_now),
-            _delta(lead_after, lead_now),
+            _delta(lead_after, preferred),
             format_bytes(bytes_in) if sizes_known else "?",
             format_bytes(bytes_out) if sizes_known else "?",
         )
@@ -133,7 +148,13 @@ def findings_view(findings: Iterable[Finding]) -> Text:
 
 
 def plan_view(
-    plan: Plan, snapshot: ClusterSnapshot, *, title: str, source: str, limit: int = 0
+    plan: Plan,
+    snapshot: ClusterSnapshot,
+    *,
+    title: str,
+    source: str,
+    limit: int = 0,
+    impact: Mapping[str, object] | None = None,
 ) -> Group:
     """The whole dry-run screen: header, partition diff, broker table, footer, warnings."""
     report = plan.report
@@ -148,9 +169,11 @@ def plan_view(
     if not plan.changes:
         parts.append(Text("\nNothing to change: the cluster already has this shape."))
     else:
-        legend = short_racks(snapshot.racks())[1]
-        key = "* leader, + added, - removed" + (f"; racks: {legend}" if legend else "")
-        parts += [Text(key, style="muted"), Text("")]
+        parts.append(Text(diff_legend(snapshot), style="muted"))
+        rack_legend = short_racks(snapshot.racks())[1]
+        if rack_legend:
+            parts.append(Text(f"racks: {rack_legend}", style="muted"))
+        parts.append(Text(""))
         parts += [diff_table(plan, snapshot, limit=limit), Text("")]
         parts += [broker_table(plan, snapshot), Text("")]
         parts.append(Text(optimality_line(report)))
@@ -159,6 +182,10 @@ def plan_view(
         if isinstance(fallbacks, list) and fallbacks:
             used = f"{plural(len(fallbacks), 'partition')} used a fallback placement"
             parts.append(Text(used, "warning"))
+    if impact is not None:  # keys and consumer groups of an add-partitions plan
+        from kreplica.render.impact import impact_view
+
+        parts += [Text(""), impact_view(impact)]
     if plan.findings:
         parts += [Text(""), findings_view(plan.findings)]
     return Group(*parts)

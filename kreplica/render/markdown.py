@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from kreplica.model import ClusterSnapshot, Finding, Plan
 from kreplica.render.text import (
     change_words,
+    diff_legend,
     diff_rows,
     finding_text,
     format_bytes,
@@ -29,10 +30,12 @@ def _replicas(
     other: tuple[int, ...] | None,
     racks: Mapping[int, str | None],
     side: str,
+    leader: int | None = None,
+    down: Collection[int] = (),
 ) -> str:
     if replicas is None:
         return "(new)"
-    words = replica_words(replicas, other, racks, side=side)
+    words = replica_words(replicas, other, racks, side=side, leader=leader, down=down)
     return "`" + " ".join(word for word, _style in words) + "`"
 
 
@@ -44,9 +47,11 @@ def plan_markdown(
     source: str,
     runbook: Sequence[tuple[str, str]],
     limit: int = 0,
+    impact: Mapping[str, Any] | None = None,
 ) -> str:
     report = plan.report
     racks, legend = short_racks(snapshot.racks())
+    down = {b.id for b in snapshot.brokers if not b.alive}
     lines = [
         f"## kreplica: {title}",
         "",
@@ -61,7 +66,7 @@ def plan_markdown(
         lines += ["Nothing to change: the cluster already has this shape.", ""]
     else:
         lines += [
-            "### Changes (`*` leader, `+` added, `-` removed"
+            f"### Changes ({diff_legend(snapshot, code=True)}"
             + (f"; racks: {legend})" if legend else ")"),
             "",
             "| Topic | Partition | Before | After | Change |",
@@ -75,11 +80,12 @@ def plan_markdown(
             elif row.kind == "hidden":
                 lines.append(f"| … | | {row.count} more changed partitions | | |")
             else:
-                change = ", ".join(w for w, _ in change_words(row.before, row.after or (), racks))
+                words = change_words(row.before, row.after or (), racks, row.leader)
+                change = ", ".join(w for w, _ in words)
+                before = _replicas(row.before, row.after, racks, "before", row.leader, down)
+                after = _replicas(row.after, row.before, racks, "after", down=down)
                 lines.append(
-                    f"| {_cell(row.topic)} | {row.partitions} | "
-                    f"{_replicas(row.before, row.after, racks, 'before')} | "
-                    f"{_replicas(row.after, row.before, racks, 'after')} | {change} |"
+                    f"| {_cell(row.topic)} | {row.partitions} | {before} | {after} | {change} |"
                 )
         sizes_known = report.get("bytes_to_move") is not None
         lines += [
@@ -87,8 +93,8 @@ def plan_markdown(
             "### Per broker",
             "",
             "| Broker | Rack | Replicas now | peak | after "
-            "| Leaders now | after | Bytes in | Bytes out |",
-            "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+            "| Leaders now | preferred now | preferred after | Bytes in | Bytes out |",
+            "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for b in snapshot.brokers:
             cells = [
@@ -98,6 +104,9 @@ def plan_markdown(
                     "broker_replicas_peak",
                     "broker_replicas_after",
                     "broker_leaders_before",
+                    "broker_preferred_leaders_before"
+                    if "broker_preferred_leaders_before" in report
+                    else "broker_leaders_before",
                     "broker_leaders_after",
                 )
             ]
@@ -111,11 +120,20 @@ def plan_markdown(
                 + f" | {moved[0]} | {moved[1]} |"
             )
         lines.append("")
+    if impact is not None:
+        from kreplica.render.impact import impact_markdown
+
+        lines += impact_markdown(impact)
     if plan.findings:
         lines += ["### Warnings", ""] + [f"- {_finding(f)}" for f in plan.findings] + [""]
     if runbook:
         lines += ["### Apply, verify, roll back", ""]
-        for number, (label, command) in enumerate(runbook, start=1):
+        number = 0
+        for label, command in runbook:
+            if not label and number:  # a further command of the step above, same block
+                lines[-2:-2] = [f"   {command}"]
+                continue
+            number += 1
             lines += [f"{number}. {label}:", "", "   ```sh", f"   {command}", "   ```", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -131,25 +149,24 @@ def findings_markdown(findings: Sequence[Finding], *, title: str) -> str:
 
 
 def explain_markdown(results: Sequence[Mapping[str, Any]], snapshot: ClusterSnapshot) -> str:
+    from kreplica.render.explain import layout_line, rf_words
+
     lines = [
         "## Topic layouts",
         "",
         "| Topic | Partitions | RF | Layout | Added later | Replica spread | Rack violations |",
-        "|---|---:|---:|---|---|---:|---|",
+        "|---|---:|---|---|---|---:|---|",
     ]
     for r in results:
         layout = r.get("layout") or {}
-        if layout.get("kafka_default"):
-            how = f"Kafka default (start {layout.get('start_index')}, shift "
-            how += f"{layout.get('replica_shift')})"
-        else:
-            how = "custom"
+        how = layout_line(layout, r.get("partitions"))
         added = ranges(list(layout.get("added_partitions") or [])) or "-"
         violations = ranges(list((r.get("racks") or {}).get("violations") or [])) or "none"
         spread = (r.get("balance") or {}).get("spread")
+        rf = rf_words(r).removeprefix("RF ")
         lines.append(
-            f"| {_cell(str(r.get('topic')))} | {r.get('partitions')} | "
-            f"{r.get('replication_factor')} | {how} | {added} | {spread} | {violations} |"
+            f"| {_cell(str(r.get('topic')))} | {r.get('partitions')} | {_cell(rf)} | "
+            f"{_cell(how)} | {added} | {spread} | {violations} |"
         )
     lines.append("")
     lines += [f"- **{r.get('topic')}**: {r.get('summary', '')}" for r in results]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,8 @@ def short_racks(racks: Mapping[int, str | None]) -> tuple[dict[int, str | None],
     short = {name: name[len(prefix) :] for name in names}
     if not all(short.values()) or max(map(len, short.values())) > 6:
         return dict(racks), ""
+    if all(short[n] == n for n in names):
+        return dict(racks), ""  # already short: a legend would only repeat them
     legend = ", ".join(f"{short[n]} = {n}" for n in names)
     return {b: (short[r] if r else None) for b, r in racks.items()}, legend
 
@@ -56,19 +58,33 @@ def replica_words(
     racks: Mapping[int, str | None],
     *,
     side: str,
+    leader: int | None = None,
+    down: Collection[int] = (),
 ) -> list[tuple[str, str]]:
-    """One replica list as (text, style) pairs, leader first and starred. On the 'before' side
-    brokers that go away are marked `-`; on the 'after' side brokers that arrive are marked `+`."""
+    """One replica list as (text, style) pairs. `*` marks the leader: on the 'before' side the
+    one leading now (`leader`, else the first replica), on the 'after' side the first replica
+    (the preferred leader Kafka elects). On the 'before' side brokers that go away are marked
+    `-`; on the 'after' side brokers that arrive are marked `+`; brokers in `down` get `!`."""
+    starred = leader if side == "before" and leader is not None else replicas[0]
     words: list[tuple[str, str]] = []
-    for i, broker in enumerate(replicas):
+    for broker in replicas:
         mark, style = "", ""
         if side == "before" and other is not None and broker not in other:
             mark, style = "-", "removed"
         elif side == "after" and broker not in (other or ()):
             mark, style = "+", "added"
-        leader = "*" if i == 0 else ""
-        words.append((f"{mark}{leader}{broker_label(broker, racks)}", style))
+        star = "*" if broker == starred else ""
+        dead = "!" if broker in down else ""
+        words.append((f"{mark}{star}{broker_label(broker, racks)}{dead}", style))
     return words
+
+
+def diff_legend(snapshot: ClusterSnapshot, *, code: bool = False) -> str:
+    """The key above a diff: what each mark means (`code`: marks in backticks, for markdown)."""
+    marks = [("*", "leader (before: now, after: preferred)"), ("+", "added"), ("-", "removed")]
+    if any(not b.alive for b in snapshot.brokers):
+        marks.append(("!", "broker down"))
+    return ", ".join((f"`{m}`" if code else m) + f" {what}" for m, what in marks)
 
 
 def per_broker(report: Mapping[str, Any], key: str, broker: int) -> int:
@@ -134,7 +150,10 @@ def totals_line(report: Mapping[str, Any]) -> str:
 
 
 def change_words(
-    before: tuple[int, ...] | None, after: tuple[int, ...], racks: Mapping[int, str | None]
+    before: tuple[int, ...] | None,
+    after: tuple[int, ...],
+    racks: Mapping[int, str | None],
+    leader: int | None = None,
 ) -> list[tuple[str, str]]:
     """What happened to one partition, as (text, style) pairs for the Change column."""
     if before is None:
@@ -148,8 +167,9 @@ def change_words(
         words.append(("drop " + ",".join(map(str, removed)), "removed"))
     if not added and not removed and before != after:
         words.append(("reorder", "leader.changed"))
-    if before and after and before[0] != after[0]:
-        words.append((f"LEADER {before[0]}→{after[0]}", "leader.changed"))
+    now = leader if leader is not None else (before[0] if before else None)
+    if now is not None and after and now != after[0]:
+        words.append((f"LEADER {now}→{after[0]}", "leader.changed"))
     return words
 
 
@@ -181,6 +201,7 @@ class DiffRow:
     before: tuple[int, ...] | None = None
     after: tuple[int, ...] | None = None
     count: int = 1
+    leader: int | None = None  # the leader now, when known
 
 
 def diff_rows(plan: Plan, snapshot: ClusterSnapshot, limit: int = 0) -> list[DiffRow]:
@@ -209,7 +230,11 @@ def diff_rows(plan: Plan, snapshot: ClusterSnapshot, limit: int = 0) -> list[Dif
             if limit and shown >= limit:
                 hidden += 1
                 continue
-            rows.append(DiffRow("change", topic, str(pid), found.before, found.after))
+            rows.append(
+                DiffRow(
+                    "change", topic, str(pid), found.before, found.after, leader=found.leader_now
+                )
+            )
             shown += 1
     if hidden:
         rows.append(DiffRow("hidden", "", "", count=hidden))
@@ -236,6 +261,9 @@ def runbook_commands(
     connect = f"--bootstrap-server {shlex.quote(bootstrap)}{auth}"
     base = f"kafka-reassign-partitions.sh {connect}"
     reassignments = plan.reassignments  # a property that filters every change: read it once
+    # Kafka's tool refuses to start beside a reassignment in flight unless told to
+    moving = any(p.reassigning for t in snapshot.topics for p in t.partitions)
+    additional = " --additional" if moving else ""
     steps: list[tuple[str, str]] = []
     if reassignments:
         steps += [
@@ -243,7 +271,7 @@ def runbook_commands(
                 f"apply ({plural(len(reassignments), 'partition')}; replication throttled "
                 f"to {throttle_bytes / 1e6:g} MB/s per broker)",
                 f"{base} --reassignment-json-file {plan_file} --execute "
-                f"--throttle {throttle_bytes}",
+                f"--throttle {throttle_bytes}{additional}",
             ),
             (
                 "verify: repeat until every partition is complete (this also removes the throttle)",
@@ -273,6 +301,17 @@ def runbook_commands(
                 f"--partitions {len(full)} --replica-assignment {assignment}",
             )
         )
+    if reassignments or plan.new_partitions:
+        rate = f"{throttle_bytes / 1e6:g}MB/s"
+        steps += [
+            (
+                "or with kreplica: apply (preflight, throttle, waves, journal; creates new "
+                "partitions too), verify, cancel",
+                f"kreplica apply {plan_file} {connect} --throttle {rate}{additional}",
+            ),
+            ("", f"kreplica verify {plan_file} {connect}"),
+            ("", f"kreplica cancel {plan_file} {connect}   # while it runs: stops it"),
+        ]
     return steps
 
 

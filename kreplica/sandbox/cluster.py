@@ -21,12 +21,13 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kreplica.errors import UsageError
+from kreplica.sandbox import security as _security
 from kreplica.sandbox.jars import (
     SandboxError,
     check_version,
@@ -117,6 +118,9 @@ class SandboxInfo:
     kafka_version: str
     brokers: tuple[SandboxBroker, ...]
     state_dir: str
+    security: str = "plaintext"
+    # user ("admin", "readonly") -> its client properties file (--command-config); secured only
+    client_configs: Mapping[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -128,6 +132,8 @@ class SandboxInfo:
             "kafka_version": self.kafka_version,
             "brokers": [{"id": b.id, "rack": b.rack, "port": b.port} for b in self.brokers],
             "state_dir": self.state_dir,
+            "security": self.security,
+            "client_configs": dict(self.client_configs),
         }
 
 
@@ -139,6 +145,7 @@ class SandboxProcess:
     ports: tuple[int, ...]  # listeners: client port first, then the controller port (KRaft)
     log: str
     alive: bool
+    stopped: bool = False  # stopped on purpose with stop_broker (not crashed)
 
 
 # --------------------------------------------------------------------------- where things live
@@ -193,7 +200,34 @@ def _info_from_state(state: dict[str, Any]) -> SandboxInfo:
             SandboxBroker(id=b["id"], rack=b["rack"], port=b["port"]) for b in state["brokers"]
         ),
         state_dir=state["state_dir"],
+        security=state.get("security", "plaintext"),
+        client_configs=dict(state.get("client_configs") or {}),
     )
+
+
+def client_config(name: str, user: str = "admin") -> dict[str, Any]:
+    """confluent-kafka settings (no bootstrap) to log in to sandbox `name` as `user`; {} for
+    a plaintext sandbox."""
+    state = _read_state(name)
+    if state is None:
+        return {}
+    return _client_config_of(state, user)
+
+
+def _client_config_of(state: Mapping[str, Any], user: str = "admin") -> dict[str, Any]:
+    mode = state.get("security", "plaintext")
+    if mode == "plaintext":
+        return {}
+    return _security.librdkafka_config(_security.load(mode, Path(state["state_dir"])), user)
+
+
+def secrets(name: str) -> list[str]:
+    """The passwords of sandbox `name` (for tests that check none of them leaks)."""
+    state = _read_state(name)
+    if state is None:
+        return []
+    mode = state.get("security", "plaintext")
+    return _security.load(mode, Path(state["state_dir"])).secret_values()
 
 
 # --------------------------------------------------------------------------- processes
@@ -287,8 +321,13 @@ def up(
     name: str = "default",
     kafka_version: str | None = None,
     timeout_s: float = 180,
+    security: str = "plaintext",
 ) -> SandboxInfo:
-    """Start a sandbox and return once every broker is registered and answers metadata."""
+    """Start a sandbox and return once every broker is registered and answers metadata.
+
+    `security` (see kreplica.sandbox.security): plaintext, sasl_plaintext, sasl_ssl or ssl;
+    secured sandboxes have users admin and readonly, ACLs, and `client_configs`."""
+    security = _security.check_mode(security)
     if mode not in ("zk", "kraft"):
         raise UsageError(f"sandbox mode {mode!r} is unknown: use zk or kraft")
     if not 1 <= brokers <= 32:
@@ -329,6 +368,7 @@ def up(
             state_dir=state_dir,
             rack_list=rack_list,
             brokers=brokers,
+            security=security,
         )
         try:
             return launcher.start(deadline=deadline, timeout_s=timeout_s)
@@ -365,6 +405,7 @@ def processes(name: str = "default") -> list[SandboxProcess]:
             ports=tuple(p.get("ports", ())),
             log=p["log"],
             alive=_is_ours(p["pid"], state["state_dir"]),
+            stopped=bool(p.get("stopped")),
         )
         for p in state["processes"]
     ]
@@ -391,6 +432,29 @@ def down(name: str = "default", *, grace_s: float = 3.0) -> bool:
     return True
 
 
+def reap_orphans(prefix: str) -> list[str]:
+    """Stop the sandboxes named `PREFIX...-PID` whose PID (the test session or script that
+    started them) is gone, and return their names: a killed session never ran its teardown."""
+    root = sandbox_root()
+    reaped: list[str] = []
+    if not root.is_dir():
+        return reaped
+    for entry in sorted(root.iterdir()):
+        match = re.fullmatch(re.escape(prefix) + r"[A-Za-z0-9_.-]*?-(\d+)", entry.name)
+        if match is None:
+            continue
+        try:
+            os.kill(int(match.group(1)), 0)
+            continue  # its owner still runs
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        down(entry.name)
+        reaped.append(entry.name)
+    return reaped
+
+
 # --------------------------------------------------------------------------- the launcher
 
 
@@ -406,8 +470,11 @@ class _Launcher:
         state_dir: Path,
         rack_list: list[str],
         brokers: int,
+        security: str = "plaintext",
     ) -> None:
         self.mode = mode
+        self.security_mode = security
+        self.sec = _security.Security(mode="plaintext", dir=state_dir / "security")
         self.version = version
         self.classpath = classpath
         self.java = java
@@ -433,6 +500,8 @@ class _Launcher:
             "state_dir": str(state_dir),
             "ready": False,
             "processes": [],
+            "security": security,
+            "client_configs": {},
         }
 
     # -- helpers
@@ -463,7 +532,14 @@ class _Launcher:
                 start_new_session=True,  # outlives `kreplica sandbox up`, ignores its Ctrl-C
             )
         self.state["processes"].append(
-            {"role": role, "node_id": node_id, "pid": proc.pid, "ports": ports, "log": str(log)}
+            {
+                "role": role,
+                "node_id": node_id,
+                "pid": proc.pid,
+                "ports": ports,
+                "log": str(log),
+                "cmd": cmd,  # start_broker restarts a stopped broker with exactly this
+            }
         )
         _write_state(self.dir, self.state)  # recorded at once so `down` can always find it
 
@@ -489,12 +565,15 @@ class _Launcher:
     # -- start
 
     def start(self, *, deadline: float, timeout_s: float) -> SandboxInfo:
+        self.sec = _security.prepare(self.security_mode, self.dir, self.java)
+        self.state["client_configs"] = {u: str(p) for u, p in self.sec.client_configs.items()}
         if self.mode == "zk":
             self._start_zk_mode(deadline, timeout_s)
         else:
             self._start_kraft_mode(deadline, timeout_s)
         self._wait_brokers_ready(deadline, timeout_s)
         cluster_id = self._wait_metadata(deadline, timeout_s)
+        self._grant_acls(deadline, timeout_s)
         if self.mode == "zk":
             self.state["cluster_id"] = cluster_id
         self.state["ready"] = True
@@ -552,14 +631,16 @@ class _Launcher:
             if time.monotonic() > deadline:
                 raise self._timeout(timeout_s, "ZooKeeper to answer `srvr`")
             time.sleep(0.1)
+        _security.write_zookeeper_users(self.sec, f"127.0.0.1:{zk_port}")
+        listener = _security.protocol(self.security_mode)
 
         for i in range(1, self.count + 1):  # in parallel: Popen does not wait
             node_dir = self.dir / f"broker-{i}"
             node_dir.mkdir()
             props = {
                 "broker.id": str(i),
-                "listeners": f"PLAINTEXT://127.0.0.1:{ports[i]}",
-                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{ports[i]}",
+                "listeners": f"{listener}://127.0.0.1:{ports[i]}",
+                "advertised.listeners": f"{listener}://127.0.0.1:{ports[i]}",
                 "zookeeper.connect": f"127.0.0.1:{zk_port}",
                 "zookeeper.connection.timeout.ms": "30000",
                 "zookeeper.session.timeout.ms": "6000",
@@ -567,6 +648,7 @@ class _Launcher:
                 # A throw-away cluster stops all brokers at once: skip the leader hand-off.
                 "controlled.shutdown.enable": "false",
                 **_SMALL_BROKER,
+                **_security.broker_properties(self.sec, kraft=False),
             }
             if self.racks[i] is not None:
                 props["broker.rack"] = str(self.racks[i])
@@ -584,6 +666,14 @@ class _Launcher:
         voters = min(self.count, _MAX_VOTERS)
         ports = self._broker_ports()
         controller_ports = dict(zip(range(1, voters + 1), _free_ports(voters), strict=True))
+        secured = self.sec.enabled
+        # secured: brokers replicate over a PLAINTEXT INTERNAL listener (see security.py)
+        internal_ports = (
+            dict(zip(range(1, self.count + 1), _free_ports(self.count), strict=True))
+            if secured
+            else {}
+        )
+        listener = _security.protocol(self.security_mode)
         self._record_brokers(ports)
         self.state["zookeeper"] = None
         cluster_id = _new_cluster_id()
@@ -595,22 +685,29 @@ class _Launcher:
             node_dir = self.dir / f"node-{i}"
             node_dir.mkdir()
             is_controller = i <= voters
-            listeners = f"PLAINTEXT://127.0.0.1:{ports[i]}"
+            listeners = f"{listener}://127.0.0.1:{ports[i]}"
+            if secured:
+                listeners += f",INTERNAL://127.0.0.1:{internal_ports[i]}"
+            advertised = listeners
             if is_controller:
                 listeners += f",CONTROLLER://127.0.0.1:{controller_ports[i]}"
+            protocol_map = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+            if secured:
+                protocol_map = f"{listener}:{listener},INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
             props = {
                 "process.roles": "broker,controller" if is_controller else "broker",
                 "node.id": str(i),
                 "controller.quorum.voters": voter_list,
                 "listeners": listeners,
-                "advertised.listeners": listeners,
+                "advertised.listeners": advertised if secured else listeners,
                 "controller.listener.names": "CONTROLLER",
-                "inter.broker.listener.name": "PLAINTEXT",
-                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                "inter.broker.listener.name": "INTERNAL" if secured else "PLAINTEXT",
+                "listener.security.protocol.map": protocol_map,
                 "log.dirs": str(node_dir / "data"),
                 "share.coordinator.state.topic.replication.factor": "1",
                 "share.coordinator.state.topic.min.isr": "1",
                 **_SMALL_BROKER,
+                **_security.broker_properties(self.sec, kraft=True),
             }
             if self.racks[i] is not None:
                 props["broker.rack"] = str(self.racks[i])
@@ -628,6 +725,7 @@ class _Launcher:
                     "format",
                     f"--cluster-id={cluster_id}",
                     f"--config={path}",
+                    *_security.storage_scram_arguments(self.sec),
                 ),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -657,10 +755,13 @@ class _Launcher:
 
         for i, path in node_props.items():
             role = "broker,controller" if i <= voters else "broker"
+            node_ports = [ports[i], controller_ports[i]] if i <= voters else [ports[i]]
+            if secured:
+                node_ports.append(internal_ports[i])  # last: client port first stays
             self._spawn(
                 role,
                 i,
-                [ports[i], controller_ports[i]] if i <= voters else [ports[i]],
+                node_ports,
                 self._java(_BROKER_HEAP, self.dir / f"node-{i}", "kafka.Kafka", str(path)),
                 self.dir / f"node-{i}.log",
             )
@@ -687,6 +788,7 @@ class _Launcher:
         quiet.propagate = False
         config: dict[str, Any] = {"bootstrap.servers": self.state["bootstrap_servers"]}
         config["logger"] = quiet
+        config.update(_security.librdkafka_config(self.sec, "admin"))
         admin = AdminClient(config)
         want = {b["id"]: b["rack"] for b in self.state["brokers"]}
         seen: dict[int, str | None] = {}
@@ -704,6 +806,31 @@ class _Launcher:
                     timeout_s, f"metadata to show brokers {want} (last seen {seen or 'none'})"
                 )
             time.sleep(0.3)
+
+    def _grant_acls(self, deadline: float, timeout_s: float) -> None:
+        """Secured: give `readonly` its ACLs and wait until they are in force."""
+        if not self.sec.enabled:
+            return
+        bootstrap = self.state["bootstrap_servers"]
+        try:
+            _security.create_acls(bootstrap, self.sec, _quiet_admin)
+        except Exception as exc:  # one line; the client's error names no secret
+            raise SandboxError(f"creating the sandbox's ACLs failed: {exc}") from None
+        while not _security.readonly_ready(bootstrap, self.sec, _quiet_admin):
+            self._check_alive()
+            if time.monotonic() > deadline:
+                raise self._timeout(timeout_s, "the readonly user's ACLs to be in force")
+            time.sleep(0.3)
+
+
+def _quiet_admin(bootstrap: str, settings: Mapping[str, Any]) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    quiet = logging.getLogger("kreplica.sandbox.client")
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": quiet, **settings}
+    return AdminClient(config)
 
 
 def _read(path: str) -> str:

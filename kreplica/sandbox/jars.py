@@ -7,6 +7,7 @@ The poms beside this file pin the versions. Maven keeps the jars in its own repo
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -81,7 +82,10 @@ def pom_for(kafka_version: str) -> Path:
 
 
 def _classpath_file(kafka_version: str) -> Path:
-    return cache_dir() / "classpath" / f"kafka-{kafka_version}.txt"
+    # Keyed by the pom's content too: a pom that gains a jar (kafka-tools) must not be served
+    # the classpath cached before it did.
+    pom_hash = hashlib.sha256(pom_for(kafka_version).read_bytes()).hexdigest()[:10]
+    return cache_dir() / "classpath" / f"kafka-{kafka_version}-{pom_hash}.txt"
 
 
 def _missing(classpath: str) -> bool:

@@ -1,16 +1,21 @@
 """The AdminClient source: any cluster (ZooKeeper mode or KRaft) read through the Kafka protocol.
 
 confluent-kafka gives brokers and racks (DescribeCluster), assignments, leaders and ISR
-(Metadata), and topic config overrides (DescribeConfigs). kafka-python gives what
-confluent-kafka lacks: in-flight reassignments (ListPartitionReassignments) and replica
-sizes (DescribeLogDirs). Each is one batched request, so 10,000 partitions take seconds.
-Client objects never leave this module: errors become SourceError, results model objects.
+(Metadata), and topic config overrides with each topic's effective min.insync.replicas and its
+source (DescribeConfigs). kafka-python gives what confluent-kafka lacks: in-flight
+reassignments (ListPartitionReassignments), replica sizes (DescribeLogDirs), and KRaft brokers
+that are registered but fenced (DescribeCluster v2 with IncludeFencedBrokers, KIP-1073, Kafka
+4.0+), which are dead for planning but keep their rack and address. Each is one batched
+request, so 10,000 partitions take seconds. Client objects never leave this module: errors
+become SourceError, results model objects.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
+import time
 import warnings
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -24,7 +29,7 @@ from kreplica.sources.assemble import (
     select_topics,
     utc_timestamp,
 )
-from kreplica.sources.clientconfig import confluent_config, kafka_python_config
+from kreplica.sources.clientconfig import confluent_config, kafka_python_config, principal_name
 
 # Client libraries log refused connections (kafka-python with stack traces); a NullHandler keeps
 # them off stderr unless the application configures logging itself.
@@ -72,6 +77,51 @@ def replica_sizes(log_dirs: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int]
     return sizes
 
 
+def broker_log_dirs(log_dirs: Iterable[Mapping[str, Any]]) -> dict[int, tuple[str, ...]]:
+    """Broker id → the paths of its log dirs (offline ones included: they exist on the broker),
+    from kafka-python's describe_log_dirs result."""
+    return {
+        int(broker["broker"]): tuple(sorted(d["log_dir"] for d in broker.get("log_dirs") or []))
+        for broker in log_dirs
+        if "broker" in broker
+    }
+
+
+# DescribeConfigs' ConfigSource names → where the effective value comes from (model's
+# MIN_ISR_SOURCES). Checked on Kafka 3.9 (ZooKeeper) and 4.3 (KRaft), see the integration tests.
+_MIN_ISR_SOURCES = {
+    "DYNAMIC_TOPIC_CONFIG": "topic",
+    "DYNAMIC_DEFAULT_BROKER_CONFIG": "cluster default",
+    "DYNAMIC_BROKER_CONFIG": "broker config",
+    "STATIC_BROKER_CONFIG": "broker config",
+    "DEFAULT_CONFIG": "kafka default",
+}
+
+
+def min_isr_from_config(entry_value: str | None, source_name: str) -> tuple[int, str] | None:
+    """A TOPIC resource's DescribeConfigs entry for min.insync.replicas (its value and its
+    ConfigSource name) → (value, where it comes from); None when the value is not a number."""
+    if entry_value is None or not entry_value.strip().isdigit():
+        return None
+    return int(entry_value), _MIN_ISR_SOURCES.get(source_name, f"{source_name.lower()} config")
+
+
+def fenced_brokers(described: Mapping[str, Any]) -> list[Broker]:
+    """Dead brokers from kafka-python's describe_cluster result: those marked `is_fenced`
+    (only present in DescribeCluster v2 answers)."""
+    return [
+        Broker(
+            id=int(b["broker_id"]),
+            rack=b.get("rack") or None,
+            host=b.get("host"),
+            port=b.get("port"),
+            alive=False,
+        )
+        for b in described.get("brokers") or []
+        if b.get("is_fenced")
+    ]
+
+
 class AdminSource(LiveSource):
     """Reads a cluster through its brokers. `bootstrap` is HOST:PORT[,HOST:PORT...]."""
 
@@ -83,6 +133,7 @@ class AdminSource(LiveSource):
         *,
         client_config: dict[str, str] | None = None,
         timeout_s: float = 15.0,
+        probe: bool = True,
     ) -> None:
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
@@ -98,6 +149,19 @@ class AdminSource(LiveSource):
             self._bootstrap, self._client_config, timeout_s
         )
         config = confluent_config(self._bootstrap, self._client_config)
+        if probe:
+            # refused fails at once, another protocol is named; only silence waits the timeout
+            from kreplica.sources.probe import require_server
+
+            protocol = str(self._client_config.get("security.protocol", "PLAINTEXT")).upper()
+            require_server(
+                self._bootstrap,
+                protocol="kafka",
+                default_port=9092,
+                timeout_s=timeout_s,
+                flag="--bootstrap-server",
+                handshake=not protocol.endswith("SSL"),  # TLS first: a TCP connect only
+            )
         config.update({"error_cb": self._remember_error, "logger": _LOG})
         config.setdefault("client.id", "kreplica")
         try:
@@ -130,6 +194,15 @@ class AdminSource(LiveSource):
         name = error.name() if hasattr(error, "name") else type(exc).__name__
         text = error.str() if hasattr(error, "str") else str(exc)
         cause_name, cause = self._last_error or (name, text)
+        if "certificate verify failed" in cause or "certificate verify failed" in text:
+            from kreplica.sources.tlscheck import diagnose
+
+            reason = diagnose(self._bootstrap, self._client_config, self._timeout_s)
+            if reason:
+                return SourceError(
+                    f"Kafka at {self._bootstrap} refused by TLS: {reason} (client config "
+                    "ssl.* settings)"
+                )
         if cause_name in _AUTH_ERRORS or name in _AUTH_ERRORS or "handshake failed" in cause:
             return SourceError(
                 f"Kafka at {self._bootstrap} rejected the connection ({cause}); check "
@@ -149,15 +222,25 @@ class AdminSource(LiveSource):
     def _result(self, future: Any, what: str) -> Any:
         from confluent_kafka import KafkaException
 
-        try:
-            return future.result(timeout=self._timeout_s + 5)
-        except KafkaException as exc:
-            raise self._failure(what, exc) from None
-        except TimeoutError:
-            raise SourceError(
-                f"Kafka at {self._bootstrap} did not answer ({what}) within "
-                f"{self._timeout_s:g}s; check --bootstrap-server"
-            ) from None
+        # In slices: a login or certificate the brokers refuse is reported as soon as the
+        # client logs it, not after the timeout.
+        deadline = time.monotonic() + self._timeout_s + 5
+        while True:
+            try:
+                return future.result(timeout=0.25)
+            except KafkaException as exc:
+                raise self._failure(what, exc) from None
+            except TimeoutError:
+                if self._admin is not None:
+                    self._admin.poll(0)
+                cause_name, cause = self._last_error or ("", "")
+                if cause_name in _AUTH_ERRORS or "certificate verify failed" in cause:
+                    raise self._failure(what, TimeoutError()) from None
+                if time.monotonic() > deadline:
+                    raise SourceError(
+                        f"Kafka at {self._bootstrap} did not answer ({what}) within "
+                        f"{self._timeout_s:g}s; check --bootstrap-server"
+                    ) from None
 
     def _admin_client(self) -> Any:
         if self._admin is None:
@@ -185,6 +268,31 @@ class AdminSource(LiveSource):
             self._kafka_python = client
         return self._kafka_python
 
+    # -- for the executor, which writes through the same connection --------------------------
+
+    @property
+    def bootstrap(self) -> str:
+        return self._bootstrap
+
+    @property
+    def timeout_s(self) -> float:
+        return self._timeout_s
+
+    @property
+    def principal(self) -> str | None:
+        """User:NAME of the SASL login in the client config (None without SASL)."""
+        return principal_name(self._client_config)
+
+    def confluent_admin(self) -> Any:
+        return self._admin_client()
+
+    def kafka_python_admin(self) -> Any:
+        return self._kafka_python_client()
+
+    def call(self, future: Any, what: str) -> Any:
+        """A confluent-kafka future's result, or one SourceError line naming `what`."""
+        return self._result(future, what)
+
     # -- reading -----------------------------------------------------------------------------
 
     def _brokers(self) -> tuple[str | None, list[Broker]]:
@@ -192,11 +300,45 @@ class AdminSource(LiveSource):
             self._admin_client().describe_cluster(request_timeout=self._timeout_s),
             "describe the cluster",
         )
-        brokers = [
-            Broker(id=node.id, rack=node.rack or None, host=node.host, port=node.port, alive=True)
+        by_id = {
+            node.id: Broker(
+                id=node.id, rack=node.rack or None, host=node.host, port=node.port, alive=True
+            )
             for node in cluster.nodes
-        ]
-        return cluster.cluster_id, brokers
+        }
+        # Asked second, so its answer is the newer one when a broker was fenced in between.
+        for broker in self._fenced_brokers():
+            by_id[broker.id] = broker
+        return cluster.cluster_id, [by_id[k] for k in sorted(by_id)]
+
+    def _fenced_brokers(self) -> list[Broker]:
+        """KRaft brokers that are registered but fenced (stopped heartbeating: crashed, killed,
+        cut off), as dead brokers with their rack and address. Only Kafka 4.0+ answers
+        DescribeCluster v2; older brokers (and ZooKeeper mode, where a dead broker's
+        registration is gone) list live brokers only, so this is empty there."""
+        _import_kafka_python()
+        from kafka.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
+
+        client = self._kafka_python_client()
+        described: Any = None
+        # kafka-python sends to one broker it picks; that may be the dead one a caller is
+        # looking for, so a connection error is retried (each try picks again).
+        for attempt in range(3):
+            try:
+                described = client.describe_cluster()
+                break
+            except (KafkaConnectionError, KafkaTimeoutError) as exc:
+                if attempt == 2:
+                    raise SourceError(
+                        f"Kafka at {self._bootstrap} failed to describe the cluster "
+                        f"(kafka-python): {exc}"
+                    ) from None
+            except KafkaError as exc:
+                raise SourceError(
+                    f"Kafka at {self._bootstrap} failed to describe the cluster "
+                    f"(kafka-python): {exc}"
+                ) from None
+        return fenced_brokers(described)
 
     def _topics(self) -> dict[str, list[Partition]]:
         """Every topic's partitions from one Metadata request: names and assignments come from
@@ -224,8 +366,13 @@ class AdminSource(LiveSource):
             ]
         return out
 
-    def _topic_configs(self, names: list[str]) -> dict[str, dict[str, str]]:
-        """Per-topic overrides only (what `/config/topics/<t>` holds), not broker defaults."""
+    def _topic_configs(
+        self, names: list[str]
+    ) -> tuple[dict[str, dict[str, str]], dict[str, tuple[int, str]]]:
+        """Per-topic overrides (what `/config/topics/<t>` holds), and each topic's effective
+        min.insync.replicas with its source: DescribeConfigs on a TOPIC resource lists every
+        config with where its value comes from (the answering broker's view of broker-level
+        values)."""
         from confluent_kafka.admin import (  # type: ignore[attr-defined]
             ConfigResource,
             ConfigSource,
@@ -233,10 +380,11 @@ class AdminSource(LiveSource):
         )
 
         if not names:
-            return {}
+            return {}, {}
         resources = [ConfigResource(ResourceType.TOPIC, name) for name in names]
         futures = self._admin_client().describe_configs(resources, request_timeout=self._timeout_s)
         out: dict[str, dict[str, str]] = {}
+        min_isr: dict[str, tuple[int, str]] = {}
         for resource, future in futures.items():
             entries = self._result(future, f"describe the configs of topic {resource.name!r}")
             out[resource.name] = {
@@ -245,7 +393,16 @@ class AdminSource(LiveSource):
                 if entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
                 and entry.value is not None
             }
-        return out
+            entry = entries.get("min.insync.replicas")
+            if entry is not None:
+                try:
+                    source_name = ConfigSource(entry.source).name
+                except ValueError:
+                    source_name = f"UNKNOWN_{entry.source}"
+                effective = min_isr_from_config(entry.value, source_name)
+                if effective is not None:
+                    min_isr[resource.name] = effective
+        return out, min_isr
 
     def _reassignments(
         self, names: list[str]
@@ -272,21 +429,22 @@ class AdminSource(LiveSource):
             if tp.topic in wanted
         }
 
-    def _sizes(self, names: list[str]) -> dict[tuple[str, int], int]:
+    def _log_dirs(self, names: list[str]) -> list[Mapping[str, Any]]:
+        """kafka-python's describe_log_dirs answer for these topics ([] when not allowed)."""
         _import_kafka_python()
         from kafka.errors import ClusterAuthorizationFailedError, KafkaError
 
-        if not names:
-            return {}
         try:
-            log_dirs = self._kafka_python_client().describe_log_dirs(topic_partitions=names)
+            answer: list[Mapping[str, Any]] = self._kafka_python_client().describe_log_dirs(
+                topic_partitions=names or {}
+            )
         except ClusterAuthorizationFailedError:
-            return {}  # sizes are optional; a principal without DESCRIBE on the cluster has none
+            return []  # optional: a principal without DESCRIBE on the cluster has no sizes
         except KafkaError as exc:
             raise SourceError(
                 f"Kafka at {self._bootstrap} failed to describe log dirs: {exc}"
             ) from None
-        return replica_sizes(log_dirs)
+        return answer
 
     def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
         captured_at = utc_timestamp(datetime.now(UTC))
@@ -294,9 +452,14 @@ class AdminSource(LiveSource):
         cluster_id, brokers = self._brokers()
         partitions = self._topics()
         names = select_topics(partitions, wanted)
-        configs = self._topic_configs(names)
+        configs, min_isr = self._topic_configs(names)
         moving = self._reassignments(names)
-        sizes = self._sizes(names)
+        log_dirs = self._log_dirs(names)
+        sizes = replica_sizes(log_dirs)
+        dirs = broker_log_dirs(log_dirs)
+        brokers = [
+            dataclasses.replace(b, log_dirs=dirs[b.id]) if b.id in dirs else b for b in brokers
+        ]
         result = []
         for name in names:
             parts = []
@@ -314,7 +477,16 @@ class AdminSource(LiveSource):
                         removing_replicas=removing,
                     )
                 )
-            result.append(Topic(name=name, partitions=tuple(parts), configs=configs.get(name, {})))
+            effective, source = min_isr.get(name, (None, None))
+            result.append(
+                Topic(
+                    name=name,
+                    partitions=tuple(parts),
+                    configs=configs.get(name, {}),
+                    effective_min_isr=effective,
+                    min_isr_source=source,
+                )
+            )
         return assemble_snapshot(
             brokers=brokers,
             topics=result,

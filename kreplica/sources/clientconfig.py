@@ -97,6 +97,19 @@ def kafka_properties(client_config: Mapping[str, str] | None) -> dict[str, str]:
     return props
 
 
+def principal_name(client_config: Mapping[str, str] | None) -> str | None:
+    """`User:NAME` of a SASL login configured in `client_config` (None otherwise: with client
+    certificates the broker derives the principal from the certificate)."""
+    config = client_config or {}
+    if not str(config.get("security.protocol", "")).upper().startswith("SASL"):
+        return None
+    username = config.get("sasl.username")
+    if not username and config.get("sasl.jaas.config"):
+        options = dict(_JAAS_OPTION.findall(config["sasl.jaas.config"]))
+        username = options.get("username")
+    return f"User:{username}" if username else None
+
+
 def confluent_config(bootstrap: str, client_config: Mapping[str, str] | None) -> dict[str, Any]:
     """librdkafka configuration: bootstrap plus the Kafka properties, verbatim."""
     config: dict[str, Any] = dict(kafka_properties(client_config))

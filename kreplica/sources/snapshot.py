@@ -120,7 +120,23 @@ def _parse_broker(raw: Any, origin: str, path: str) -> Broker:
         host=_opt_str(b.get("host"), origin, f"{path}.host"),
         port=None if port is None else _int(port, origin, f"{path}.port"),
         alive=alive,
+        log_dirs=_log_dirs(b.get("log_dirs"), origin, f"{path}.log_dirs"),
     )
+
+
+def _log_dirs(raw: Any, origin: str, path: str) -> tuple[str, ...] | None:
+    """A broker's log dirs: paths, or objects with a "path" (and disk figures read elsewhere)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise _fail(origin, path, 'must be a list of paths or of {"path": ...} objects')
+    paths = []
+    for i, entry in enumerate(raw):
+        value = entry.get("path") if isinstance(entry, dict) else entry
+        if not isinstance(value, str) or not value:
+            raise _fail(origin, f"{path}[{i}]", 'must be a path or an object with a "path"')
+        paths.append(value)
+    return tuple(paths)
 
 
 def _parse_topic(raw: Any, origin: str, path: str) -> Topic:
@@ -138,7 +154,20 @@ def _parse_topic(raw: Any, origin: str, path: str) -> Topic:
                 origin, f"{path}.partitions[{j}].partition", f"repeats partition {part.partition}"
             )
         parts[part.partition] = part
-    return Topic(name=name, partitions=tuple(parts[k] for k in sorted(parts)), configs=configs)
+    min_isr = t.get("min_insync_replicas")
+    if min_isr is not None:
+        min_isr = _int(min_isr, origin, f"{path}.min_insync_replicas")
+        if min_isr < 1:
+            raise _fail(origin, f"{path}.min_insync_replicas", f"must be >= 1, got {min_isr}")
+    return Topic(
+        name=name,
+        partitions=tuple(parts[k] for k in sorted(parts)),
+        configs=configs,
+        effective_min_isr=min_isr,
+        min_isr_source=_opt_str(
+            t.get("min_insync_replicas_source"), origin, f"{path}.min_insync_replicas_source"
+        ),
+    )
 
 
 def _parse_partition(raw: Any, topic: str, origin: str, path: str) -> Partition:
@@ -172,6 +201,14 @@ def _parse_partition(raw: Any, topic: str, origin: str, path: str) -> Partition:
     )
 
 
+def _broker_to_dict(b: Broker) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": b.id, "rack": b.rack, "host": b.host, "port": b.port}
+    out["alive"] = b.alive
+    if b.log_dirs is not None:
+        out["log_dirs"] = [{"path": d} for d in b.log_dirs]
+    return out
+
+
 def snapshot_to_dict(snapshot: ClusterSnapshot) -> dict[str, Any]:
     """The file form of a snapshot; keys in a fixed order so output is byte-stable."""
     return {
@@ -179,19 +216,19 @@ def snapshot_to_dict(snapshot: ClusterSnapshot) -> dict[str, Any]:
         "cluster_id": snapshot.cluster_id,
         "source": snapshot.source,
         "captured_at": snapshot.captured_at,
-        "brokers": [
-            {"id": b.id, "rack": b.rack, "host": b.host, "port": b.port, "alive": b.alive}
-            for b in snapshot.brokers
-        ],
-        "topics": [
-            {
-                "name": t.name,
-                "configs": dict(sorted(t.configs.items())),
-                "partitions": [_partition_to_dict(p) for p in t.partitions],
-            }
-            for t in snapshot.topics
-        ],
+        "brokers": [_broker_to_dict(b) for b in snapshot.brokers],
+        "topics": [_topic_to_dict(t) for t in snapshot.topics],
     }
+
+
+def _topic_to_dict(t: Topic) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": t.name, "configs": dict(sorted(t.configs.items()))}
+    if t.effective_min_isr is not None:  # as the source reported it, never a guess
+        out["min_insync_replicas"] = t.effective_min_isr
+        if t.min_isr_source is not None:
+            out["min_insync_replicas_source"] = t.min_isr_source
+    out["partitions"] = [_partition_to_dict(p) for p in t.partitions]
+    return out
 
 
 def _partition_to_dict(p: Partition) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kreplica.errors import SourceError
-from kreplica.model import Broker, Partition, Topic
+from kreplica.model import KAFKA_DEFAULT_MIN_ISR, Broker, Partition, Topic
 
 
 @dataclass(frozen=True)
@@ -162,6 +162,31 @@ def parse_topic_config(data: bytes | None, path: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in sorted(config.items()) if v is not None}
 
 
+# ZooKeeper holds topic overrides and dynamic broker configs, never a broker's server.properties.
+MIN_ISR_ZK_UNKNOWN = "kafka default; static broker config not visible in ZooKeeper"
+MIN_ISR_ZK_DENIED = (
+    "kafka default; the cluster default in ZooKeeper is not readable (ACL) and static broker "
+    "config is not visible in ZooKeeper"
+)
+
+
+def effective_min_isr(
+    topic_configs: dict[str, str], cluster_default: dict[str, str] | None
+) -> tuple[int, str]:
+    """A topic's min.insync.replicas as far as ZooKeeper shows it: the topic override
+    (`/config/topics/<t>`), else the dynamic cluster default (`/config/brokers/<default>`; None
+    when an ACL hides it), else Kafka's default 1, marked as assumed: server.properties may set
+    another value."""
+    layers = ((topic_configs, "topic"), (cluster_default or {}, "cluster default"))
+    for configs, source in layers:
+        value = configs.get("min.insync.replicas")
+        if value is not None and value.strip().isdigit():
+            return int(value), source
+    if cluster_default is None:
+        return KAFKA_DEFAULT_MIN_ISR, MIN_ISR_ZK_DENIED
+    return KAFKA_DEFAULT_MIN_ISR, MIN_ISR_ZK_UNKNOWN
+
+
 def parse_reassign_partitions(
     data: bytes | None, path: str
 ) -> dict[tuple[str, int], tuple[int, ...]]:
@@ -198,10 +223,15 @@ def build_topic(
     states: dict[int, PartitionState | None],
     configs: dict[str, str],
     pending: dict[tuple[str, int], tuple[int, ...]] | None = None,
+    cluster_default: dict[str, str] | None = None,
+    *,
+    cluster_default_readable: bool = True,
 ) -> Topic:
     """One topic from its znodes. `states` maps partition → state (None: no state znode yet).
     `pending` holds `/admin/reassign_partitions` targets; for a partition the controller has
-    not picked up yet (no adding/removing in the topic znode) they give adding/removing."""
+    not picked up yet (no adding/removing in the topic znode) they give adding/removing.
+    `cluster_default` is `/config/brokers/<default>`'s config (for min.insync.replicas), unless
+    an ACL kept it from being read (`cluster_default_readable=False`)."""
     partitions = []
     for number, replicas in assignment.replicas.items():
         state = states.get(number)
@@ -222,4 +252,13 @@ def build_topic(
                 removing_replicas=removing,
             )
         )
-    return Topic(name=name, partitions=tuple(partitions), configs=dict(sorted(configs.items())))
+    min_isr, min_isr_source = effective_min_isr(
+        configs, (cluster_default or {}) if cluster_default_readable else None
+    )
+    return Topic(
+        name=name,
+        partitions=tuple(partitions),
+        configs=dict(sorted(configs.items())),
+        effective_min_isr=min_isr,
+        min_isr_source=min_isr_source,
+    )

@@ -1,7 +1,8 @@
 """The ZooKeeper source: a ZK-mode cluster's brokers and assignments, read through kazoo.
 
 Reads `/cluster/id`, `/brokers/ids/*`, `/brokers/topics/*` with each partition's `state`,
-`/config/topics/*` and `/admin/reassign_partitions`. All znode reads after the listings are
+`/config/topics/*`, `/config/brokers/<default>` (the dynamic cluster default of
+min.insync.replicas) and `/admin/reassign_partitions`. All znode reads after the listings are
 pipelined (kazoo `get_async`), so 10,000 partitions take one round trip's worth of waiting,
 not 10,000. kazoo never leaves this module: errors become SourceError, results model objects.
 
@@ -47,6 +48,9 @@ _LOG.setLevel(logging.CRITICAL)
 # Requests in flight at once: bounds memory, still one wait per batch, not per znode.
 _BATCH = 5000
 
+# Dynamic cluster-wide broker configs (`kafka-configs --entity-type brokers --entity-default`).
+_CLUSTER_DEFAULT = "/config/brokers/<default>"
+
 
 class ZooKeeperSource(LiveSource):
     """Reads a ZooKeeper-mode cluster. `connect` is HOST:PORT[,HOST:PORT...][/chroot]."""
@@ -60,6 +64,7 @@ class ZooKeeperSource(LiveSource):
         auth: list[tuple[str, str]] | None = None,
         client_config: dict[str, str] | None = None,
         timeout_s: float = 15.0,
+        probe: bool = True,
     ) -> None:
         from kazoo.client import KazooClient
         from kazoo.exceptions import KazooException
@@ -93,6 +98,22 @@ class ZooKeeperSource(LiveSource):
                 "use HOST:PORT[,HOST:PORT][/chroot]"
             ) from None
         self._client: Any = client
+        if probe:
+            # refused fails at once, a Kafka port is named as such; only silence waits
+            from kreplica.sources.probe import require_server
+
+            try:
+                require_server(
+                    self._connect,
+                    protocol="zookeeper",
+                    default_port=2181,
+                    timeout_s=timeout_s,
+                    flag="--zookeeper",
+                    handshake="use_ssl" not in options,  # TLS first: a TCP connect only
+                )
+            except BaseException:
+                self._stop()
+                raise
         try:
             with warnings.catch_warnings():  # a missing chroot is reported below, clearly
                 warnings.simplefilter("ignore", UserWarning)
@@ -132,6 +153,20 @@ class ZooKeeperSource(LiveSource):
             client.close()
         except Exception:  # closing a half-broken connection has nothing left to report
             pass
+
+    @property
+    def connect(self) -> str:
+        return self._connect
+
+    @property
+    def timeout_s(self) -> float:
+        return self._timeout_s
+
+    def kazoo_client(self) -> Any:
+        """The connected kazoo client (the executor writes /admin/reassign_partitions with it)."""
+        if self._client is None:
+            raise UsageError("this ZooKeeper source is closed")
+        return self._client
 
     def close(self) -> None:
         self._stop()
@@ -222,6 +257,23 @@ class ZooKeeperSource(LiveSource):
         except (KazooException, KazooTimeoutError) as exc:
             raise self._error(path, exc) from None
 
+    def _cluster_default(self) -> dict[str, str] | None:
+        """The dynamic cluster-wide broker configs; None when an ACL denies reading them (Kafka
+        with zookeeper.set.acl=true keeps /config/brokers from other principals)."""
+        from kazoo.exceptions import NoAuthError, NoNodeError
+
+        if self._client is None:
+            raise UsageError("this ZooKeeper source is closed")
+        try:
+            data, _stat = self._client.get_async(_CLUSTER_DEFAULT).get(timeout=self._timeout_s)
+        except NoNodeError:
+            return {}
+        except NoAuthError:
+            return None
+        except Exception as exc:
+            raise self._error(_CLUSTER_DEFAULT, exc) from None
+        return parse_topic_config(data, _CLUSTER_DEFAULT)
+
     def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
         captured_at = utc_timestamp(datetime.now(UTC))
         wanted = None if topics is None else list(topics)
@@ -270,6 +322,7 @@ class ZooKeeperSource(LiveSource):
             else {}
         )
 
+        cluster_default = self._cluster_default()
         result: list[Topic] = []
         for name, assignment in assignments.items():
             states: dict[int, PartitionState | None] = {}
@@ -278,7 +331,17 @@ class ZooKeeperSource(LiveSource):
                 raw = states_raw[path]
                 states[p] = None if raw is None else parse_partition_state(raw, path)
             configs = parse_topic_config(data[f"/config/topics/{name}"], f"/config/topics/{name}")
-            result.append(build_topic(name, assignment, states, configs, pending))
+            result.append(
+                build_topic(
+                    name,
+                    assignment,
+                    states,
+                    configs,
+                    pending,
+                    cluster_default or {},
+                    cluster_default_readable=cluster_default is not None,
+                )
+            )
 
         return assemble_snapshot(
             brokers=brokers,

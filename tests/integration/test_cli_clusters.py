@@ -163,3 +163,31 @@ def test_unreachable_cluster_is_a_one_line_source_error(flag: str) -> None:
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ")
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["zk", "kraft"])
+def test_log_dirs_come_from_the_cluster_and_check_refuses_an_unknown_one(
+    mode: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """The AdminClient source reads each broker's log dirs (DescribeLogDirs); `check` then
+    accepts a reassignment naming a real dir and refuses one the broker does not have."""
+    info: SandboxInfo = request.getfixturevalue("zk_cluster" if mode == "zk" else "kraft_cluster")
+    flags = ["--bootstrap-server", info.bootstrap_servers]
+    snap = envelope(kreplica("snapshot", *flags, "--output", "json"))["data"]["snapshot"]
+    dirs = {b["id"]: [d["path"] for d in b["log_dirs"]] for b in snap["brokers"]}
+    assert sorted(dirs) == sorted(b.id for b in info.brokers)
+    assert all(paths and all(Path(p).is_dir() for p in paths) for paths in dirs.values())
+    manual = next(t for t in snap["topics"] if t["name"] == "manual")
+    replicas = manual["partitions"][0]["replicas"]
+
+    def plan(first_dir: str) -> str:
+        path = tmp_path / f"plan-{len(first_dir)}.json"
+        row = {"topic": "manual", "partition": 0, "replicas": replicas}
+        row["log_dirs"] = [first_dir] + ["any"] * (len(replicas) - 1)
+        path.write_text(json.dumps({"version": 1, "partitions": [row]}))
+        return str(path)
+
+    assert kreplica("check", *flags, plan(dirs[replicas[0]][0])).returncode == 0
+    proc = kreplica("check", *flags, plan("/no/such/kafka-logs"))
+    assert proc.returncode == ExitCode.VERIFY_FAILED
+    assert "/no/such/kafka-logs" in proc.stderr and f"broker {replicas[0]}" in proc.stderr

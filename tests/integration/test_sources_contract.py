@@ -108,8 +108,12 @@ def test_configs_are_topic_overrides(opened: tuple[AssignmentSource, SandboxInfo
     snap = source.snapshot(STANDARD)
     assert snap.topic("payments").configs == {"min.insync.replicas": "2"}
     assert snap.topic("payments").min_insync_replicas == 2
+    assert snap.topic("payments").min_insync_replicas_source == "topic"
     for name in ("orders", "grown", "manual", "single"):
-        assert snap.topic(name).min_insync_replicas is None
+        # no override: configs stay empty; the effective value is Kafka's default (3.9 ZK,
+        # and KRaft 4.x's own cluster-level default under ELR), or assumed in ZooKeeper
+        assert snap.topic(name).configs == {}
+        assert snap.topic(name).min_insync_replicas == 1
 
 
 def test_kafka_placed_replicas_rack_aware_and_balanced(
@@ -170,11 +174,19 @@ def test_repeatable(opened: tuple[AssignmentSource, SandboxInfo, str]) -> None:
 
 
 def _without_sizes(snapshot: ClusterSnapshot) -> ClusterSnapshot:
+    """What both sources can know: no sizes or log dirs (DescribeLogDirs), and no origin of a
+    min.insync.replicas that is not a topic override (ZooKeeper cannot see server.properties,
+    so it says Kafka's default is assumed where the AdminClient reads it)."""
     topics = tuple(
-        replace(t, partitions=tuple(replace(p, size_bytes=None) for p in t.partitions))
+        replace(
+            t,
+            partitions=tuple(replace(p, size_bytes=None) for p in t.partitions),
+            min_isr_source=None,
+        )
         for t in snapshot.topics
     )
-    return replace(snapshot, topics=topics, source=None, captured_at=None)
+    brokers = tuple(replace(b, log_dirs=None) for b in snapshot.brokers)
+    return replace(snapshot, brokers=brokers, topics=topics, source=None, captured_at=None)
 
 
 def test_zookeeper_and_admin_agree_on_the_same_cluster(zk_cluster: SandboxInfo) -> None:
@@ -191,10 +203,16 @@ def test_zookeeper_and_admin_agree_on_the_same_cluster(zk_cluster: SandboxInfo) 
             if _without_sizes(from_zk) == _without_sizes(from_admin):
                 break
             time.sleep(1)
-    assert from_zk.brokers == from_admin.brokers
+    assert _without_sizes(from_zk).brokers == _without_sizes(from_admin).brokers
     assert [t.name for t in from_zk.topics] == [t.name for t in from_admin.topics]
     for zk_topic, admin_topic in zip(from_zk.topics, from_admin.topics, strict=True):
         assert zk_topic.configs == admin_topic.configs, zk_topic.name
+        assert zk_topic.min_insync_replicas == admin_topic.min_insync_replicas, zk_topic.name
+        if "min.insync.replicas" in zk_topic.configs:
+            assert zk_topic.min_isr_source == admin_topic.min_isr_source == "topic"
+        else:  # this cluster sets no broker default: only the AdminClient can tell
+            assert admin_topic.min_isr_source == "kafka default", admin_topic.name
+            assert zk_topic.min_insync_replicas_assumed, zk_topic.name
     assert _without_sizes(from_zk) == _without_sizes(from_admin)
     # Only the AdminClient knows sizes (DescribeLogDirs); ZooKeeper never does.
     assert all(p.size_bytes is None for t in from_zk.topics for p in t.partitions)

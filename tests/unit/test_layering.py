@@ -15,6 +15,11 @@ PURE_MODULES = [
     "kreplica.userfiles",
     "kreplica.kafka",
     "kreplica.planner",
+    "kreplica.executor",
+    "kreplica.executor.moves",
+    "kreplica.executor.throttles",
+    "kreplica.executor.waves",
+    "kreplica.executor.journal",
 ]
 
 PROBE = """

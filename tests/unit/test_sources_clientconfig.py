@@ -193,3 +193,14 @@ def test_replica_sizes_largest_replica_and_no_future_logs() -> None:
         },
     ]
     assert replica_sizes(log_dirs) == {("t", 0): 100, ("t", 1): 5}
+
+
+def test_broker_log_dirs_come_from_describe_log_dirs_answers() -> None:
+    from kreplica.sources.admin import broker_log_dirs
+
+    answer = [
+        {"broker": 2, "log_dirs": [{"log_dir": "/d/b", "error_code": 0}, {"log_dir": "/d/a"}]},
+        {"broker": 1, "log_dirs": []},
+        {"log_dirs": [{"log_dir": "/orphan"}]},  # no broker id: nothing to attach it to
+    ]
+    assert broker_log_dirs(answer) == {2: ("/d/a", "/d/b"), 1: ()}

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +19,7 @@ from kreplica.model import Broker, ClusterSnapshot, Finding, Partition, Partitio
 from kreplica.render.console import make_console
 from kreplica.render.diff import plan_view
 from kreplica.render.markdown import plan_markdown
-from tests.unit.cli.conftest import EXAMPLE, GOLDEN, run_cli
+from tests.unit.cli.conftest import EXAMPLE, GOLDEN, REPO, run_cli
 
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
 WIDTH = "100"
@@ -40,26 +43,64 @@ def assert_golden(name: str, text: str) -> None:
     )
 
 
-SNAP = ["--snapshot", str(EXAMPLE)]
+# The snapshot path appears in the header: relative to the checkout (as in the README), so the
+# output is the same wherever the checkout is (a long absolute path would wrap the header).
+SNAP = ["--snapshot", "examples/cluster.json"]
+CASES = [
+    ("expand_orders_rf4.txt", ["expand", *SNAP, "-t", "orders", "--rf", "4", "--dry-run"]),
+    (
+        "expand_orders_rf4.md",
+        ["expand", *SNAP, "-t", "orders", "--rf", "4", "--dry-run", "--output", "markdown"],
+    ),
+    ("explain_clicks_payments.txt", ["explain", *SNAP, "-t", "clicks", "-t", "payments"]),
+]
 
 
-@pytest.mark.parametrize(
-    ("name", "args"),
-    [
-        ("expand_orders_rf4.txt", ["expand", *SNAP, "-t", "orders", "--rf", "4", "--dry-run"]),
-        (
-            "expand_orders_rf4.md",
-            ["expand", *SNAP, "-t", "orders", "--rf", "4", "--dry-run", "--output", "markdown"],
-        ),
-        ("explain_clicks_payments.txt", ["explain", *SNAP, "-t", "clicks", "-t", "payments"]),
-    ],
-)
-def test_command_output_matches_golden(name: str, args: list[str]) -> None:
+@pytest.mark.parametrize(("name", "args"), CASES)
+def test_command_output_matches_golden(
+    name: str, args: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)
     result = run_cli(args, env={"COLUMNS": WIDTH})
     assert result.code == 0, result.stderr
     assert result.stderr == ""
-    # The example snapshot path appears in the header; keep goldens independent of the checkout.
-    assert_golden(name, result.stdout.replace(str(EXAMPLE), "examples/cluster.json"))
+    assert_golden(name, result.stdout)
+
+
+def test_golden_output_from_a_deep_path_in_a_bare_environment(tmp_path: Path) -> None:
+    """The goldens hold in a checkout at a long path (a CI runner's /home/runner/work/...),
+    with a bare environment: no terminal, C locale, a HOME and XDG config of its own (holding a
+    default cluster that must not be consulted), run as a real process."""
+    deep = tmp_path / ("checkout-of-kreplica-" * 3) / "a-fairly-long-folder-name" / "kreplica"
+    assert len(str(deep)) > 60
+    (deep / "examples").mkdir(parents=True)
+    shutil.copy(EXAMPLE, deep / "examples" / "cluster.json")
+    config = deep / "home" / ".config" / "kreplica"
+    config.mkdir(parents=True)
+    (config / "clusters.toml").write_text(
+        'default = "elsewhere"\n[clusters.elsewhere]\nbootstrap_server = "127.0.0.1:1"\n'
+    )
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(deep / "home"),
+        "LANG": "C",
+        "LC_ALL": "C",
+        "COLUMNS": WIDTH,
+    }
+    for name, args in CASES:
+        proc = subprocess.run(
+            [sys.executable, "-m", "kreplica", *args],
+            cwd=deep,
+            env=env,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            check=False,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr == ""
+        assert _normalise(proc.stdout) == (GOLDEN / name).read_text(encoding="utf-8"), name
 
 
 # A hand-built plan exercises every mark without depending on the planner's choices.

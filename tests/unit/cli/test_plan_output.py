@@ -196,21 +196,28 @@ def test_check_accepts_the_plan_kreplica_wrote(tmp_path: Path) -> None:
         assert "0 errors" in result.stdout
 
 
-def test_without_dry_run_shows_the_diff_then_refuses_to_apply(tmp_path: Path) -> None:
-    result = run_cli(["expand", *SNAP, "-t", "orders", "--rf", "4"])
-    assert result.code == ExitCode.NOT_IMPLEMENTED
-    assert "add 6" in result.stdout or "add " in result.stdout  # the diff came first
-    assert result.stderr.startswith("error: applying a plan is not built yet")
+def test_without_dry_run_a_snapshot_plan_is_refused_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "plan.json"
+    result = run_cli(["expand", *SNAP, "-t", "orders", "--rf", "4", "--yes", "--out", str(out)])
+    assert result.code == ExitCode.USAGE
+    assert result.stderr.startswith("error: applying needs a live cluster")
     assert len(result.stderr.splitlines()) == 1
+    assert not out.exists()
 
 
-def test_without_dry_run_json_has_data_and_error_in_one_envelope() -> None:
+def test_without_dry_run_and_without_a_terminal_applying_needs_yes() -> None:
+    result = run_cli(["expand", "--bootstrap-server", "127.0.0.1:1", "-t", "orders", "--rf", "4"])
+    assert result.code in (ExitCode.SOURCE, ExitCode.USAGE)  # unreachable, or refused first
+
+
+def test_without_dry_run_json_is_one_error_envelope() -> None:
     result = run_cli(["expand", *SNAP, "-t", "orders", "--rf", "4", "--output", "json"])
-    assert result.code == ExitCode.NOT_IMPLEMENTED
+    assert result.code == ExitCode.USAGE
     doc = result.json()  # exactly one JSON document
     assert doc["status"] == "error"
-    assert doc["data"]["reassignment"]["partitions"]
-    assert [e["code"] for e in doc["errors"]] == ["not-implemented"]
+    assert [e["code"] for e in doc["errors"]] == ["usage"]
 
 
 def test_nothing_to_do_is_ok_and_says_so() -> None:
@@ -310,32 +317,15 @@ def test_version() -> None:
     assert result.code == 0 and result.stdout.startswith("kreplica ")
 
 
-@pytest.mark.parametrize(
-    ("answer", "code"), [("n\n", ExitCode.OK), ("y\n", ExitCode.NOT_IMPLEMENTED)]
-)
-def test_apply_asks_first_when_interactive(
-    monkeypatch: pytest.MonkeyPatch, answer: str, code: ExitCode
-) -> None:
-    from typer.testing import CliRunner
-
-    import kreplica.cli.commands as commands
-    from kreplica.cli.app import app
-
-    monkeypatch.setattr(commands, "interactive", lambda: True)
-    result = CliRunner().invoke(app, ["expand", *SNAP, "-t", "orders", "--rf", "4"], input=answer)
-    assert result.exit_code == code
-    assert f"Apply this plan to cluster {RAW['cluster_id']}?" in result.stdout
-    if code == ExitCode.OK:
-        assert "Not applied; nothing was changed." in result.stdout
-
-
-def test_yes_skips_the_question(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_snapshot_plan_is_refused_before_the_question(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Applying needs a live cluster: nobody is asked to confirm what cannot be applied."""
     import kreplica.cli.commands as commands
 
     monkeypatch.setattr(commands, "interactive", lambda: True)
-    result = run_cli(["expand", *SNAP, "-t", "orders", "--rf", "4", "--yes"])
-    assert result.code == ExitCode.NOT_IMPLEMENTED
+    result = run_cli(["expand", *SNAP, "-t", "orders", "--rf", "4"])
+    assert result.code == ExitCode.USAGE
     assert "Apply this plan" not in result.stdout
+    assert "--dry-run" in result.stderr
 
 
 def test_check_json_lists_findings_and_errors() -> None:

@@ -1,0 +1,178 @@
+"""drain / add-brokers / replace / rebalance, once typer has parsed them. Imported lazily.
+
+Each one reads the cluster, runs its pure planner operation (kreplica.planner.brokers), and
+hands the plan to the same show / --out / apply path as the topic commands. drain and
+rebalance run a preferred leader election for the plan's partitions once an apply finished.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from kreplica.cli.commands import (
+    console,
+    parse_broker_ids,
+    read_cluster,
+    show_plan,
+    source_spec,
+    topic_names,
+    topics_pattern,
+)
+from kreplica.cli.options import Options, OutputFormat
+from kreplica.errors import UsageError
+
+
+def _plan_options(opts: Options) -> Any:
+    from kreplica.planner import PlanOptions
+
+    return PlanOptions(
+        exclude_brokers=parse_broker_ids(opts.exclude_brokers, "--exclude-brokers") or frozenset(),
+        seed=opts.seed,
+        skip_in_flight=opts.skip_in_flight,
+    )
+
+
+def _ids(text: str, flag: str) -> frozenset[int]:
+    ids = parse_broker_ids(text, flag)
+    assert ids is not None
+    if not ids:
+        raise UsageError(f"{flag}: no broker id given; write ids like 1,2,5-8")
+    return ids
+
+
+def _topic_names(snap: Any, topics: list[str], regex: str | None) -> list[str] | None:
+    if not topics and regex is None:
+        return None
+    return topic_names(snap, topics, topics_pattern(regex))
+
+
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
+
+
+def parse_size(text: str, flag: str) -> int:
+    """Bytes from "500MB", "20GiB", "1.5TB" or "1000000" (KB/MB/GB/TB are powers of 1000)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*", text)
+    unit = match.group(2).lower() if match else ""
+    if match is None or unit not in _SIZE_UNITS:
+        raise UsageError(f"{flag} {text!r} is not a size; give bytes such as 500MB, 20GiB or 1000")
+    try:
+        value = Decimal(match.group(1)) * _SIZE_UNITS[unit]
+    except InvalidOperation:  # pragma: no cover - the pattern admits only decimals
+        raise UsageError(f"{flag} {text!r} is not a size") from None
+    return int(value)
+
+
+def elect_after(opts: Options, spec: Any) -> Any:
+    """After an applied plan: preferred leader election for its partitions that are led off
+    their first replica (a drained leader's replacement, a reordered rebalance partition).
+    A replica that just joined may need a moment to be in sync: retried for up to 30 s."""
+
+    def run(plan_path: Path, result: dict[str, Any]) -> dict[str, Any] | None:
+        from kreplica.cli.apply_cmd import connect
+        from kreplica.executor.planfile import load_plan_file
+
+        plan = load_plan_file(plan_path)
+        keys = sorted({*plan.targets, *plan.new_partitions})
+        failed: dict[str, str] = {}
+        elected: list[str] = []
+        with connect(spec) as connection:
+            deadline = time.monotonic() + 30
+            while True:
+                snap = connection.cluster.snapshot(sorted({t for t, _ in keys}))
+                parts = {(t.name, p.partition): p for t in snap.topics for p in t.partitions}
+                off = [
+                    k
+                    for k in keys
+                    if k in parts and parts[k].replicas and parts[k].leader != parts[k].replicas[0]
+                ]
+                results = connection.cluster.elect_preferred(off)
+                elected += [f"{t}-{p}" for (t, p), err in results.items() if not err]
+                failed = {f"{t}-{p}": err for (t, p), err in results.items() if err}
+                if not failed or time.monotonic() > deadline:
+                    break
+                keys = [k for k in keys if f"{k[0]}-{k[1]}" in failed]
+                time.sleep(1)
+        data = {"elected": sorted(elected), "failed": failed}
+        if opts.output is not OutputFormat.json:
+            out = console()
+            out.print(
+                f"preferred leader elected on {len(elected)} partition(s)"
+                + ("" if elected or failed else " (every leader was on its preferred replica)"),
+                markup=False,
+            )
+            for name, err in sorted(failed.items()):
+                out.print(
+                    f"{name}: {err}; retry with `kreplica elect {plan_path}`",
+                    style="warning",
+                    markup=False,
+                )
+        return data  # a failed election leaves the apply successful: leadership is not data
+
+    return run
+
+
+def drain(opts: Options, *, brokers: str, topics: list[str], regex: str | None) -> None:
+    from kreplica.planner.brokers import drain_plan
+
+    ids = _ids(brokers, "--brokers")
+    spec = source_spec(opts)
+    snap = read_cluster(spec)
+    names = _topic_names(snap, topics, regex)
+    plan = drain_plan(snap, ids, topics=names, options=_plan_options(opts))
+    scope = "" if names is None else f" ({', '.join(names[:5])}{' ...' if len(names) > 5 else ''})"
+    title = f"drain broker(s) {', '.join(map(str, sorted(ids)))}{scope}"
+    show_plan(opts, spec, snap, plan, title, after_apply=elect_after(opts, spec))
+
+
+def add_brokers(opts: Options, *, brokers: str, by: str) -> None:
+    from kreplica.planner.brokers import add_brokers_plan
+
+    ids = _ids(brokers, "--brokers")
+    spec = source_spec(opts)
+    snap = read_cluster(spec)
+    plan = add_brokers_plan(snap, ids, by=by, options=_plan_options(opts))
+    title = f"add broker(s) {', '.join(map(str, sorted(ids)))}: their share by {by}"
+    show_plan(opts, spec, snap, plan, title)
+
+
+def replace(opts: Options, *, broker: int, with_broker: int) -> None:
+    from kreplica.planner.brokers import replace_plan
+
+    spec = source_spec(opts)
+    snap = read_cluster(spec)
+    plan = replace_plan(snap, broker, with_broker, options=_plan_options(opts))
+    title = f"replace broker {broker} with {with_broker}"
+    show_plan(opts, spec, snap, plan, title, after_apply=elect_after(opts, spec))
+
+
+def rebalance(opts: Options, *, by: str, max_moves: int | None, max_bytes: str | None) -> None:
+    from kreplica.planner.brokers import rebalance_plan
+
+    budget = parse_size(max_bytes, "--max-bytes") if max_bytes is not None else None
+    if max_moves is not None and max_moves < 0:
+        raise UsageError(f"--max-moves {max_moves}: give 0 or more")
+    spec = source_spec(opts)
+    snap = read_cluster(spec)
+    plan = rebalance_plan(
+        snap, by=by, max_moves=max_moves, max_bytes=budget, options=_plan_options(opts)
+    )
+    limits = [f"max {max_moves} moves" if max_moves is not None else ""]
+    limits.append(f"max {max_bytes}" if max_bytes is not None else "")
+    shown = ", ".join(x for x in limits if x)
+    title = f"rebalance by {by}" + (f" ({shown})" if shown else "")
+    show_plan(opts, spec, snap, plan, title, after_apply=elect_after(opts, spec))

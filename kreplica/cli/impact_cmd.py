@@ -1,0 +1,451 @@
+"""`kreplica partition-for`, `kreplica consumers [simulate]` and the client-impact section of
+add-partitions plans. The algorithms are kreplica.impact (pure); groups come from
+kreplica.sources.groups; rendering is kreplica.render.impact."""
+
+# No `from __future__ import annotations`: typer reads these annotations at runtime.
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from kreplica.cli import output
+from kreplica.cli.options import OUTPUT, SOURCE, Options, OutputFormat, shared
+from kreplica.errors import InputError, UsageError
+
+
+def _begin(opts: Options, command: str) -> None:
+    state = output.STATE
+    state.command = command
+    state.output = opts.output.value
+    state.debug = state.debug or opts.debug
+    state.no_color = state.no_color or opts.no_color
+
+
+def _console() -> Any:
+    from kreplica.render.console import make_console
+
+    return make_console(no_color=output.STATE.no_color)
+
+
+def _has_source(opts: Options) -> bool:
+    import os
+
+    return bool(
+        opts.snapshot
+        or opts.zookeeper
+        or opts.bootstrap_server
+        or opts.cluster
+        or os.environ.get("KREPLICA_CLUSTER")
+        or os.environ.get("KREPLICA_BOOTSTRAP_SERVER")
+    )
+
+
+def read_keys(path: Path, *, hex_keys: bool) -> list[bytes]:
+    """One key per line (the line ending is not part of the key); hex with --key-hex."""
+    from kreplica.userfiles import read_user_file
+
+    text = read_user_file(path, "keys file", fix="check the path")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [
+        _key_bytes(line.removesuffix("\r"), hex_keys, f"{path}:{i + 1}")
+        for i, line in enumerate(lines)
+    ]
+
+
+def _key_bytes(text: str, hex_keys: bool, where: str) -> bytes:
+    if not hex_keys:
+        return text.encode("utf-8")
+    try:
+        return bytes.fromhex(text.removeprefix("0x"))
+    except ValueError:
+        raise InputError(f"{where}: {text!r} is not hex; write bytes like 0a1bff") from None
+
+
+# --- partition-for ---------------------------------------------------------------------------
+
+
+def partition_for(
+    opts: Options,
+    *,
+    topic: str | None,
+    keys: list[str],
+    key_hex: bool,
+    keys_file: Path | None,
+    partitions: int | None,
+    after: int | None,
+) -> None:
+    from kreplica.impact.partitioner import (
+        key_text,
+        measure_remap,
+        murmur2,
+        partition_for_key,
+        remap_share,
+    )
+
+    values = [_key_bytes(k, key_hex, "--key") for k in keys]
+    if keys_file is not None:
+        values += read_keys(keys_file, hex_keys=key_hex)
+    if not values:
+        raise UsageError("no key given; pass --key K (repeatable) or --keys-file FILE")
+    source = "--partitions"
+    if partitions is None:
+        if topic is None or not _has_source(opts):
+            raise UsageError(
+                "how many partitions? pass --partitions N, or --topic T with a cluster source "
+                "(--bootstrap-server, --zookeeper, --snapshot or --cluster)"
+            )
+        from kreplica.cli.commands import describe_source, read_cluster, source_spec
+
+        spec = source_spec(opts)
+        snap = read_cluster(spec, [topic])
+        partitions = len(snap.topic(topic).partitions)
+        source = describe_source(spec)
+    if partitions < 1 or (after is not None and after < 1):
+        raise UsageError("partition counts are 1 or more")
+    rows = []
+    for value in values:
+        row: dict[str, Any] = {
+            "key": key_text(value),
+            "murmur2": murmur2(value),
+            "partition": partition_for_key(value, partitions),
+        }
+        if after is not None:
+            row["partition_after"] = partition_for_key(value, after)
+        rows.append(row)
+    data: dict[str, Any] = {
+        "topic": topic,
+        "partitions": partitions,
+        "partitions_from": source,
+        "partitioner": "murmur2 (Java default partitioner, librdkafka murmur2/murmur2_random)",
+        "keys": rows,
+    }
+    if len(rows) == 1:
+        data["partition"] = rows[0]["partition"]
+    if after is not None:
+        data["after"] = {
+            "partitions": after,
+            "share": remap_share(partitions, after).as_dict(),
+            "measured": measure_remap(values, partitions, after).as_dict(),
+        }
+    if opts.output is OutputFormat.json:
+        output.emit_envelope(data)
+        return
+    name = f"{topic}, " if topic else ""
+    if opts.output is OutputFormat.markdown:
+        sys.stdout.write(f"## Partition for keys ({name}{partitions} partitions)\n\n")
+        head = "| Key | murmur2 | Partition |" + (" After |" if after else "")
+        sys.stdout.write(head + "\n|---|---:|---:|" + ("---:|" if after else "") + "\n")
+        for row in rows:
+            extra = f" {row['partition_after']} |" if after else ""
+            sys.stdout.write(f"| `{row['key']}` | {row['murmur2']} | {row['partition']} |{extra}\n")
+    else:
+        out = _console()
+        for row in rows:
+            of = f"{topic} ({partitions} partitions)" if topic else str(partitions)
+            text = f"{row['key']} → partition {row['partition']} of {of}"
+            if after is not None:
+                text += f", {row['partition_after']} with {after}"
+            out.print(text, markup=False, soft_wrap=True)
+    if after is not None:
+        share = data["after"]["share"]
+        measured = data["after"]["measured"]
+        line = (
+            f"{partitions} → {after} partitions: {share['moving_share'] * 100:.1f}% of keys "
+            f"({share['moving_fraction']}) change partition for a uniform hash; of the "
+            f"{measured['keys']} keys given, {measured['moving']} do"
+        )
+        if opts.output is OutputFormat.markdown:
+            sys.stdout.write(f"\n{line}\n")
+        else:
+            _console().print(line, markup=False, soft_wrap=True)
+
+
+# --- consumers -------------------------------------------------------------------------------
+
+
+def new_counts_from_plan(path: Path) -> dict[str, int]:
+    """Partition counts after a plan, from its kreplica plan document (PLAN.kreplica.json,
+    next to the PLAN.json that --out wrote) or from an add-partitions `--output json` envelope."""
+    from kreplica.executor.planfile import plan_siblings
+    from kreplica.userfiles import decode_json, read_user_file
+
+    candidates = [path, plan_siblings(path)["plan_document"]]
+    for candidate in candidates:
+        if not candidate.exists():
+            continue
+        doc = decode_json(
+            read_user_file(candidate, "plan file", fix="check the path"),
+            str(candidate),
+            fix="pass the PLAN.json that --out wrote",
+        )
+        if isinstance(doc, dict) and isinstance(doc.get("data"), dict):
+            doc = doc["data"]  # an --output json envelope
+        if isinstance(doc, dict) and isinstance(doc.get("new_partitions"), list):
+            counts: dict[str, int] = {}
+            for row in doc["new_partitions"]:
+                topic, number = str(row["topic"]), int(row["partition"])
+                counts[topic] = max(counts.get(topic, 0), number + 1)
+            return counts
+    raise UsageError(
+        f"--after {str(path)!r}: no kreplica plan document found (looked for "
+        f"{', '.join(str(c) for c in candidates)}); pass the PLAN.json that --out wrote"
+    )
+
+
+def consumers(opts: Options, *, groups: list[str], after: Path | None) -> None:
+    from kreplica.cli.commands import describe_source, source_spec
+    from kreplica.impact.report import group_impact
+    from kreplica.sources.groups import read_groups
+
+    spec = source_spec(opts)
+    if spec.kind != "bootstrap_server":
+        raise UsageError(
+            "consumer groups are read from the brokers: pass --bootstrap-server (or a --cluster "
+            "with one); for a group in a file use `kreplica consumers simulate --group-file F`"
+        )
+    new_counts = new_counts_from_plan(after) if after is not None else {}
+    source = spec.open()
+    try:
+        snap = source.snapshot(None)
+        counts = {t.name: len(t.partitions) for t in snap.topics}
+        found = read_groups(source, counts, groups or None)
+    finally:
+        source.close()
+    missing = [g for g in groups if g not in {f.group_id for f in found}]
+    if missing:
+        raise UsageError(f"no consumer group {', '.join(map(repr, missing))} in this cluster")
+    entries = [
+        group_impact(g.group_id, g.assignor, g.spec, new_counts, state=g.state) for g in found
+    ]
+    data = {
+        "source": describe_source(spec),
+        "after_plan": str(after) if after else None,
+        "partition_changes": {t: [counts.get(t), n] for t, n in sorted(new_counts.items())},
+        "groups": entries,
+    }
+
+    _show_groups(opts, data, entries)
+
+
+def _show_groups(opts: Options, data: dict[str, Any], entries: list[dict[str, Any]]) -> None:
+    from kreplica.render.impact import assignment_table, group_lines
+
+    if opts.output is OutputFormat.json:
+        output.emit_envelope(data)
+        return
+    if opts.output is OutputFormat.markdown:
+        lines = []
+        for entry in entries:
+            lines += [f"### {entry['group']}", ""] + [f"- {x}" for x in group_lines(entry)] + [""]
+            lines += ["| Member | Now | After |", "|---|---|---|"]
+            for member in sorted(entry["now"]):
+                now = " ".join(entry["now"][member]) or "-"
+                later = " ".join((entry.get("after") or {}).get(member, [])) or "-"
+                lines.append(f"| {member} | {now} | {later} |")
+            lines.append("")
+        sys.stdout.write("\n".join(lines) or "no consumer groups\n")
+        return
+    out = _console()
+    if not entries:
+        out.print("no consumer groups", markup=False)
+    for entry in entries:
+        for line in group_lines(entry):
+            out.print(line, markup=False, soft_wrap=True)
+        out.print(assignment_table(entry))
+    if entries:
+        out.print("+ owned by nobody before, * changes owner", style="muted")
+
+
+def simulate(opts: Options, *, assignor: str, group_file: Path) -> None:
+    from kreplica.impact.assignors import ASSIGNORS, assignment_json, compare, parse_group_document
+    from kreplica.impact.report import settle
+    from kreplica.userfiles import decode_json, read_user_file
+
+    if assignor not in ASSIGNORS:
+        raise UsageError(f"--assignor {assignor!r}: use one of {', '.join(ASSIGNORS)}")
+    doc = decode_json(
+        read_user_file(group_file, "group file", fix="check the path"),
+        str(group_file),
+        fix='write {"members": [{"id": "C1", "topics": ["T1"]}], "topics": {"T1": 10}}',
+    )
+    spec = parse_group_document(doc, str(group_file))
+    from kreplica.impact.assignors import assign
+
+    result = assign(assignor, spec)
+    entry: dict[str, Any] = {
+        "group": str(group_file),
+        "state": "",
+        "assignor": assignor,
+        "members": len(spec.members),
+        "now": assignment_json({m.id: list(m.owned or ()) for m in spec.members}),
+        "after": assignment_json(result),
+        "rebalances": 1,
+    }
+    entry.update(compare({m.id: list(m.owned or ()) for m in spec.members}, result))
+    data: dict[str, Any] = {
+        "assignor": assignor,
+        "topics": dict(spec.topics),
+        "assignment": assignment_json(result),
+        "changed_owner": entry["changed_owner"],
+        "above_share": entry["above_share"],
+    }
+    if assignor == "cooperative-sticky":
+        settled, rounds = settle(assignor, spec)
+        data["settled"] = {"assignment": assignment_json(settled), "rebalances": rounds}
+    if opts.output is OutputFormat.json:
+        output.emit_envelope(data)
+        return
+    _show_groups(opts, data, [entry])
+
+
+# --- typer commands (mounted by kreplica.cli.app) --------------------------------------------
+
+consumers_app = typer.Typer(
+    name="consumers",
+    help="Consumer groups: who owns what now and after a planned change (Java assignors).",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+
+
+@consumers_app.callback(invoke_without_command=True)
+@shared(SOURCE, OUTPUT)
+def consumers_command(
+    ctx: typer.Context,
+    *,
+    group: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--group", "-g", metavar="GROUP", help="Group id (repeatable; default all)."),
+    ] = None,
+    after: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--after",
+            metavar="PLAN.json",
+            help="A plan --out wrote: the assignment once its new partitions exist.",
+        ),
+    ] = None,
+    opts: Options,
+) -> None:
+    """Consumer groups now and after a plan, as the Java client's assignor computes it.
+
+    Reads members, subscriptions and assignments with DescribeGroups (--bootstrap-server);
+    shows partitions that change owner and members above their share.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    _begin(opts, "consumers")
+    consumers(opts, groups=group or [], after=after)
+
+
+@consumers_app.command("simulate")
+@shared(OUTPUT)
+def simulate_command(
+    *,
+    assignor: Annotated[
+        str,
+        typer.Option(
+            "--assignor",
+            metavar="range|roundrobin|sticky|cooperative-sticky",
+            help="The partition.assignment.strategy to run.",
+        ),
+    ],
+    group_file: Annotated[
+        Path,
+        typer.Option(
+            "--group-file",
+            metavar="FILE",
+            help='{"members": [{"id": "C1", "topics": ["T1"], "owned": ["T1-0"]}], '
+            '"topics": {"T1": 10}}',
+        ),
+    ],
+    opts: Options,
+) -> None:
+    """Run a Java assignor on a group from a file (offline)."""
+    _begin(opts, "consumers simulate")
+    simulate(opts, assignor=assignor, group_file=group_file)
+
+
+# --- the impact section of add-partitions plans ----------------------------------------------
+
+
+def plan_client_impact(
+    plan: Any,
+    snap: Any,
+    spec: Any,
+    *,
+    keys_file: Path | None = None,
+    sample: int | None = None,
+) -> dict[str, Any]:
+    """Keys that change partition (exact share always; measured with --keys-file, or on
+    --sample N keys read from each topic) and, when the source is --bootstrap-server, every
+    consumer group reading the grown topics."""
+    from kreplica.impact.partitioner import measure_remap
+    from kreplica.impact.report import group_impact, plan_impact
+
+    counts: dict[str, tuple[int, int]] = {}
+    for change in plan.new_partitions:
+        old = len(snap.topic(change.topic).partitions)
+        _, new = counts.get(change.topic, (old, old))
+        counts[change.topic] = (old, max(new, change.partition + 1))
+    measured = {}
+    if keys_file is not None:
+        keys = read_keys(keys_file, hex_keys=False)
+        measured = {t: measure_remap(keys, old, new) for t, (old, new) in counts.items()}
+    elif sample is not None:
+        from kreplica.sources.keys import sample_keys
+
+        if not spec.bootstrap_server:
+            raise UsageError(
+                "--sample reads keys from the topic: plan from --bootstrap-server, or pass "
+                "--keys-file FILE"
+            )
+        measured = {
+            t: measure_remap(
+                sample_keys(
+                    spec.bootstrap_server,
+                    t,
+                    sample,
+                    client_config=spec.client_config or None,
+                    timeout_s=spec.timeout_s,
+                ),
+                old,
+                new,
+            )
+            for t, (old, new) in counts.items()
+        }
+    groups: list[dict[str, Any]] | None = None
+    note: str | None = None
+    if spec.kind == "bootstrap_server":
+        from kreplica.errors import KreplicaError
+        from kreplica.sources.groups import read_groups
+
+        try:
+            source = spec.open()
+            try:
+                found = read_groups(source, {t.name: len(t.partitions) for t in snap.topics})
+            finally:
+                source.close()
+        except KreplicaError as exc:
+            note = f"consumer groups not read: {exc}"
+        else:
+            new_counts = {t: new for t, (_old, new) in counts.items()}
+            groups = [
+                group_impact(g.group_id, g.assignor, g.spec, new_counts, state=g.state)
+                for g in found
+                if any(t in counts for m in g.spec.members for t in m.topics)
+            ]
+    else:
+        note = (
+            "consumer groups: not known from "
+            + ("a snapshot" if spec.kind == "snapshot" else "ZooKeeper")
+            + "; plan from --bootstrap-server, or run `kreplica consumers --group G --after "
+            "PLAN.json --bootstrap-server ...`"
+        )
+    return plan_impact(counts, groups=groups, groups_note=note, measured=measured)

@@ -1,0 +1,682 @@
+"""Apply a plan safely: preflight, throttles, waves, progress, journal, and the way back.
+
+    snapshot, in flight, journal  ->  preflight (refuse with nothing written)
+    journal "start"
+    throttles: Kafka's lists for the moving partitions, merged with what is set; the previous
+               values go to the journal first ("throttle-set"), so they can always be restored
+    for each wave (plan_waves; with replica_at_a_time, one replica per partition per round):
+        journal "submit", then submit; poll until every partition has its target replicas and
+        nothing of it is in flight; journal "complete" per partition and "wave-done"
+        (progress events on the way; a stall is reported, and waiting goes on)
+    create new partitions with their planned replicas (batches), journal each
+    restore the throttles (journal "throttle-restored"), journal "finish"
+
+Interrupted (Ctrl-C, a crash, kill -9): whatever was submitted keeps moving in the cluster, so
+the throttles stay (removing them would unthrottle a running move) and `--resume` picks up from
+the journal without submitting anything twice. `cancel` stops the moves and restores throttles.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from kreplica.errors import (
+    ExitCode,
+    KreplicaError,
+    ReassignmentInProgress,
+    SourceError,
+    UnknownTopicError,
+    UsageError,
+)
+from kreplica.executor.authz import CLUSTER, Need, apply_needs, throttle_needs
+from kreplica.executor.journal import Journal
+from kreplica.executor.moves import Move
+from kreplica.executor.options import ApplyOptions
+from kreplica.executor.planfile import PlanFile
+from kreplica.executor.preflight import Preflight, preflight
+from kreplica.executor.throttles import (
+    BROKER_KEYS,
+    TOPIC_KEYS,
+    InFlight,
+    restore_plan,
+    throttle_plan,
+)
+from kreplica.executor.waves import expand_steps, plan_waves
+from kreplica.model import ClusterSnapshot
+
+Key = tuple[str, int]
+MISMATCH_GRACE_S = 5.0  # how long a finished move may show other replicas (metadata lag)
+Resource = tuple[str, str]
+Emit = Callable[[dict[str, Any]], None]
+CREATE_BATCH = 500  # KRaft refuses one huge CreatePartitions batch
+# While moves run, a failed read of the cluster (a broker just killed is still in the metadata
+# for a few seconds, so DescribeLogDirs to it fails) is retried this long before apply gives up
+# (the moves go on; --resume picks them up).
+READ_RETRY_S = 120.0
+
+
+class _Cancelled(Exception):
+    """`kreplica cancel` asked this apply to stop."""
+
+
+class ApplyCancelled(KreplicaError):
+    """The apply stopped because `kreplica cancel` was run: the plan is not applied."""
+
+    exit_code = ExitCode.VERIFY_FAILED
+    code = "cancelled"
+
+
+class Cluster(Protocol):
+    """What apply needs from a cluster (kreplica.executor.kafka_cluster.KafkaCluster)."""
+
+    def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot: ...
+    def in_flight(self) -> Mapping[Key, Any]: ...
+    def replica_bytes(
+        self, topics: Sequence[str], brokers: Collection[int]
+    ) -> dict[tuple[str, int, int], int]: ...
+    def configs(self, kind: str, names: Sequence[str]) -> dict[str, dict[str, str]]: ...
+    def alter_configs(self, kind: str, name: str, values: Mapping[str, str | None]) -> None: ...
+    def alter_reassignments(self, targets: Mapping[Key, Sequence[int] | None]) -> None: ...
+    def create_partitions(self, topic: str, total: int, new: Sequence[Sequence[int]]) -> None: ...
+
+
+class Submitter(Protocol):
+    name: str
+
+    def submit(self, targets: Mapping[Key, Sequence[int]]) -> None: ...
+
+
+@dataclass
+class ApplyResult:
+    moved: list[Key] = field(default_factory=list)
+    created: list[Key] = field(default_factory=list)
+    already_done: list[Key] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    waves: int = 0
+    bytes_total: int | None = 0
+    seconds: float = 0.0
+    nothing_to_do: bool = False
+    leaders_off: list[Key] = field(default_factory=list)  # leading off the preferred replica
+
+
+@dataclass
+class _Clock:
+    now: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    wall: Callable[[], float] = time.time
+
+
+def _key_text(key: Key) -> str:
+    return f"{key[0]}-{key[1]}"
+
+
+def _journal_throttles(
+    events: Sequence[Mapping[str, Any]],
+) -> tuple[dict[Resource, dict[str, str]], dict[Resource, dict[str, str]]]:
+    """(previous values, values kreplica set) of every throttle the journal says it set and has
+    not restored yet."""
+    previous: dict[Resource, dict[str, str]] = {}
+    ours: dict[Resource, dict[str, str]] = {}
+    for event in events:
+        if event.get("event") == "throttle-set":
+            resource = (str(event["kind"]), str(event["name"]))
+            previous.setdefault(resource, dict(event.get("previous") or {}))
+            ours.setdefault(resource, {}).update(event.get("values") or {})
+        elif event.get("event") == "throttle-restored":
+            previous.clear()
+            ours.clear()
+    return previous, ours
+
+
+class Applier:
+    """One apply (or resume) of one plan on one cluster."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        submitter: Submitter,
+        plan: PlanFile,
+        journal: Journal,
+        options: ApplyOptions,
+        emit: Emit = lambda event: None,
+        clock: _Clock | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.submitter = submitter
+        self.plan = plan
+        self.journal = journal
+        self.options = options
+        self.emit = emit
+        self.clock = clock or _Clock()
+
+    # -- the whole run -----------------------------------------------------------------------
+
+    def run(self) -> ApplyResult:
+        with self.journal.lock():  # one apply, resume or cancel of a plan at a time
+            cancel_marker(self.journal).unlink(missing_ok=True)  # an old request is not ours
+            try:
+                return self._run()
+            except _Cancelled:
+                in_flight = self.cluster.in_flight()
+                self.journal.append({"event": "cancel", "partitions": []})
+                still = sorted(k for k in self.plan.targets if k in in_flight)
+                if still:  # submitted after the cancel looked: cancel those too
+                    self.cluster.alter_reassignments(dict.fromkeys(still))
+                self.restore_throttles()
+                cancel_marker(self.journal).unlink(missing_ok=True)
+                raise ApplyCancelled(
+                    f"cancelled by kreplica cancel: the moves in flight returned to their old "
+                    f"replicas and the throttles are restored; {self.plan.path} is not applied "
+                    "(kreplica verify shows what was done)"
+                ) from None
+
+    def _run(self) -> ApplyResult:
+        started = self.clock.now()
+        events = self.journal.read()
+        if events and not self.options.resume:
+            state = self.journal.state()
+            if not (state.finished or state.cancelled):
+                raise UsageError(
+                    f"{self.journal.path} shows an apply of this plan that did not finish; "
+                    "continue it with --resume, or stop it with kreplica cancel"
+                )
+        if self.options.resume and not events:
+            raise UsageError(
+                f"--resume: no journal at {self.journal.path}, so nothing to resume; "
+                "apply without --resume"
+            )
+        submits = {
+            (str(e["topic"]), int(e["partition"])): e for e in events if e.get("event") == "submit"
+        }
+        submitted = set(submits)
+        snapshot = self.cluster.snapshot(self.plan.topics)
+        in_flight = set(self.cluster.in_flight())
+        check = preflight(
+            snapshot,
+            self.plan,
+            in_flight,
+            submitted=submitted,
+            additional=self.options.additional,
+            on_drift=self.options.on_drift,
+            allow_under_min_isr=self.options.allow_under_min_isr,
+        )
+        result = ApplyResult(
+            already_done=list(check.done), skipped=list(check.skipped), warnings=check.warnings
+        )
+        for warning in check.warnings:
+            self.emit({"event": "warning", "message": warning})
+        if not check.todo and not check.waiting and not check.create:
+            result.nothing_to_do = True
+            if events and not any(e.get("event") == "finish" for e in events):
+                self.restore_throttles()
+                self.journal.append({"event": "finish", "already_done": len(check.done)})
+            self.emit({"event": "nothing-to-do", "done": len(check.done)})
+            return result
+        self._require_permissions(check)  # refused here: nothing written, no journal entry
+        self.journal.append(
+            {
+                "event": "start",
+                "plan": str(self.plan.path),
+                "cluster_id": snapshot.cluster_id,
+                "resume": self.options.resume,
+                "todo": len(check.todo),
+                "waiting": len(check.waiting),
+                "create": len(check.create),
+                "via": self.submitter.name,
+            }
+        )
+        sizes = {(t.name, p.partition): p.size_bytes for t in snapshot.topics for p in t.partitions}
+        waiting = [  # what the journal says was submitted, as it was submitted
+            Move(
+                k[0],
+                k[1],
+                tuple(submits[k].get("before") or ()),
+                tuple(submits[k]["after"]),
+                sizes.get(k),
+            )
+            for k in check.waiting
+        ]
+        result.bytes_total = self._bytes_total([*waiting, *check.todo])
+        self._set_throttles([*waiting, *check.todo], snapshot)  # a new rate applies to both
+        if waiting:
+            self.emit({"event": "resume-wait", "partitions": [m.name for m in waiting]})
+            self._wait({m.key: m.after for m in waiting}, {m.key: m for m in waiting}, wave=0)
+            result.moved += check.waiting
+        wave_number = 0
+        for wave in plan_waves(
+            self._steps(check.todo),
+            max_partitions=self.options.max_partitions,
+            max_per_broker=self.options.max_per_broker,
+            order=self.options.order,
+        ):
+            wave_number += 1
+            self._run_wave(wave_number, wave)
+        result.moved += [m.key for m in check.todo]
+        result.waves = wave_number
+        result.created = self._create(check, snapshot)
+        self.restore_throttles()
+        after = self.cluster.snapshot(self.plan.topics)
+        changed = set(result.moved) | set(result.created)
+        result.leaders_off = sorted(
+            (t.name, p.partition)
+            for t in after.topics
+            for p in t.partitions
+            if (t.name, p.partition) in changed
+            and p.leader is not None
+            and p.replicas
+            and p.leader >= 0
+            and p.leader != p.replicas[0]
+        )
+        result.seconds = self.clock.now() - started
+        self.journal.append(
+            {
+                "event": "finish",
+                "moved": len(result.moved),
+                "created": len(result.created),
+                "seconds": round(result.seconds, 3),
+            }
+        )
+        self.emit({"event": "finish", "moved": len(result.moved), "created": len(result.created)})
+        return result
+
+    # -- pieces ------------------------------------------------------------------------------
+
+    def _require_permissions(self, check: Preflight) -> None:
+        """Refuse before any write when this principal may not do what the plan needs (a
+        cluster without `require`, like the tests' simulated one, is not asked)."""
+        require = getattr(self.cluster, "require", None)
+        if require is None:
+            return
+        require(
+            apply_needs(
+                moved_topics=[m.topic for m in check.todo] + [k[0] for k in check.waiting],
+                created_topics=[k[0] for k in check.create],
+                throttled=self.options.throttle is not None,
+                via_kafka=self.submitter.name == "kafka",
+            )
+        )
+
+    def _steps(self, todo: Sequence[Move]) -> list[Move]:
+        """The moves to submit; with replica_at_a_time each becomes its chain of one-replica
+        steps (plan_waves keeps a partition's steps in order, one per wave)."""
+        return expand_steps(todo) if self.options.replica_at_a_time else list(todo)
+
+    def _bytes_total(self, moves: Sequence[Move]) -> int | None:
+        total = 0
+        for move in moves:
+            copy = move.bytes_to_copy
+            if copy is None:
+                return None
+            total += copy
+        return total
+
+    def _set_throttles(self, moves: Sequence[Move], snapshot: ClusterSnapshot) -> None:
+        if self.options.throttle is None or not moves:
+            return
+        # as Kafka's tool does, moves already in flight are throttled too
+        in_flight = [
+            InFlight(
+                topic, partition, tuple(state.replicas), tuple(state.adding), tuple(state.removing)
+            )
+            for (topic, partition), state in sorted(self.cluster.in_flight().items())
+        ]
+        plan = throttle_plan(moves, self.options.throttle, in_flight)
+        topics = sorted(plan.topics)
+        brokers = [str(b) for b in sorted(plan.brokers)]
+        existing: dict[Resource, dict[str, str]] = {}
+        for name, values in self.cluster.configs("topic", topics).items():
+            existing[("topic", name)] = values
+        for name, values in self.cluster.configs("broker", brokers).items():
+            existing[("broker", name)] = values
+        _, already_ours = _journal_throttles(self.journal.read())
+        for resource, values in sorted(plan.merged_with(existing).items()):
+            kind, name = resource
+            previous = {
+                k: v
+                for k, v in existing.get(resource, {}).items()
+                if k in (TOPIC_KEYS if kind == "topic" else BROKER_KEYS)
+            }
+            if resource in already_ours:  # resumed: what was there first is in the journal
+                previous = {}
+            # journal first: if we die right after the write, the restore still knows
+            self.journal.append(
+                {
+                    "event": "throttle-set",
+                    "kind": kind,
+                    "name": name,
+                    "previous": previous,
+                    "values": dict(values),
+                }
+            )
+            self.cluster.alter_configs(kind, name, values)
+        self.emit(
+            {
+                "event": "throttle-set",
+                "rate": self.options.throttle,
+                "topics": len(topics),
+                "brokers": len(brokers),
+            }
+        )
+
+    def restore_throttles(self) -> None:
+        restore_journal_throttles(self.cluster, self.journal, self.emit, self.clock.sleep)
+
+    def _run_wave(self, number: int, wave: Sequence[Move]) -> None:
+        targets = {m.key: m.after for m in wave}
+        for move in wave:
+            self.journal.append(
+                {
+                    "event": "submit",
+                    "wave": number,
+                    "topic": move.topic,
+                    "partition": move.partition,
+                    "before": list(move.before),
+                    "after": list(move.after),
+                }
+            )
+        self.emit({"event": "wave-start", "wave": number, "partitions": [m.name for m in wave]})
+        try:
+            self.submitter.submit(targets)
+        except KreplicaError as exc:
+            self._submit_refused(exc)
+            raise
+        self._wait(targets, {m.key: m for m in wave}, wave=number)
+        self.journal.append({"event": "wave-done", "wave": number, "partitions": len(wave)})
+        self.emit({"event": "wave-done", "wave": number, "partitions": len(wave)})
+
+    def _submit_refused(self, exc: KreplicaError) -> None:
+        """The cluster refused a submission (e.g. the znode exists: exit 6). When nothing of
+        this plan is moving, the throttles this apply set serve no move: restore them."""
+        self.journal.append({"event": "error", "message": str(exc), "code": exc.code})
+        if isinstance(exc, ReassignmentInProgress):
+            # refused as a whole (the znode exists): nothing of this wave was submitted, and
+            # earlier waves are done, so nothing of this apply moves
+            self.restore_throttles()
+            return
+        for attempt in range(3):  # a busy cluster may not answer at once
+            try:
+                in_flight = self.cluster.in_flight()
+            except KreplicaError:
+                if attempt == 2:
+                    return  # cannot tell: keep them (kreplica cancel or throttles --clear)
+                self.clock.sleep(1.0)
+            else:
+                break
+        if not any(key in in_flight for key in self.plan.targets):
+            self.restore_throttles()
+
+    def _wait(
+        self, targets: Mapping[Key, Sequence[int]], moves: Mapping[Key, Move | None], *, wave: int
+    ) -> None:
+        """Poll until every target partition has its replicas and is out of flight."""
+        pending = dict(targets)
+        topics = sorted({t for t, _ in pending})
+        last_progress = self.clock.now()
+        last_copied = -1
+        stalled_reported: list[int] | None = None  # the down brokers the last stall line named
+        started = self.clock.now()
+        failing_since: float | None = None
+        mismatched: dict[Key, tuple[tuple[int, ...], float]] = {}  # replicas, first seen
+        while pending:
+            if cancel_marker(self.journal).exists():
+                raise _Cancelled()
+            try:
+                in_flight = self.cluster.in_flight()
+                snapshot = self.cluster.snapshot(topics)
+            except UnknownTopicError:
+                raise
+            except SourceError as exc:
+                now = self.clock.now()
+                if failing_since is None:
+                    failing_since = now
+                    self.emit(
+                        {
+                            "event": "warning",
+                            "message": f"cannot read the cluster ({exc}); the moves go on, "
+                            "retrying",
+                        }
+                    )
+                elif now - failing_since > READ_RETRY_S:
+                    raise
+                self.clock.sleep(self.options.poll_interval_s)
+                continue
+            failing_since = None
+            parts = {(t.name, p.partition): p for t in snapshot.topics for p in t.partitions}
+            for key in list(pending):
+                part = parts.get(key)
+                if (
+                    key not in in_flight
+                    and part is not None
+                    and part.replicas == tuple(pending[key])
+                ):
+                    self.journal.append({"event": "complete", "topic": key[0], "partition": key[1]})
+                    self.emit({"event": "partition-done", "partition": _key_text(key)})
+                    del pending[key]
+                elif key not in in_flight and part is not None:
+                    # A broker's metadata can lag the controller: the move is done but the
+                    # replica being removed is still listed for a moment. Only an unplanned
+                    # list that stays for MISMATCH_GRACE_S is someone else's change.
+                    seen = mismatched.get(key)
+                    if seen is None or seen[0] != part.replicas:
+                        mismatched[key] = (part.replicas, self.clock.now())
+                        continue
+                    if self.clock.now() - seen[1] < MISMATCH_GRACE_S:
+                        continue
+                    raise ReassignmentInProgress(
+                        f"{_key_text(key)} is no longer being reassigned but has "
+                        f"{list(part.replicas)}, not the planned {list(pending[key])}: someone "
+                        "cancelled or changed it; kreplica verify shows the state, make a new plan"
+                    )
+            copied, total = self._copied(targets, moves, snapshot)
+            now = self.clock.now()
+            done = len(targets) - len(pending)
+            if copied > last_copied:
+                last_copied, last_progress, stalled_reported = copied, now, None
+            self.emit(
+                {
+                    "event": "progress",
+                    "wave": wave,
+                    "done": done,
+                    "total": len(targets),
+                    "bytes_copied": copied,
+                    "bytes_total": total,
+                    "elapsed_s": round(now - started, 3),
+                }
+            )
+            if pending and now - last_progress >= self.options.stall_timeout_s:
+                stall = self._stall_event(pending, snapshot, now - last_progress)
+                if stalled_reported != stall["down"]:  # new, or its cause changed: say so
+                    stalled_reported = stall["down"]
+                    self.emit(stall)
+            if pending:
+                self.clock.sleep(self.options.poll_interval_s)
+
+    def _copied(
+        self,
+        targets: Mapping[Key, Sequence[int]],
+        moves: Mapping[Key, Move | None],
+        snapshot: ClusterSnapshot,
+    ) -> tuple[int, int]:
+        """Bytes copied so far and in all, over the new replicas of these partitions (log sizes
+        on their brokers; an in-sync new replica counts as fully copied)."""
+        parts = {(t.name, p.partition): p for t in snapshot.topics for p in t.partitions}
+        # Live brokers only: a stopped broker would hold the whole read up until it times out,
+        # and a stall could not be reported while it is down.
+        sizes = self.cluster.replica_bytes(
+            sorted({t for t, _ in targets}), snapshot.live_broker_ids()
+        )
+        copied = total = 0
+        for key, target in targets.items():
+            move = moves.get(key)
+            before = move.before if move is not None else ()
+            part = parts.get(key)
+            size = (part.size_bytes if part is not None else None) or 0
+            for broker in target:
+                if broker in before:
+                    continue
+                total += size
+                if part is not None and part.isr is not None and broker in part.isr:
+                    copied += size
+                else:
+                    copied += min(size, sizes.get((key[0], key[1], broker), 0))
+        return copied, total
+
+    def _stall_event(
+        self, pending: Mapping[Key, Sequence[int]], snapshot: ClusterSnapshot, seconds: float
+    ) -> dict[str, Any]:
+        live = snapshot.live_broker_ids()
+        parts = {(t.name, p.partition): p for t in snapshot.topics for p in t.partitions}
+        brokers: set[int] = set()
+        for key, target in pending.items():
+            part = parts.get(key)
+            in_sync = set(part.in_sync) if part is not None else set()
+            brokers.update(b for b in target if b not in in_sync)
+        down = sorted(b for b in brokers if b not in live)
+        hint = (
+            f"broker(s) {', '.join(map(str, down))} are down: bring them back (the move then "
+            "completes) or stop it with kreplica cancel"
+            if down
+            else "check the throttle (--resume --throttle RATE raises it), the brokers' logs "
+            "and disk, or stop it with kreplica cancel"
+        )
+        return {
+            "event": "stall",
+            "seconds": round(seconds, 1),
+            "partitions": [_key_text(k) for k in sorted(pending)],
+            "brokers": sorted(brokers),
+            "down": down,
+            "hint": hint,
+        }
+
+    def _create(self, check: Preflight, snapshot: ClusterSnapshot) -> list[Key]:
+        """New partitions, per topic, in the planned order; Kafka takes the new total."""
+        created: list[Key] = []
+        counts = {t.name: len(t.partitions) for t in snapshot.topics}
+        by_topic: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
+        for (topic, pid), replicas in sorted(check.create.items()):
+            by_topic.setdefault(topic, []).append((pid, replicas))
+        for topic, rows in by_topic.items():
+            have = counts.get(topic, 0)
+            for start in range(0, len(rows), CREATE_BATCH):
+                batch = rows[start : start + CREATE_BATCH]
+                pids = [pid for pid, _ in batch]
+                if pids != list(range(have, have + len(batch))):
+                    raise UsageError(
+                        f"topic {topic!r} has {have} partitions, so the next new one is "
+                        f"{have}, but the plan creates {pids[:3]}...; make a new plan"
+                    )
+                self.journal.append({"event": "create", "topic": topic, "partitions": pids})
+                self.cluster.create_partitions(topic, have + len(batch), [r for _, r in batch])
+                have += len(batch)
+                created += [(topic, pid) for pid in pids]
+                self.emit({"event": "created", "topic": topic, "partitions": len(batch)})
+        return created
+
+
+def _read_throttles(
+    cluster: Cluster, resources: Iterable[Resource]
+) -> dict[Resource, dict[str, str]]:
+    current: dict[Resource, dict[str, str]] = {}
+    by_kind: dict[str, list[str]] = {}
+    for kind, name in resources:
+        by_kind.setdefault(kind, []).append(name)
+    for kind, names in by_kind.items():
+        for name, values in cluster.configs(kind, sorted(names)).items():
+            current[(kind, name)] = values
+    return current
+
+
+def restore_journal_throttles(
+    cluster: Cluster,
+    journal: Journal,
+    emit: Emit,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """Put back what was set before the throttles this journal recorded and has not restored
+    yet (a config someone changed meanwhile keeps their value). Returns the configs changed.
+
+    A broker applies a dynamic config a moment after it was written (ZooKeeper mode: through
+    a change notification), so a value kreplica set seconds ago can still read as the old one;
+    that is not someone else's change: wait for it (up to 5 s) before deciding."""
+    previous, ours = _journal_throttles(journal.read())
+    if not ours:
+        return 0
+    for _ in range(5):
+        current = _read_throttles(cluster, ours)
+        unseen = [
+            (resource, key)
+            for resource, values in ours.items()
+            for key, value in values.items()
+            if current.get(resource, {}).get(key) != value
+            and current.get(resource, {}).get(key) == previous.get(resource, {}).get(key)
+        ]
+        if not unseen:
+            break
+        sleep(1.0)
+    changes = restore_plan(previous, current, ours)
+    for (kind, name), changed in sorted(changes.items()):
+        cluster.alter_configs(kind, name, changed)
+    journal.append({"event": "throttle-restored", "configs": len(changes)})
+    emit({"event": "throttle-restored", "configs": len(changes)})
+    return len(changes)
+
+
+def cancel_marker(journal: Journal) -> Path:
+    """The file `cancel` leaves for an apply of the same plan that is running elsewhere."""
+    return journal.path.with_name(journal.path.name + ".cancel")
+
+
+def cancel_plan(
+    cluster: Cluster, plan: PlanFile, journal: Journal, emit: Emit = lambda e: None
+) -> tuple[list[Key], bool]:
+    """Stop the plan's moves still in flight (KIP-455 cancel: they return to their old
+    replicas) and restore the throttles kreplica set. When an apply of this plan is running
+    (it holds the journal's lock), it is asked to stop and restores the throttles itself.
+    Returns the partitions cancelled and whether a running apply was asked to stop."""
+    in_flight = cluster.in_flight()
+    ours = sorted(k for k in plan.targets if k in in_flight)
+    require = getattr(cluster, "require", None)
+    if require is not None:  # refused before anything is cancelled or restored
+        _, set_by_us = _journal_throttles(journal.read())
+        needs = throttle_needs(set_by_us, "restore the throttles kreplica set")
+        needs.append(Need("cluster", CLUSTER, "ALTER", "cancel partition reassignments"))
+        require(needs)
+    try:
+        with journal.lock():
+            if ours:
+                journal.append({"event": "cancel", "partitions": [_key_text(k) for k in ours]})
+                cluster.alter_reassignments(dict.fromkeys(ours))
+            restore_journal_throttles(cluster, journal, emit)
+            cancel_marker(journal).unlink(missing_ok=True)
+            return ours, False
+    except ReassignmentInProgress:  # an apply holds the lock: it writes the journal
+        cancel_marker(journal).write_text("cancel\n", encoding="utf-8")
+        if ours:
+            cluster.alter_reassignments(dict.fromkeys(ours))
+        return ours, True
+
+
+@dataclass(frozen=True)
+class Difference:
+    partition: str
+    planned: tuple[int, ...]
+    now: tuple[int, ...] | None
+    moving: bool
+
+
+def verify_plan(cluster: Cluster, plan: PlanFile) -> list[Difference]:
+    """Partitions not yet as planned (or still in flight); empty when the plan is done."""
+    snapshot = cluster.snapshot(plan.topics)
+    in_flight = cluster.in_flight()
+    current = {(t.name, p.partition): p.replicas for t in snapshot.topics for p in t.partitions}
+    out = []
+    for key, planned in sorted({**plan.targets, **plan.new_partitions}.items()):
+        now = current.get(key)
+        if now != planned or key in in_flight:
+            out.append(Difference(_key_text(key), tuple(planned), now, key in in_flight))
+    return out

@@ -1,0 +1,352 @@
+"""Writes to a Kafka cluster: reassignments, throttle configs, new partitions, leader elections.
+
+Reads go through the AdminClient source (the same code `kreplica snapshot` uses); writes use
+confluent-kafka where it has the call (IncrementalAlterConfigs, CreatePartitions, ElectLeaders)
+and kafka-python for what it lacks (AlterPartitionReassignments, ListPartitionReassignments,
+DescribeLogDirs). Every failure becomes one KreplicaError line naming the call and the cause.
+
+Two ways to submit a reassignment, behind one interface (`Submitter`):
+- KIP-455 AlterPartitionReassignments (default; any Kafka >= 2.4, KRaft included);
+- the `/admin/reassign_partitions` znode (ZooKeeper-mode clusters, `--via zookeeper`),
+  create-only: an existing znode means a reassignment is in flight.
+Progress, throttles and cancel use the Kafka protocol in both cases (a ZooKeeper-mode controller
+lists and cancels znode-submitted moves through KIP-455 too).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kreplica.errors import KreplicaError, ReassignmentInProgress, SourceError
+from kreplica.executor.throttles import BROKER_KEYS, TOPIC_KEYS
+from kreplica.model import ClusterSnapshot
+
+Key = tuple[str, int]
+
+
+class ExecutorError(KreplicaError):
+    """A write the cluster refused (exit 1 unless a subclass says otherwise)."""
+
+    code = "executor"
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """A reassignment the cluster reports as running."""
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+
+
+class Submitter(Protocol):
+    """How a reassignment reaches the controller."""
+
+    name: str
+
+    def submit(self, targets: Mapping[Key, Sequence[int]]) -> None: ...
+
+
+class KafkaCluster:
+    """One cluster, through its brokers. Built from an AdminSource (reads) it also writes."""
+
+    def __init__(self, source: Any) -> None:
+        self.source = source  # kreplica.sources.admin.AdminSource
+        self.bootstrap: str = source.bootstrap
+
+    def close(self) -> None:
+        self.source.close()
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
+        result: ClusterSnapshot = self.source.snapshot(topics)
+        return result
+
+    def in_flight(self) -> dict[Key, InFlight]:
+        """Every reassignment the controller is running, cluster-wide."""
+        from kafka.errors import KafkaError
+
+        try:
+            listed = self.source.kafka_python_admin().list_partition_reassignments(
+                timeout_ms=self._timeout_ms()
+            )
+        except KafkaError as exc:
+            raise SourceError(
+                f"Kafka at {self.bootstrap} failed to list reassignments: {exc}"
+            ) from None
+        return {
+            (tp.topic, tp.partition): InFlight(
+                tuple(state.get("replicas") or ()),
+                tuple(state.get("adding_replicas") or ()),
+                tuple(state.get("removing_replicas") or ()),
+            )
+            for tp, state in listed.items()
+        }
+
+    def replica_bytes(
+        self, topics: Sequence[str], brokers: Collection[int]
+    ) -> dict[tuple[str, int, int], int]:
+        """(topic, partition, broker) -> bytes of that replica's log now on these brokers
+        (DescribeLogDirs); a replica being moved between log dirs counts its future log too."""
+        from kafka.errors import KafkaError
+
+        if not topics or not brokers:
+            return {}
+        try:
+            answer = self.source.kafka_python_admin().describe_log_dirs(
+                topic_partitions=list(topics), brokers=sorted(brokers)
+            )
+        except KafkaError:
+            return {}  # progress falls back to the ISR
+        sizes: dict[tuple[str, int, int], int] = {}
+        for broker in answer:
+            for log_dir in broker.get("log_dirs") or []:
+                for topic in log_dir.get("topics") or []:
+                    for part in topic.get("partitions") or []:
+                        key = (topic["name"], part["partition_index"], int(broker["broker"]))
+                        size = int(part.get("partition_size", 0))
+                        sizes[key] = max(size, sizes.get(key, 0))
+        return sizes
+
+    def configs(self, kind: str, names: Sequence[str]) -> dict[str, dict[str, str]]:
+        """Non-default values of the throttle configs on topics or brokers (kind: "topic" or
+        "broker"), as Kafka reports them."""
+        from confluent_kafka.admin import (  # type: ignore[attr-defined]
+            ConfigResource,
+            ConfigSource,
+            ResourceType,
+        )
+
+        resource_type = ResourceType.TOPIC if kind == "topic" else ResourceType.BROKER
+        wanted = TOPIC_KEYS if kind == "topic" else BROKER_KEYS
+        out: dict[str, dict[str, str]] = {}
+        for name in names:
+            resource = ConfigResource(resource_type, str(name))
+            futures = self.source.confluent_admin().describe_configs(
+                [resource], request_timeout=self.source.timeout_s
+            )
+            entries = self.source.call(futures[resource], f"describe {kind} {name} configs")
+            values: dict[str, str] = {}
+            for key in wanted:
+                entry = entries.get(key)
+                if entry is None or entry.value in (None, ""):
+                    continue
+                if entry.source == ConfigSource.DEFAULT_CONFIG.value:
+                    continue
+                values[key] = entry.value
+            out[str(name)] = values
+        return out
+
+    # -- permissions -------------------------------------------------------------------------
+
+    @property
+    def principal(self) -> str | None:
+        """User:NAME of a SASL login (None with client certificates: the broker maps those)."""
+        name = getattr(self.source, "principal", None)
+        return str(name) if name else None
+
+    def authorized(
+        self, topics: Sequence[str]
+    ) -> tuple[set[str] | None, dict[str, set[str] | None]]:
+        """The operations this principal may perform on the cluster and on each topic (Kafka's
+        AclOperation names); None where the cluster does not say."""
+        from confluent_kafka import KafkaException, TopicCollection
+
+        admin = self.source.confluent_admin()
+        described = self.source.call(
+            admin.describe_cluster(
+                include_authorized_operations=True, request_timeout=self.source.timeout_s
+            ),
+            "describe the cluster's authorized operations",
+        )
+        cluster_ops = _op_names(described.authorized_operations)
+        topic_ops: dict[str, set[str] | None] = {}
+        if topics:
+            futures = admin.describe_topics(
+                TopicCollection(sorted(set(topics))),
+                include_authorized_operations=True,
+                request_timeout=self.source.timeout_s,
+            )
+            for name, future in futures.items():
+                try:
+                    topic_ops[name] = _op_names(
+                        future.result(timeout=self.source.timeout_s + 5).authorized_operations
+                    )
+                except KafkaException as exc:
+                    error: Any = exc.args[0] if exc.args else None
+                    if getattr(error, "name", lambda: "")() == "TOPIC_AUTHORIZATION_FAILED":
+                        topic_ops[name] = set()
+                    else:
+                        raise SourceError(
+                            f"Kafka at {self.bootstrap} failed to describe topic {name!r}: "
+                            f"{error.str() if hasattr(error, 'str') else exc}"
+                        ) from None
+        return cluster_ops, topic_ops
+
+    def require(self, needs: Sequence[Any]) -> None:
+        """Refuse (NotAuthorized, one line) when this principal lacks a permission in `needs`
+        (kreplica.executor.authz.Need); nothing has been written then."""
+        from kreplica.executor.authz import missing, refusal
+
+        if not needs:
+            return
+        topics = sorted({n.name for n in needs if n.resource == "topic"})
+        cluster_ops, topic_ops = self.authorized(topics)
+        lacking = missing(needs, cluster_ops, topic_ops)
+        if lacking:
+            raise refusal(lacking, self.principal, self.bootstrap)
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def alter_configs(self, kind: str, name: str, values: Mapping[str, str | None]) -> None:
+        """IncrementalAlterConfigs on one topic or broker: SET a value, DELETE on None. One
+        resource per call (confluent-kafka allows one BROKER resource per request)."""
+        from confluent_kafka.admin import (  # type: ignore[attr-defined]
+            AlterConfigOpType,
+            ConfigEntry,
+            ConfigResource,
+            ResourceType,
+        )
+
+        if not values:
+            return
+        entries = [
+            ConfigEntry(
+                key,
+                value if value is not None else "",
+                incremental_operation=(
+                    AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+                ),
+            )
+            for key, value in sorted(values.items())
+        ]
+        resource_type = ResourceType.TOPIC if kind == "topic" else ResourceType.BROKER
+        resource = ConfigResource(resource_type, str(name), incremental_configs=entries)
+        futures = self.source.confluent_admin().incremental_alter_configs(
+            [resource], request_timeout=self.source.timeout_s
+        )
+        for future in futures.values():
+            self.source.call(future, f"set throttle configs on {kind} {name}")
+
+    def alter_reassignments(self, targets: Mapping[Key, Sequence[int] | None]) -> None:
+        """KIP-455: start (replicas) or cancel (None) reassignments; any refusal is raised."""
+        from kafka import TopicPartition
+        from kafka.errors import KafkaError
+
+        if not targets:
+            return
+        request = {
+            TopicPartition(topic, partition): (list(replicas) if replicas is not None else None)
+            for (topic, partition), replicas in sorted(targets.items())
+        }
+        try:
+            results = self.source.kafka_python_admin().alter_partition_reassignments(
+                request, timeout_ms=self._timeout_ms()
+            )
+        except KafkaError as exc:
+            raise ExecutorError(
+                f"Kafka at {self.bootstrap} refused the reassignment request: {exc}"
+            ) from None
+        failed = sorted(
+            (f"{tp.topic}-{tp.partition}", error.__name__)
+            for tp, error in (results or {}).items()
+            if error is not None and error.__name__ != "NoError"
+        )
+        if failed:
+            shown = ", ".join(f"{where} ({name})" for where, name in failed[:5])
+            more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
+            if all(name == "NoReassignmentInProgressError" for _, name in failed):
+                return  # cancelling what already finished: nothing to undo
+            raise ExecutorError(f"Kafka refused the reassignment of {shown}{more}")
+
+    def create_partitions(self, topic: str, total: int, new: Sequence[Sequence[int]]) -> None:
+        """Grow `topic` to `total` partitions placed as `new` (the replicas of each new one)."""
+        from confluent_kafka.admin import NewPartitions  # type: ignore[attr-defined]
+
+        request = NewPartitions(topic, total, replica_assignment=[list(r) for r in new])
+        futures = self.source.confluent_admin().create_partitions(
+            [request], request_timeout=self.source.timeout_s
+        )
+        for future in futures.values():
+            self.source.call(future, f"create partitions of {topic}")
+
+    def elect_preferred(self, keys: Sequence[Key]) -> dict[Key, str | None]:
+        """Preferred leader election; key -> None when elected (or not needed), else the error."""
+        from confluent_kafka import ElectionType, TopicPartition  # ElectionType: top level only
+
+        if not keys:
+            return {}
+        partitions = [TopicPartition(t, p) for t, p in keys]
+        # no request_timeout: confluent-kafka 2.16's binding fails on any keyword here
+        # (SystemError "more argument specifiers than keyword list entries"); `call` bounds it
+        future = self.source.confluent_admin().elect_leaders(ElectionType.PREFERRED, partitions)
+        answer = self.source.call(future, "elect preferred leaders")
+        out: dict[Key, str | None] = {}
+        for tp, error in (answer or {}).items():
+            name = error.name() if error is not None else None
+            out[(tp.topic, tp.partition)] = None if name in (None, "ELECTION_NOT_NEEDED") else name
+        return out
+
+    def _timeout_ms(self) -> int:
+        return max(1000, int(self.source.timeout_s * 1000))
+
+
+def _op_names(operations: Any) -> set[str] | None:
+    if operations is None:
+        return None
+    return {getattr(op, "name", str(op)) for op in operations}
+
+
+class KafkaSubmitter:
+    """KIP-455 AlterPartitionReassignments."""
+
+    name = "kafka"
+
+    def __init__(self, cluster: KafkaCluster) -> None:
+        self._cluster = cluster
+
+    def submit(self, targets: Mapping[Key, Sequence[int]]) -> None:
+        self._cluster.alter_reassignments(dict(targets))
+
+
+REASSIGN_ZNODE = "/admin/reassign_partitions"
+
+
+def reassign_znode_payload(targets: Mapping[Key, Sequence[int]]) -> bytes:
+    """What the controller reads from /admin/reassign_partitions (version 1, sorted)."""
+    partitions = [
+        {"topic": topic, "partition": partition, "replicas": list(replicas)}
+        for (topic, partition), replicas in sorted(targets.items())
+    ]
+    return json.dumps({"version": 1, "partitions": partitions}, separators=(",", ":")).encode()
+
+
+class ZooKeeperSubmitter:
+    """The legacy znode, create-only: a znode already there is a reassignment in flight."""
+
+    name = "zookeeper"
+
+    def __init__(self, zk_source: Any) -> None:
+        self._source = zk_source  # kreplica.sources.zookeeper.ZooKeeperSource, connected
+
+    def submit(self, targets: Mapping[Key, Sequence[int]]) -> None:
+        from kazoo.exceptions import KazooException, NodeExistsError
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        client = self._source.kazoo_client()
+        where = f"ZooKeeper at {self._source.connect}"
+        try:  # async + a timeout: kazoo's synchronous calls wait without limit
+            client.create_async(REASSIGN_ZNODE, reassign_znode_payload(targets), makepath=True).get(
+                timeout=self._source.timeout_s
+            )
+        except NodeExistsError:
+            raise ReassignmentInProgress(
+                f"{REASSIGN_ZNODE} exists in {where}: a reassignment is in flight; wait for it "
+                "(kreplica verify) or apply with the default --via kafka"
+            ) from None
+        except (KazooException, KazooTimeoutError) as exc:
+            raise ExecutorError(f"{where} refused {REASSIGN_ZNODE}: {exc!r}") from None

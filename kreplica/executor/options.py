@@ -1,0 +1,20 @@
+"""How an apply runs: throttle, waves, and what it may start beside (pure data)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ApplyOptions:
+    throttle: int | None = None  # bytes/s for the moving replicas; None: no throttle
+    max_partitions: int | None = None  # partitions in flight at once, cluster-wide
+    max_per_broker: int | None = None  # moving partitions a broker takes part in at once
+    order: str = "plan"  # plan | largest | smallest
+    replica_at_a_time: bool = False  # at most RF+1 replicas per partition during the move
+    additional: bool = False  # start beside other reassignments in flight
+    on_drift: str = "fail"  # fail | skip
+    allow_under_min_isr: bool = False
+    stall_timeout_s: float = 300.0
+    poll_interval_s: float = 2.0
+    resume: bool = False

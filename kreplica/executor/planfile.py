@@ -1,0 +1,95 @@
+"""A plan as apply reads it: Kafka's reassignment JSON, and the kreplica plan document beside it.
+
+`PLAN.json` is what `--out` writes (or any tool's reassignment JSON); `PLAN.kreplica.json`, when
+present, adds the cluster id, the before-state and the partitions to create. A bare Kafka file
+can be applied too, but nothing then proves it was made for this cluster or this state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kreplica.executor.journal import journal_path
+from kreplica.model import ClusterSnapshot
+from kreplica.planner.serialize import (
+    parse_new_partitions,
+    parse_plan_before,
+    parse_reassignment_json,
+)
+from kreplica.userfiles import decode_json, read_user_file
+
+Key = tuple[str, int]
+
+
+def plan_siblings(path: Path) -> dict[str, Path]:
+    """PLAN.json -> its rollback, plan document and journal beside it."""
+    stem = path.name[: -len(".json")] if path.name.endswith(".json") else path.name
+    return {
+        "reassignment": path,
+        "rollback": path.with_name(stem + ".rollback.json"),
+        "plan_document": path.with_name(stem + ".kreplica.json"),
+        "journal": journal_path(path),
+    }
+
+
+@dataclass(frozen=True)
+class PlanFile:
+    path: Path
+    targets: dict[Key, tuple[int, ...]]  # existing partitions -> replicas after
+    before: dict[Key, tuple[int, ...]]  # from the plan document ({} for bare Kafka JSON)
+    new_partitions: dict[Key, tuple[int, ...]]  # partitions to create -> their replicas
+    document: dict[str, Any] | None  # the plan document (or the file itself when it is one)
+
+    @property
+    def cluster_id(self) -> str | None:
+        value = (self.document or {}).get("cluster_id")
+        return value if isinstance(value, str) else None
+
+    @property
+    def topics(self) -> list[str]:
+        return sorted({t for t, _ in self.targets} | {t for t, _ in self.new_partitions})
+
+    def done(self, snapshot: ClusterSnapshot) -> bool:
+        """Every partition already has its planned replicas and every new one exists so."""
+        current = {(t.name, p.partition): p.replicas for t in snapshot.topics for p in t.partitions}
+        wanted = {**self.targets, **self.new_partitions}
+        return all(current.get(k) == v for k, v in wanted.items())
+
+
+def _read_json(path: Path, what: str) -> Any:
+    text = read_user_file(path, what, fix="check the path")
+    return decode_json(
+        text, str(path), fix="pass a kafka-reassign-partitions JSON or a PLAN.kreplica.json"
+    )
+
+
+def load_plan_file(path: Path) -> PlanFile:
+    """Read PLAN.json (or PLAN.kreplica.json directly) and the plan document beside it."""
+    data = _read_json(path, "plan file")
+    document: dict[str, Any] | None = None
+    if isinstance(data, dict) and "kreplica_plan" in data:
+        document = data
+    else:
+        sibling = plan_siblings(path)["plan_document"]
+        if sibling.exists():
+            loaded = _read_json(sibling, "plan document")
+            if isinstance(loaded, dict) and "kreplica_plan" in loaded:
+                document = loaded
+    rows = parse_reassignment_json(data)
+    targets = {(t, p): tuple(r) for t, p, r in rows}
+    before: dict[Key, tuple[int, ...]] = {}
+    new: dict[Key, tuple[int, ...]] = {}
+    if document is not None:
+        before = {(t, p): tuple(r) for t, p, r in parse_plan_before(document)}
+        new = {(t, p): tuple(r) for t, p, r in parse_new_partitions(document)}
+        planned = {(t, p): tuple(r) for t, p, r in parse_reassignment_json(document)}
+        if document is not data and planned != targets:
+            from kreplica.errors import StalePlan
+
+            raise StalePlan(
+                f"{path} and its plan document {plan_siblings(path)['plan_document']} list "
+                "different reassignments; one was edited: make a new plan"
+            )
+    return PlanFile(path, targets, before, new, document)

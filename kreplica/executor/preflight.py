@@ -1,0 +1,160 @@
+"""Before apply writes anything: is this plan for this cluster, as it is now, and safe to start?
+
+Pure (standard library only): it reads a snapshot, the plan file, the partitions the cluster
+reports in flight and what the journal says was submitted. Each refusal is one line with its
+exit code, and nothing has been written when it is raised:
+
+    cluster id differs from the plan document's                     StalePlan (5)
+    the plan has errors `kreplica check` reports (unknown broker...) VerificationFailed (7)
+    a target broker is not alive                                    PlanInfeasible (4)
+    a partition changed since the plan (--on-drift skip: left out)  StalePlan (5)
+    a partition of the plan is being moved by someone else          ReassignmentInProgress (6)
+    other reassignments in flight, without --additional             ReassignmentInProgress (6)
+    a partition under its min.insync.replicas (--allow-under-min-isr) PlanInfeasible (4)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+
+from kreplica.errors import (
+    PlanInfeasible,
+    ReassignmentInProgress,
+    StalePlan,
+    VerificationFailed,
+)
+from kreplica.executor.moves import Move
+from kreplica.executor.planfile import PlanFile
+from kreplica.model import ClusterSnapshot, Partition
+from kreplica.planner.check import check_reassignment
+
+Key = tuple[str, int]
+SHOWN = 5
+
+
+def _names(keys: Sequence[Key]) -> str:
+    shown = ", ".join(f"{t}-{p}" for t, p in sorted(keys)[:SHOWN])
+    return shown + (f" and {len(keys) - SHOWN} more" if len(keys) > SHOWN else "")
+
+
+@dataclass
+class Preflight:
+    todo: list[Move] = field(default_factory=list)  # to submit, in plan order
+    waiting: list[Key] = field(default_factory=list)  # submitted before (journal), still moving
+    done: list[Key] = field(default_factory=list)  # already as planned
+    skipped: list[str] = field(default_factory=list)  # drifted and left out (--on-drift skip)
+    create: dict[Key, tuple[int, ...]] = field(default_factory=dict)  # new partitions to make
+    warnings: list[str] = field(default_factory=list)
+
+
+def _live_in_sync(part: Partition, live: Collection[int]) -> int:
+    return sum(1 for b in part.in_sync if b in live)
+
+
+def preflight(
+    snapshot: ClusterSnapshot,
+    plan: PlanFile,
+    in_flight: Collection[Key],
+    *,
+    submitted: Collection[Key] = (),
+    additional: bool = False,
+    on_drift: str = "fail",
+    allow_under_min_isr: bool = False,
+) -> Preflight:
+    result = Preflight()
+    if plan.document is None:
+        result.warnings.append(
+            f"{plan.path} is a bare reassignment JSON: without a plan document "
+            "(PLAN.kreplica.json) kreplica cannot check that it was made for this cluster "
+            "or that the partitions have not changed since"
+        )
+    elif plan.cluster_id and snapshot.cluster_id and plan.cluster_id != snapshot.cluster_id:
+        raise StalePlan(
+            f"this plan was made for cluster {plan.cluster_id}, but this is cluster "
+            f"{snapshot.cluster_id}; point kreplica at the right cluster or make a new plan here"
+        )
+    parts = {(t.name, p.partition): p for t in snapshot.topics for p in t.partitions}
+    live = snapshot.live_broker_ids()
+
+    remaining = {
+        k: v for k, v in plan.targets.items() if parts.get(k) is None or parts[k].replicas != v
+    }
+    rows = [
+        {"topic": t, "partition": p, "replicas": list(r)} for (t, p), r in sorted(remaining.items())
+    ]
+    findings = check_reassignment(snapshot, {"version": 1, "partitions": rows})
+    dead = [f for f in findings if f.code == "offline-broker"]
+    if dead:
+        raise PlanInfeasible(
+            f"{dead[0].message}" + (f" (and {len(dead) - 1} more)" if len(dead) > 1 else "")
+        )
+    errors = [f for f in findings if f.level == "error" and f.code != "reassignment-in-progress"]
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise VerificationFailed(
+            f"the plan has errors: {errors[0].message}{more}; run kreplica check for all of them"
+        )
+
+    ours_moving: list[Key] = []
+    drifted: list[str] = []
+    for key, target in plan.targets.items():
+        part = parts[key]
+        if key in in_flight:
+            if key in submitted:
+                result.waiting.append(key)
+            else:
+                ours_moving.append(key)
+            continue
+        if part.replicas == target:
+            result.done.append(key)
+            continue
+        was = plan.before.get(key)
+        if was is not None and was != part.replicas:
+            drifted.append(f"{key[0]}-{key[1]} was {list(was)} and is now {list(part.replicas)}")
+            continue
+        result.todo.append(Move(key[0], key[1], part.replicas, target, part.size_bytes))
+    if ours_moving:
+        raise ReassignmentInProgress(
+            f"{_names(ours_moving)} of this plan are being reassigned by someone else; wait "
+            "until kafka-reassign-partitions --verify reports them complete"
+        )
+    for key, replicas in sorted(plan.new_partitions.items()):
+        existing = parts.get(key)
+        if existing is None:
+            result.create[key] = replicas
+        elif existing.replicas == replicas:
+            result.done.append(key)
+        else:
+            drifted.append(
+                f"{key[0]}-{key[1]} was to be created and exists as {list(existing.replicas)}"
+            )
+    if drifted:
+        if on_drift != "skip":
+            more = f" (and {len(drifted) - 3} more)" if len(drifted) > 3 else ""
+            raise StalePlan(
+                f"the cluster changed since this plan was made: {'; '.join(drifted[:3])}{more}; "
+                "make a new plan, or pass --on-drift skip to apply the rest"
+            )
+        result.skipped = drifted
+    others = sorted(k for k in in_flight if k not in plan.targets)
+    if others and not additional and (result.todo or result.create):
+        raise ReassignmentInProgress(
+            f"{len(others)} other partition(s) are being reassigned ({_names(others)}); "
+            "wait for them, or pass --additional to start this plan beside them"
+        )
+    low: list[Key] = []
+    needed_text = ""
+    topics = {t.name: t for t in snapshot.topics}
+    for move in result.todo:
+        topic = topics[move.topic]
+        if _live_in_sync(parts[move.key], live) < topic.min_insync_replicas:
+            low.append(move.key)
+            needed_text = needed_text or topic.min_insync_replicas_text()
+    if low and not allow_under_min_isr:
+        raise PlanInfeasible(
+            f"{_names(low)} have fewer live in-sync replicas than {needed_text}; moving them "
+            "now adds load to partitions producers with acks=all cannot write to: repair them "
+            "first, or pass --allow-under-min-isr"
+        )
+    return result

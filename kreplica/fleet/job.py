@@ -1,0 +1,239 @@
+"""The fleet job's entry point: the one place a SparkSession is built.
+
+`kreplica fleet audit|plan` call `run_audit` / `run_plan` with a session from `build_session`;
+on a Spark cluster, submit this file itself (the executors need kreplica installed, and use the
+driver's Python):
+
+    JOB=$(python -c 'import kreplica.fleet.job as j; print(j.__file__)')
+    spark-submit --master spark://HOST:7077 "$JOB" audit --input s3a://bucket/snaps/ --out ./audit
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from kreplica.errors import ExitCode, KreplicaError, UsageError
+from kreplica.fleet.adapter import PlanSettings
+from kreplica.fleet.policy import Policy, load_policy, with_overrides
+
+DEFAULT_MASTER = "local[*]"
+WORST_CHARTED = 5
+Progress = Callable[[str], None]
+
+
+class SparkUnavailable(KreplicaError):
+    """Spark cannot start here (no pyspark, no Java): one line naming what to install."""
+
+    exit_code = ExitCode.SOURCE
+    code = "spark-unavailable"
+
+
+def _java() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        return os.path.join(home, "bin", "java")
+    return shutil.which("java")
+
+
+_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = spark: %p %c{1}: %m%n%ex
+"""
+
+
+def _log_config() -> str:
+    path = Path(tempfile.gettempdir()) / "kreplica-fleet-log4j2.properties"
+    if not path.exists() or path.read_text(encoding="utf-8") != _LOG4J:
+        path.write_text(_LOG4J, encoding="utf-8")
+    return str(path)
+
+
+def build_session(
+    master: str | None = DEFAULT_MASTER,
+    *,
+    app_name: str = "kreplica-fleet",
+    conf: dict[str, str] | None = None,
+) -> Any:
+    """A SparkSession (quiet logs, no UI unless asked); `master` None keeps spark-submit's
+    --master (local[*] when there is none). Raises SparkUnavailable with what to
+    install when pyspark or Java is missing, or Spark does not start."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise SparkUnavailable(
+            "the fleet commands need PySpark: pip install 'kreplica[fleet]'"
+        ) from None
+    if _java() is None:
+        raise SparkUnavailable(
+            "Spark needs Java 17 or newer and none was found: install a JDK or JRE "
+            "(e.g. `apt-get install openjdk-17-jre-headless`) or set JAVA_HOME"
+        )
+    # The executors run the driver's Python (the one kreplica is installed in).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "8",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_log_config()}",
+        **(conf or {}),
+    }
+    if (master or "").startswith("local") and "spark.driver.memory" not in settings:
+        # local mode: driver and executors share this one JVM (Spark's default is 1g)
+        settings["spark.driver.memory"] = os.environ.get("KREPLICA_SPARK_MEMORY", "2g")
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SparkUnavailable(
+            f"Spark did not start ({first}); it needs Java 17 or newer (set JAVA_HOME) and "
+            "pip install 'kreplica[fleet]'"
+        ) from None
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def load_fleet_policy(policy_file: str | None, *, rf: int | None, min_insync: int | None) -> Policy:
+    for flag, value in (("--rf", rf), ("--min-insync", min_insync)):
+        if value is not None and value < 1:
+            raise UsageError(f"{flag} {value}: use 1 or more")
+    base = load_policy(policy_file) if policy_file else Policy()
+    return with_overrides(base, rf=rf, min_insync=min_insync)
+
+
+def _local_out(out: str) -> Path:
+    if "://" in out and not out.startswith("file://"):
+        raise UsageError(
+            f"--out {out!r}: the fleet writes its reports to a local folder; give a path "
+            "(the input may be any URI Spark reads)"
+        )
+    path = Path(out.removeprefix("file://")).expanduser().absolute()
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--out {out!r} is a file; give a folder")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def run_audit(
+    spark: Any,
+    input_path: str,
+    out: str,
+    policy: Policy,
+    *,
+    worst: int = WORST_CHARTED,
+    layouts: bool = True,
+    progress: Progress = _quiet,
+) -> dict[str, Any]:
+    """Audit every snapshot under `input_path`; write findings, summaries and charts to `out`.
+    Returns the summary document (what audit-summary.json holds)."""
+    from kreplica.fleet import pipeline
+
+    return pipeline.audit(
+        spark,
+        input_path,
+        _local_out(out),
+        policy,
+        worst=worst,
+        layouts=layouts,
+        progress=progress,
+    )
+
+
+def run_plan(
+    spark: Any,
+    input_path: str,
+    out: str,
+    policy: Policy,
+    *,
+    settings: PlanSettings = PlanSettings(),
+    progress: Progress = _quiet,
+) -> dict[str, Any]:
+    """Plan every cluster under `input_path`; write OUT/plans/<cluster>/ and the fleet plan
+    summary. Returns the summary document (what plan-summary.json holds)."""
+    from kreplica.fleet import pipeline
+
+    if policy.empty:
+        raise UsageError(
+            "nothing to plan: give --rf N or a --policy file with rf (or racks) targets"
+        )
+    return pipeline.plan(
+        spark, input_path, _local_out(out), policy, settings=settings, progress=progress
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kreplica-fleet-job", description="kreplica fleet audit/plan as a Spark job"
+    )
+    parser.add_argument("command", choices=("audit", "plan"))
+    parser.add_argument("--input", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--policy")
+    parser.add_argument("--rf", type=int)
+    parser.add_argument("--min-insync", type=int)
+    parser.add_argument("--master", help="default: spark-submit's --master, else local[*]")
+    parser.add_argument("--worst", type=int, default=WORST_CHARTED)
+    parser.add_argument("--force", action="store_true")
+    parser.add_argument("--skip-in-flight", action="store_true")
+    parser.add_argument("--replace-dead", action="store_true")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`spark-submit job.py audit|plan --input ... --out ...` (no typer needed)."""
+    args = _parser().parse_args(argv)
+    try:
+        policy = load_fleet_policy(args.policy, rf=args.rf, min_insync=args.min_insync)
+        spark = build_session(args.master)
+        started = time.monotonic()
+
+        def say(text: str) -> None:
+            sys.stderr.write(f"[{time.monotonic() - started:7.1f}s] {text}\n")
+
+        if args.command == "audit":
+            doc = run_audit(spark, args.input, args.out, policy, worst=args.worst, progress=say)
+        else:
+            doc = run_plan(
+                spark,
+                args.input,
+                args.out,
+                policy,
+                settings=PlanSettings(
+                    force=args.force,
+                    skip_in_flight=args.skip_in_flight,
+                    replace_dead=args.replace_dead,
+                ),
+                progress=say,
+            )
+        sys.stdout.write(doc["markdown"])
+        return 0
+    except KreplicaError as exc:
+        sys.stderr.write(f"error: {exc.message}\n")
+        return int(exc.exit_code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,282 @@
+"""The fleet pipeline on a given SparkSession: read snapshots, audit, plan, write reports.
+(The session comes from `kreplica.fleet.job.build_session`, never from here.)"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from kreplica.errors import UsageError
+from kreplica.fleet import report
+from kreplica.fleet.adapter import SUMMARY_KEYS, PlanSettings
+from kreplica.fleet.frames import Frames, explode_snapshots, parse_snapshots, read_texts
+from kreplica.fleet.policy import Policy
+from kreplica.fleet.transforms import FINDING_COLUMNS, LEVEL_RANK, broker_load, cluster_summary
+from kreplica.fleet.transforms import audit as audit_frames
+
+Progress = Callable[[str], None]
+TOP_FINDINGS = 10
+
+
+@dataclass
+class Loaded:
+    snapshots: DataFrame  # readable, one per cluster: cluster_id, file, error (null), json
+    persisted: DataFrame  # every parsed file (unpersisted when done)
+    skipped: list[dict[str, str]]  # {file, error}
+    clusters: int
+
+
+def load(
+    spark: SparkSession, input_path: str, policy: Policy, *, layouts: bool, progress: Progress
+) -> Loaded:
+    try:
+        texts = read_texts(spark, input_path)
+    except Exception as exc:  # AnalysisException: path does not exist, not Parquet, ...
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UsageError(f"--input {input_path!r}: Spark cannot read it ({text})") from None
+    snapshots = parse_snapshots(texts, policy, layouts=layouts).persist()
+    try:
+        meta = snapshots.select("cluster_id", "file", "error").collect()
+    except Exception as exc:
+        if "Path does not exist" in str(exc) or "PATH_NOT_FOUND" in str(exc):
+            raise UsageError(f"--input {input_path!r} matches no snapshot files") from None
+        raise
+    skipped = [{"file": r["file"], "error": r["error"]} for r in meta if r["error"] is not None]
+    first: dict[str, str] = {}
+    duplicates: list[str] = []
+    for r in sorted((r for r in meta if r["error"] is None), key=lambda r: r["file"]):
+        if r["cluster_id"] in first:
+            duplicates.append(r["file"])
+            skipped.append(
+                {
+                    "file": r["file"],
+                    "error": f"{r['file']}: cluster {r['cluster_id']} again (first in "
+                    f"{first[r['cluster_id']]}); skipped",
+                }
+            )
+        else:
+            first[r["cluster_id"]] = r["file"]
+    if not meta:
+        raise UsageError(f"--input {input_path!r} matches no snapshot files")
+    for s in sorted(skipped, key=lambda s: s["file"]):
+        progress(f"skipped: {s['error']}")
+    good = snapshots.where(F.col("error").isNull())
+    if duplicates:
+        good = good.where(~F.col("file").isin(duplicates))
+    progress(f"read {len(meta)} snapshot(s): {len(first)} cluster(s), {len(skipped)} skipped")
+    return Loaded(
+        snapshots=good,
+        persisted=snapshots,
+        skipped=sorted(skipped, key=lambda s: s["file"]),
+        clusters=len(first),
+    )
+
+
+def _finding_dict(row: Any) -> dict[str, Any]:
+    return {k: row[k] for k in FINDING_COLUMNS if k != "cluster_id"}
+
+
+def audit(
+    spark: SparkSession,
+    input_path: str,
+    out: Path,
+    policy: Policy,
+    *,
+    worst: int,
+    layouts: bool,
+    progress: Progress,
+) -> dict[str, Any]:
+    loaded = load(spark, input_path, policy, layouts=layouts, progress=progress)
+    frames = explode_snapshots(loaded.snapshots)
+    frames = Frames(
+        brokers=frames.brokers.persist(),
+        topics=frames.topics.persist(),
+        partitions=frames.partitions.persist(),
+    )
+    load_df = broker_load(frames).persist()
+    findings = audit_frames(frames, load_df).persist()
+    findings_path = out / "findings"
+    (
+        findings.repartition("cluster_id")
+        .sortWithinPartitions("cluster_id", "level", "code", "topic", "broker")
+        .write.mode("overwrite")
+        .partitionBy("cluster_id")
+        .parquet(findings_path.as_uri())
+    )
+    progress(f"wrote findings to {findings_path} (Parquet, partitioned by cluster_id)")
+    summary_rows: list[dict[str, Any]] = [
+        r.asDict(recursive=True) for r in cluster_summary(findings, frames).collect()
+    ]
+    ranked = [r["cluster_id"] for r in summary_rows if r["errors"] or r["warnings"]]
+    charted = ranked[:worst]
+    top: dict[str, list[dict[str, Any]]] = {}
+    if charted:
+        rank = F.create_map(*[x for k, v in LEVEL_RANK.items() for x in (F.lit(k), F.lit(v))])
+        window_rows = (
+            findings.where(F.col("cluster_id").isin(charted))
+            .withColumn("rank", rank[F.col("level")])
+            .orderBy(
+                "cluster_id", "rank", F.desc_nulls_last("partitions"), "code", "topic", "broker"
+            )
+            .collect()
+        )
+        for r in window_rows:
+            bucket = top.setdefault(r["cluster_id"], [])
+            if len(bucket) < TOP_FINDINGS:
+                bucket.append(_finding_dict(r))
+        loads: dict[str, list[dict[str, Any]]] = {}
+        for r in load_df.where(F.col("cluster_id").isin(charted)).collect():
+            loads.setdefault(r["cluster_id"], []).append(r.asDict())
+        for cluster_id in charted:
+            name = f"charts/{report.safe_name(cluster_id)}.png"
+            report.broker_chart(out / name, cluster_id, loads.get(cluster_id, []))
+            top.setdefault(cluster_id, [])
+        progress(f"charted the {len(charted)} worst cluster(s) in {out / 'charts'}")
+    clusters = []
+    for entry in summary_rows:
+        entry["by_code"] = dict(sorted((entry.get("by_code") or {}).items()))
+        if entry["cluster_id"] in top:
+            entry["top_findings"] = top[entry["cluster_id"]]
+            entry["chart"] = f"charts/{report.safe_name(entry['cluster_id'])}.png"
+        clusters.append(entry)
+    totals = {
+        k: sum(int(c[k]) for c in clusters)
+        for k in ("brokers", "topics", "partitions", "errors", "warnings", "infos")
+    }
+    totals.update(clusters=len(clusters), skipped=len(loaded.skipped))
+    doc: dict[str, Any] = {
+        "kreplica_fleet_audit": report.AUDIT_FORMAT,
+        "input": input_path,
+        "policy": policy.to_dict(),
+        "totals": totals,
+        "clusters": clusters,
+        "skipped": loaded.skipped,
+        "findings": str(findings_path),
+    }
+    report.write_json(out / "audit-summary.json", doc)
+    markdown = report.audit_markdown(doc)
+    report.write_markdown(out / "audit-summary.md", markdown)
+    progress(f"wrote {out / 'audit-summary.json'} and {out / 'audit-summary.md'}")
+    for df in (findings, load_df, frames.partitions, frames.topics, frames.brokers):
+        df.unpersist()
+    loaded.persisted.unpersist()
+    return {**doc, "markdown": markdown}
+
+
+PLAN_ROW = T.StructType(
+    [
+        T.StructField("cluster_id", T.StringType()),
+        T.StructField("file", T.StringType()),
+        T.StructField("status", T.StringType()),
+        T.StructField("error_code", T.StringType()),
+        T.StructField("error", T.StringType()),
+        T.StructField("topics_planned", T.LongType()),
+        *[T.StructField(k, T.LongType()) for k in SUMMARY_KEYS],
+        T.StructField("reassignment", T.StringType()),
+        T.StructField("plan_document", T.StringType()),
+    ]
+)
+
+
+def plan_frame(snapshots: DataFrame, policy: Policy, settings: PlanSettings) -> DataFrame:
+    """One plan row per cluster: the adapter, run on each cluster's whole snapshot (grouped
+    by cluster, so cluster-wide balance sees every topic)."""
+    shipped = policy.to_dict()
+    columns = [f.name for f in PLAN_ROW.fields]
+
+    def plan_group(pdf: Any) -> Any:
+        import pandas as pd
+
+        from kreplica.fleet.adapter import plan_cluster
+        from kreplica.fleet.policy import policy_from_dict
+        from kreplica.sources.snapshot import parse_snapshot_text
+
+        pol = policy_from_dict(shipped)
+        rows = []
+        for cluster_id, file, text in zip(pdf["cluster_id"], pdf["file"], pdf["json"], strict=True):
+            snapshot = parse_snapshot_text(text, origin=file)
+            rows.append(plan_cluster(snapshot, pol, key=cluster_id, file=file, settings=settings))
+        return pd.DataFrame(rows, columns=columns)
+
+    return (
+        snapshots.select("cluster_id", "file", "json")
+        .groupBy("cluster_id")
+        .applyInPandas(plan_group, PLAN_ROW)
+    )
+
+
+def _iter_rows(df: DataFrame) -> Iterator[dict[str, Any]]:
+    for row in df.toLocalIterator():
+        yield row.asDict()
+
+
+def plan(
+    spark: SparkSession,
+    input_path: str,
+    out: Path,
+    policy: Policy,
+    *,
+    settings: PlanSettings,
+    progress: Progress,
+) -> dict[str, Any]:
+    loaded = load(spark, input_path, policy, layouts=False, progress=progress)
+    rows: list[dict[str, Any]] = []
+    for row in _iter_rows(plan_frame(loaded.snapshots, policy, settings)):
+        folder = out / "plans" / report.safe_name(row["cluster_id"])
+        reassignment = row.pop("reassignment")
+        document = row.pop("plan_document")
+        if reassignment is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "reassignment.json").write_text(reassignment, encoding="utf-8")
+            (folder / "plan.json").write_text(document, encoding="utf-8")
+            new = json.loads(document).get("new_partitions", [])
+            if new:
+                report.write_json(folder / "new_partitions.json", new)
+            row["files"] = str(folder)
+        else:
+            row["files"] = None
+        rows.append(row)
+    rows.sort(key=lambda r: r["cluster_id"])
+    ok = [r for r in rows if r["status"] == "ok"]
+    totals: dict[str, Any] = {
+        k: sum(int(r[k] or 0) for r in ok)
+        for k in (
+            "replicas_added",
+            "lower_bound_replicas_added",
+            "replicas_removed",
+            "lower_bound_replicas_removed",
+            "existing_replicas_moved",
+            "partitions_changed",
+            "partitions_created",
+            "bytes_to_move",
+        )
+    }
+    totals.update(
+        clusters=len(rows),
+        with_changes=sum(1 for r in ok if (r["partitions_changed"] or r["partitions_created"])),
+        errors=sum(1 for r in rows if r["status"] == "error"),
+        skipped=len(loaded.skipped),
+    )
+    doc: dict[str, Any] = {
+        "kreplica_fleet_plan": 1,
+        "input": input_path,
+        "policy": policy.to_dict(),
+        "settings": vars(settings),
+        "totals": totals,
+        "clusters": rows,
+        "skipped": loaded.skipped,
+    }
+    progress(f"planned {len(rows)} cluster(s): plans in {out / 'plans'}")
+    report.write_json(out / "plan-summary.json", doc)
+    markdown = report.plan_markdown(doc)
+    report.write_markdown(out / "plan-summary.md", markdown)
+    progress(f"wrote {out / 'plan-summary.json'} and {out / 'plan-summary.md'}")
+    loaded.persisted.unpersist()
+    return {**doc, "markdown": markdown}

@@ -1,0 +1,403 @@
+"""Recognise KRaft's ``StripedReplicaPlacer`` in a topic's assignment (pure, standard library).
+
+Kafka's striped placer (see :func:`kreplica.kafka.striped_place`) draws its randomness once per
+topic creation: a start offset into the racks, a start offset into each rack's brokers, and,
+after every ``U`` partitions (``U`` = unfenced brokers), a shuffle of the rack order and of the
+brokers inside each rack. Between shuffles ("cycles") it is fully regular:
+
+* partition ``p`` starts at rack position ``(o0 + p) mod R``: leader racks alternate per
+  partition, and the replicas of one partition walk the racks in that same order, the leader's
+  rack skipped once, a rack that has given all its brokers skipped;
+* a rack hands out its brokers in a fixed cyclic order, starting one place further each
+  partition that uses it.
+
+In the first cycle the orders are known (racks sorted as Java sorts them, empty rack first;
+brokers by id), only the offsets are unknown. Later cycles have unknown orders. So
+:func:`match_striped` replays the placer's bookkeeping (which rack and broker *position* each
+replica must come from, including the placer's quirks: a rack that gave all its brokers at the
+same epoch number one cycle earlier gives nothing) and checks that positions map one-to-one to
+racks and brokers, per cycle. Every layout the placer produces is accepted; a hand-made layout
+rarely fits more than a few partitions. Fenced brokers at creation time are not modelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from functools import cmp_to_key
+from typing import Generic, TypeVar
+
+from kreplica.kafka import java_compare_strings
+
+__all__ = ["StripedMatch", "match_striped"]
+
+_Rack = str | None
+
+# Candidate walks and cross-partition backtracking steps the exact search may take per cycle,
+# and per topic, before it gives up and the partitions vote instead (a topic this far off is
+# hand-made anyway); bounds the cost of one topic to well under a second.
+_SEARCH_BUDGET = 20_000
+_TOPIC_BUDGET = 200_000
+
+
+@dataclass(frozen=True)
+class StripedMatch:
+    """How far a topic's assignment fits KRaft's striped placement.
+
+    ``fitting``: partitions whose replicas the placer can produce under one consistent set of
+    draws (a partition may hold a prefix of them; but the placer's bookkeeping is replayed from
+    the replicas partitions hold, so a partition whose RF changed after creation also
+    unsettles the partitions after it in its cycle); ``nonconforming``: the rest.
+    ``cycle_length``: the number of unfenced brokers assumed (partitions between shuffles).
+    ``racks``: the racks in Kafka's sorted order (``None`` is the no-rack pseudo rack).
+    """
+
+    fitting: tuple[int, ...]
+    nonconforming: tuple[int, ...]
+    cycle_length: int
+    racks: tuple[_Rack, ...]
+
+
+def _rack_sort_key(rack: _Rack) -> tuple[bool, object]:
+    return (rack is not None, cmp_to_key(java_compare_strings)(rack or ""))
+
+
+class _Unset(Enum):
+    UNSET = 0
+
+
+_UNSET = _Unset.UNSET
+_T = TypeVar("_T", int, _Rack)
+
+
+class _Ring(Generic[_T]):
+    """A one-to-one map between ring positions and values. A ``fixed`` ring is a rotation of a
+    known order (the first cycle) whose rotation is unknown until the first pin."""
+
+    __slots__ = ("at", "base", "fixed", "index", "size", "where")
+
+    def __init__(self, values: Sequence[_T], fixed: bool) -> None:
+        self.size = len(values)
+        self.fixed: tuple[_T, ...] | None = tuple(values) if fixed else None
+        self.index: dict[_T, int] = {v: i for i, v in enumerate(values)}
+        self.base: int | None = None
+        self.at: dict[int, _T] = {}
+        self.where: dict[_T, int] = {}
+
+    def copy(self) -> _Ring[_T]:
+        other: _Ring[_T] = _Ring.__new__(_Ring)
+        other.size, other.fixed, other.index = self.size, self.fixed, self.index
+        other.base, other.at, other.where = self.base, dict(self.at), dict(self.where)
+        return other
+
+    def get(self, pos: int) -> _T | _Unset:
+        if self.fixed is not None:
+            return _UNSET if self.base is None else self.fixed[(self.base + pos) % self.size]
+        return self.at.get(pos, _UNSET)
+
+    def can_pin(self, pos: int, value: _T) -> bool:
+        if value not in self.index:
+            return False
+        if self.fixed is not None:
+            return self.base is None or self.base == (self.index[value] - pos) % self.size
+        return self.at.get(pos, value) == value and self.where.get(value, pos) == pos
+
+    def pin(self, pos: int, value: _T) -> None:
+        if self.fixed is not None:
+            self.base = (self.index[value] - pos) % self.size
+        else:
+            self.at[pos] = value
+            self.where[value] = pos
+
+    def pins(self) -> list[tuple[int, _T]]:
+        found: list[tuple[int, _T]] = []
+        for pos in range(self.size):
+            value = self.get(pos)
+            if not isinstance(value, _Unset):
+                found.append((pos, value))
+        return found
+
+    def settle(self, votes: Mapping[tuple[int, _T], int]) -> None:
+        """Pin the strongest votes first; a position and a value are each taken once."""
+        if self.fixed is not None:
+            tally: dict[int, int] = {}
+            for (pos, value), n in votes.items():
+                if value in self.index:
+                    base = (self.index[value] - pos) % self.size
+                    tally[base] = tally.get(base, 0) + n
+            if tally:
+                self.base = min(tally, key=lambda b: (-tally[b], b))
+            return
+        ranked = sorted(votes.items(), key=lambda kv: (-kv[1], kv[0][0], self.index[kv[0][1]]))
+        for (pos, value), _ in ranked:
+            if pos not in self.at and self.can_pin(pos, value):
+                self.pin(pos, value)
+
+
+class _Env:
+    """One reading of a cycle's unknowns (rack and broker rings), plus the BrokerList
+    bookkeeping of the partition being walked. Broker rings are copied on first write."""
+
+    __slots__ = ("brokers", "owned", "racks", "states")
+
+    def __init__(
+        self,
+        racks: _Ring[_Rack],
+        brokers: dict[_Rack, _Ring[int]],
+        states: Mapping[_Rack, Sequence[int]],
+    ) -> None:
+        self.racks = racks
+        self.brokers = dict(brokers)
+        self.states = {k: list(v) for k, v in states.items()}  # rack -> [epoch, index, bumps]
+        self.owned: set[_Rack] = set()
+
+    def copy(self) -> _Env:
+        return _Env(self.racks.copy(), self.brokers, self.states)
+
+    def broker_ring(self, rack: _Rack) -> _Ring[int]:
+        if rack not in self.owned:
+            self.brokers[rack] = self.brokers[rack].copy()
+            self.owned.add(rack)
+        return self.brokers[rack]
+
+
+class _Matcher:
+    def __init__(
+        self,
+        parts: Mapping[int, Sequence[int]],
+        rack_of: Mapping[int, _Rack],
+        members: Mapping[_Rack, list[int]],
+        cycle_length: int,
+    ) -> None:
+        self.parts = parts
+        self.rack_of = rack_of
+        self.members = members
+        self.rack_names = sorted(members, key=_rack_sort_key)
+        self.r = len(self.rack_names)
+        self.size = {k: len(v) for k, v in members.items()}
+        self.u = cycle_length
+        self.before = self._states_before()
+        self.budget = _TOPIC_BUDGET
+
+    # -- the placer's bookkeeping -------------------------------------------------------------
+
+    def epoch(self, p: int) -> int:
+        return p % self.u if self.u > 1 else p
+
+    def cycle(self, p: int) -> int:
+        return p // self.u if self.u > 1 else 0
+
+    def _states_before(self) -> dict[int, dict[_Rack, list[int]]]:
+        """Each rack's BrokerList (epoch, index, bumps) before each partition, replayed from
+        the replicas the partitions hold (a replica taken = one successful ``next``)."""
+        states: dict[_Rack, list[int]] = {k: [0, 0, 0] for k in self.rack_names}
+        out: dict[int, dict[_Rack, list[int]]] = {}
+        for p in sorted(self.parts):
+            out[p] = {k: list(v) for k, v in states.items()}
+            e = self.epoch(p)
+            taken: dict[_Rack, int] = {}
+            for b in self.parts[p]:
+                if b in self.rack_of:
+                    taken[self.rack_of[b]] = taken.get(self.rack_of[b], 0) + 1
+            for rack, count in taken.items():
+                st = states[rack]
+                if st[0] != e:
+                    st[0], st[1], st[2] = e, 0, st[2] + 1
+                st[1] += count
+        return out
+
+    def fresh(self, first_cycle: bool) -> _Env:
+        racks: _Ring[_Rack] = _Ring(self.rack_names, first_cycle)
+        brokers = {k: _Ring(sorted(v), first_cycle) for k, v in self.members.items()}
+        return _Env(racks, brokers, {})
+
+    def at(self, p: int, env: _Env) -> _Env:
+        """A copy of ``env``'s pins with the bookkeeping as it stands before partition ``p``."""
+        return _Env(env.racks.copy(), env.brokers, self.before[p])
+
+    # -- one partition ------------------------------------------------------------------------
+
+    def walks(self, p: int, env: _Env) -> Iterator[_Env]:
+        """Every way (given ``env``'s pins, which it may change) the placer can produce
+        partition ``p``'s replicas; each yielded env holds the pins that way needs."""
+        replicas = list(self.parts[p])
+        if not replicas or len(set(replicas)) != len(replicas):
+            return
+        e = self.epoch(p)
+        r = self.r
+        start = p % r
+        rack_of = self.rack_of
+
+        def yields(env: _Env, rack: _Rack) -> bool:
+            epoch, index, _ = env.states[rack]
+            return epoch != e or index < self.size[rack]
+
+        def take(env: _Env, rack: _Rack, broker: int) -> bool:
+            st = env.states[rack]
+            if st[0] != e:
+                st[0], st[1], st[2] = e, 0, st[2] + 1
+            pos = (st[2] + st[1]) % self.size[rack]
+            st[1] += 1
+            if not env.brokers[rack].can_pin(pos, broker):
+                return False
+            env.broker_ring(rack).pin(pos, broker)
+            return True
+
+        def options(env: _Env, pos: int, want: _Rack) -> list[tuple[bool, _Rack]]:
+            """(gives a broker, rack) for each rack that may sit at rack position ``pos``."""
+            known = env.racks.get(pos)
+            if not isinstance(known, _Unset):
+                return [(yields(env, known), known)]
+            found: list[tuple[bool, _Rack]] = []
+            if env.racks.can_pin(pos, want) and yields(env, want):
+                found.append((True, want))
+            for rack in self.rack_names:  # racks that give nothing in this epoch (the quirk)
+                if rack != want and not yields(env, rack) and env.racks.can_pin(pos, rack):
+                    found.append((False, rack))
+            return found
+
+        def step(env: _Env, pos: int, gives: bool, rack: _Rack, want: _Rack, broker: int) -> bool:
+            env.racks.pin(pos, rack)
+            return not gives or (rack == want and take(env, rack, broker))
+
+        def followers(env: _Env, first: int, i: int, idx: int, idle: int) -> Iterator[_Env]:
+            while i < len(replicas):
+                if idle > 2 * r + 1:
+                    return  # no rack gives a broker: Kafka would not get here
+                if idx == first:  # the leader's rack is skipped once
+                    first, idx, idle = -1, (idx + 1) % r, idle + 1
+                    continue
+                want = rack_of[replicas[i]]
+                found = options(env, idx, want)
+                if len(found) > 1:  # a branch: try each reading of this position
+                    for gives, rack in found:
+                        branch = env.copy()
+                        if step(branch, idx, gives, rack, want, replicas[i]):
+                            yield from followers(
+                                branch, first, i + gives, (idx + 1) % r, 0 if gives else idle + 1
+                            )
+                    return
+                if not found:
+                    return
+                gives, rack = found[0]
+                if not step(env, idx, gives, rack, want, replicas[i]):
+                    return
+                i, idle = (i + 1, 0) if gives else (i, idle + 1)
+                idx = (idx + 1) % r
+            yield env
+
+        def leader(env: _Env, first: int, tries: int) -> Iterator[_Env]:
+            if tries >= r:
+                return
+            want = rack_of[replicas[0]]
+            found = options(env, first, want)
+            for gives, rack in found:
+                branch = env.copy() if len(found) > 1 else env
+                if not step(branch, first, gives, rack, want, replicas[0]):
+                    continue
+                if gives:
+                    yield from followers(branch, first, 1, start, 0)
+                else:
+                    yield from leader(branch, (first + 1) % r, tries + 1)
+
+        if all(b in rack_of for b in replicas):
+            yield from leader(env, start, 0)
+
+    # -- one cycle ----------------------------------------------------------------------------
+
+    def exact(self, cycle: Sequence[int], first_cycle: bool) -> bool:
+        """Can every partition of the cycle fit under one set of pins (depth-first, budgeted)?"""
+        budget = min(_SEARCH_BUDGET, self.budget)
+        stack = [self.walks(cycle[0], self.at(cycle[0], self.fresh(first_cycle)))]
+        while stack:
+            budget -= 1
+            self.budget -= 1
+            if budget < 0:
+                return False
+            env = next(stack[-1], None)
+            if env is None:
+                stack.pop()
+            elif len(stack) == len(cycle):
+                return True
+            else:
+                p = cycle[len(stack)]
+                stack.append(self.walks(p, self.at(p, env)))
+        return False
+
+    def by_votes(self, cycle: Sequence[int], first_cycle: bool) -> set[int]:
+        """Each partition, read alone, votes for the pins; then partitions fit in turn or not
+        (a partition edited by hand then costs only itself)."""
+        rack_votes: dict[tuple[int, _Rack], int] = {}
+        broker_votes: dict[_Rack, dict[tuple[int, int], int]] = {k: {} for k in self.rack_names}
+        for p in cycle:
+            way = next(self.walks(p, self.at(p, self.fresh(first_cycle))), None)
+            if way is None:
+                continue
+            for key in way.racks.pins():
+                rack_votes[key] = rack_votes.get(key, 0) + 1
+            for rack in self.rack_names:
+                votes = broker_votes[rack]
+                for key2 in way.brokers[rack].pins():
+                    votes[key2] = votes.get(key2, 0) + 1
+        env = self.fresh(first_cycle)
+        env.racks.settle(rack_votes)
+        for rack, votes in broker_votes.items():
+            env.broker_ring(rack).settle(votes)
+        fits: set[int] = set()
+        for p in cycle:
+            way = next(self.walks(p, self.at(p, env)), None)
+            if way is not None:
+                fits.add(p)
+                env = way
+        return fits
+
+    def run(self) -> set[int]:
+        cycles: dict[int, list[int]] = {}
+        for p in sorted(self.parts):
+            cycles.setdefault(self.cycle(p), []).append(p)
+        fits: set[int] = set()
+        for c, members in sorted(cycles.items()):
+            if self.exact(members, c == 0):
+                fits.update(members)
+            else:
+                fits.update(self.by_votes(members, c == 0))
+        return fits
+
+
+def match_striped(
+    assignment: Mapping[int, Sequence[int]],
+    brokers: Sequence[int] | None = None,
+    racks: Mapping[int, str | None] | None = None,
+) -> StripedMatch | None:
+    """Which partitions KRaft's ``StripedReplicaPlacer`` could have produced, in one placement.
+
+    ``brokers`` are the cluster's brokers (those the topic uses are added); ``racks`` their
+    racks (absent or None: the no-rack pseudo rack, as KRaft treats it). The number of brokers
+    is taken as the cycle length; when the topic uses fewer brokers, that count is tried too,
+    and the one that fits more partitions wins. None when the topic has no partitions or no
+    partition fits.
+    """
+    parts = {int(p): [int(b) for b in r] for p, r in assignment.items()}
+    if not parts:
+        return None
+    used = {b for replicas in parts.values() for b in replicas}
+    universe = sorted(set(brokers or ()) | used)
+    rack_of: dict[int, _Rack] = {b: (racks.get(b) if racks is not None else None) for b in universe}
+    members: dict[_Rack, list[int]] = {}
+    for b in universe:
+        members.setdefault(rack_of[b], []).append(b)
+    best: StripedMatch | None = None
+    for length in dict.fromkeys([len(universe), len(used)]):
+        fits = _Matcher(parts, rack_of, members, length).run()
+        match = StripedMatch(
+            fitting=tuple(sorted(fits)),
+            nonconforming=tuple(sorted(set(parts) - fits)),
+            cycle_length=length,
+            racks=tuple(sorted(members, key=_rack_sort_key)),
+        )
+        if best is None or len(match.fitting) > len(best.fitting):
+            best = match
+    if best is None or not best.fitting:
+        return None
+    return best

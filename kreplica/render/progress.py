@@ -1,0 +1,143 @@
+"""What an apply shows while it runs: the executor emits events, this turns them into output.
+
+On a terminal, a live line (partitions done/total, bytes copied/total, throughput, ETA) and a
+line per finished wave; elsewhere (a log, CI) plain lines, a progress line at most every
+`every_s` seconds; with --output json, each event as one JSON line on stderr (stdout keeps the
+one envelope).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import IO, Any
+
+from rich.console import Console
+
+from kreplica.render.text import format_bytes, plural
+
+
+def eta_text(copied: int, total: int, elapsed_s: float) -> tuple[str, str]:
+    """(throughput, ETA) from bytes so far: '12.5 MiB/s', '3m20s' ('?' when unknown)."""
+    if elapsed_s <= 0 or copied <= 0:
+        return "?", "?"
+    rate = copied / elapsed_s
+    left = max(0, total - copied) / rate
+    minutes, seconds = divmod(int(left + 0.5), 60)
+    eta = f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
+    return f"{format_bytes(int(rate))}/s", eta
+
+
+class ProgressPrinter:
+    """Callable event sink for kreplica.executor.apply."""
+
+    def __init__(
+        self,
+        console: Console,
+        *,
+        json_lines: bool = False,
+        err: IO[str] | None = None,
+        every_s: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.console = console
+        self.json_lines = json_lines
+        self.err = err or sys.stderr
+        self.every_s = every_s
+        self.clock = clock
+        self.live = console.is_terminal and not json_lines
+        self._last_line = -1e9
+        self._status: Any = None
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if self.json_lines:
+            self.err.write(json.dumps(event, sort_keys=True) + "\n")
+            self.err.flush()
+            return
+        kind = event.get("event")
+        handler = getattr(self, "_on_" + str(kind).replace("-", "_"), None)
+        if handler is not None:
+            handler(event)
+
+    def close(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+    # -- events --------------------------------------------------------------------------------
+
+    def _print(self, text: str, style: str = "") -> None:
+        if self._status is not None:
+            self._status.console.print(text, style=style, markup=False, highlight=False)
+        else:
+            self.console.print(text, style=style, markup=False, highlight=False)
+
+    def _on_warning(self, e: dict[str, Any]) -> None:
+        self._print(f"warning: {e['message']}", "warning")
+
+    def _on_throttle_set(self, e: dict[str, Any]) -> None:
+        self._print(
+            f"throttle {format_bytes(int(e['rate']))}/s set for the moving replicas of "
+            f"{plural(int(e['topics']), 'topic')} on {plural(int(e['brokers']), 'broker')}"
+        )
+
+    def _on_throttle_restored(self, e: dict[str, Any]) -> None:
+        self._print(f"throttles restored ({plural(int(e['configs']), 'config')} put back)")
+
+    def _on_resume_wait(self, e: dict[str, Any]) -> None:
+        self._print(f"resuming: waiting for {len(e['partitions'])} partition(s) already moving")
+
+    def _on_wave_start(self, e: dict[str, Any]) -> None:
+        names = e["partitions"]
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        self._print(f"wave {e['wave']}: moving {plural(len(names), 'partition')} ({shown})")
+        if self.live and self._status is None:
+            self._status = self.console.status("starting")
+            self._status.start()
+
+    def _on_progress(self, e: dict[str, Any]) -> None:
+        done, total = int(e["done"]), int(e["total"])
+        copied, size = int(e["bytes_copied"]), int(e["bytes_total"])
+        rate, eta = eta_text(copied, size, float(e["elapsed_s"]))
+        label = f"wave {e['wave']}" if e["wave"] else "resumed moves"
+        line = (
+            f"{label}: {done}/{total} partitions, {format_bytes(copied)} of "
+            f"{format_bytes(size)} copied, {rate}, ETA {eta}"
+        )
+        if self._status is not None:
+            self._status.update(line)
+            return
+        now = self.clock()
+        if now - self._last_line >= self.every_s:
+            self._last_line = now
+            self._print(line, "muted")
+
+    def _on_partition_done(self, e: dict[str, Any]) -> None:
+        pass  # counted in the progress line; the wave line sums them up
+
+    def _on_wave_done(self, e: dict[str, Any]) -> None:
+        self.close()
+        self._print(f"wave {e['wave']} done: {plural(int(e['partitions']), 'partition')} moved")
+
+    def _on_stall(self, e: dict[str, Any]) -> None:
+        names = e["partitions"]
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        brokers = ", ".join(map(str, e["brokers"])) or "none"
+        self._print(
+            f"stalled: no bytes copied for {e['seconds']:g}s on {shown} (receiving brokers "
+            f"{brokers}); {e['hint']}",
+            "warning",
+        )
+
+    def _on_created(self, e: dict[str, Any]) -> None:
+        self._print(f"created {plural(int(e['partitions']), 'partition')} of {e['topic']}")
+
+    def _on_nothing_to_do(self, e: dict[str, Any]) -> None:
+        self._print(
+            f"nothing to do: the plan is applied already ({e['done']} partitions as planned)"
+        )
+
+    def _on_finish(self, e: dict[str, Any]) -> None:
+        self.close()

@@ -1,0 +1,201 @@
+"""The apply loop against a simulated cluster (pure code: the real one is tested on the
+sandboxes in tests/integration/test_apply.py): waves, journal, resume, cancel, throttles."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kreplica.errors import KreplicaError, UsageError
+from kreplica.executor.apply import Applier, _Clock, cancel_marker, cancel_plan
+from kreplica.executor.journal import Journal
+from kreplica.executor.options import ApplyOptions
+from kreplica.executor.planfile import PlanFile
+from kreplica.model import Broker, ClusterSnapshot, Partition, Topic
+
+Key = tuple[str, int]
+
+
+class SimulatedCluster:
+    """Reassignments finish `polls` snapshots after they are submitted."""
+
+    def __init__(self, assignment: dict[Key, tuple[int, ...]], polls: int = 2) -> None:
+        self.assignment = dict(assignment)
+        self.moving: dict[Key, list[Any]] = {}  # key -> [target, polls left, old]
+        self.polls = polls
+        self.configs_set: dict[tuple[str, str], dict[str, str]] = {}
+        self.submitted: list[Key] = []
+        self.created: list[tuple[str, int]] = []
+        self.down: set[int] = set()
+
+    def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
+        for key in list(self.moving):
+            state = self.moving[key]
+            state[1] -= 1
+            if state[1] <= 0:
+                self.assignment[key] = tuple(state[0])
+                del self.moving[key]
+        by_topic: dict[str, list[Partition]] = {}
+        for (topic, pid), reps in sorted(self.assignment.items()):
+            shown = reps
+            if (topic, pid) in self.moving:
+                shown = tuple(dict.fromkeys([*self.moving[(topic, pid)][0], *reps]))
+            by_topic.setdefault(topic, []).append(
+                Partition(topic, pid, shown, leader=shown[0], isr=reps, size_bytes=10)
+            )
+        return ClusterSnapshot(
+            brokers=tuple(Broker(b, alive=b not in self.down) for b in range(1, 6)),
+            topics=tuple(Topic(t, tuple(ps)) for t, ps in sorted(by_topic.items())),
+            cluster_id="sim",
+        )
+
+    def in_flight(self) -> Mapping[Key, Any]:
+        return {k: object() for k in self.moving}
+
+    def replica_bytes(
+        self, topics: Sequence[str], brokers: Collection[int]
+    ) -> dict[tuple[str, int, int], int]:
+        return {}
+
+    def configs(self, kind: str, names: Sequence[str]) -> dict[str, dict[str, str]]:
+        return {n: dict(self.configs_set.get((kind, n), {})) for n in names}
+
+    def alter_configs(self, kind: str, name: str, values: Mapping[str, str | None]) -> None:
+        current = self.configs_set.setdefault((kind, name), {})
+        for key, value in values.items():
+            if value is None:
+                current.pop(key, None)
+            else:
+                current[key] = value
+
+    def alter_reassignments(self, targets: Mapping[Key, Sequence[int] | None]) -> None:
+        for key, target in targets.items():
+            if target is None:
+                self.moving.pop(key, None)  # cancelled: back to the old replicas
+            else:
+                self.moving[key] = [tuple(target), self.polls, self.assignment[key]]
+
+    def create_partitions(self, topic: str, total: int, new: Sequence[Sequence[int]]) -> None:
+        have = sum(1 for t, _ in self.assignment if t == topic)
+        for i, reps in enumerate(new):
+            self.assignment[(topic, have + i)] = tuple(reps)
+            self.created.append((topic, have + i))
+
+
+class Submitter:
+    name = "sim"
+
+    def __init__(self, cluster: SimulatedCluster) -> None:
+        self.cluster = cluster
+
+    def submit(self, targets: Mapping[Key, Sequence[int]]) -> None:
+        self.cluster.submitted += list(targets)
+        self.cluster.alter_reassignments(dict(targets))
+
+
+def _plan(
+    tmp_path: Path, targets: dict[Key, tuple[int, ...]], before: dict[Key, tuple[int, ...]]
+) -> PlanFile:
+    return PlanFile(
+        tmp_path / "plan.json", targets, before, {("t", 4): (1, 2)}, {"kreplica_plan": 1}
+    )
+
+
+START = {("t", p): (p % 5 + 1,) for p in range(4)}
+TARGET = {k: (v[0], v[0] % 5 + 1) for k, v in START.items()}
+
+
+def _applier(tmp_path: Path, cluster: SimulatedCluster, **options: Any) -> Applier:
+    events: list[dict[str, Any]] = []
+    applier = Applier(
+        cluster,
+        Submitter(cluster),
+        _plan(tmp_path, TARGET, START),
+        Journal(tmp_path / "plan.journal.jsonl"),
+        ApplyOptions(poll_interval_s=0, **options),
+        events.append,
+        _Clock(sleep=lambda s: None),
+    )
+    applier.events = events  # type: ignore[attr-defined]
+    return applier
+
+
+def test_waves_journal_throttles_and_new_partitions(tmp_path: Path) -> None:
+    cluster = SimulatedCluster(START)
+    applier = _applier(tmp_path, cluster, throttle=1000, max_partitions=2)
+    result = applier.run()
+    assert result.waves == 2 and sorted(result.moved) == sorted(TARGET)
+    assert all(cluster.assignment[k] == v for k, v in TARGET.items())
+    assert cluster.created == [("t", 4)]
+    assert all(not values for values in cluster.configs_set.values())  # all restored
+    kinds = [e["event"] for e in Journal(tmp_path / "plan.journal.jsonl").read()]
+    assert kinds[0] == "start" and kinds[-1] == "finish"
+    assert kinds.count("submit") == 4 and kinds.count("complete") == 4
+    assert kinds.index("throttle-set") < kinds.index("submit") < kinds.index("throttle-restored")
+    again = _applier(tmp_path, cluster).run()
+    assert again.nothing_to_do
+
+
+def test_resume_waits_for_what_was_submitted_and_never_submits_it_twice(tmp_path: Path) -> None:
+    cluster = SimulatedCluster(START, polls=1000)
+    applier = _applier(tmp_path, cluster, throttle=1000, max_partitions=2)
+    calls = {"n": 0}
+
+    def crash(seconds: float) -> None:  # the process dies while the first wave moves
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+
+    applier.clock = _Clock(sleep=crash)
+    with pytest.raises(KeyboardInterrupt):
+        applier.run()
+    assert len(cluster.submitted) == 2 and cluster.configs_set  # throttles stay while moving
+    with pytest.raises(UsageError, match="--resume"):
+        _applier(tmp_path, cluster).run()
+    cluster.polls = 1
+    for state in cluster.moving.values():
+        state[1] = 1
+    result = _applier(tmp_path, cluster, resume=True, throttle=5000).run()
+    assert sorted(result.moved + result.already_done) == sorted(TARGET)
+    assert len(cluster.submitted) == 4 and len(set(cluster.submitted)) == 4
+    assert all(not values for values in cluster.configs_set.values())
+
+
+def test_cancel_while_an_apply_runs_stops_it_and_restores_throttles(tmp_path: Path) -> None:
+    cluster = SimulatedCluster(START, polls=1000)
+    applier = _applier(tmp_path, cluster, throttle=1000)
+    journal = Journal(tmp_path / "plan.journal.jsonl")
+
+    def cancel_from_elsewhere(seconds: float) -> None:
+        cancel_marker(journal).write_text("cancel\n")
+        cluster.alter_reassignments(dict.fromkeys(list(cluster.moving)))
+
+    applier.clock = _Clock(sleep=cancel_from_elsewhere)
+    with pytest.raises(KreplicaError, match="cancelled by kreplica cancel") as err:
+        applier.run()
+    assert err.value.exit_code == 7
+    assert cluster.assignment == START  # back on the old replicas
+    assert all(not values for values in cluster.configs_set.values())
+    assert not cancel_marker(journal).exists()
+    cancelled, running = cancel_plan(cluster, applier.plan, journal)  # nothing left to stop
+    assert cancelled == [] and running is False
+
+
+def test_a_stall_is_reported_again_when_a_broker_goes_down(tmp_path: Path) -> None:
+    cluster = SimulatedCluster(START, polls=8)
+    applier = _applier(tmp_path, cluster, stall_timeout_s=1.0)
+    clock = {"t": 0.0}
+
+    def tick(seconds: float) -> None:
+        clock["t"] += 1.0
+        if clock["t"] == 4.0:
+            cluster.down = {2}  # a receiving broker dies while the move is stalled
+
+    applier.clock = _Clock(now=lambda: clock["t"], sleep=tick)
+    applier.run()
+    stalls = [e for e in applier.events if e["event"] == "stall"]  # type: ignore[attr-defined]
+    assert [s["down"] for s in stalls] == [[], [2]]
+    assert "broker(s) 2 are down" in stalls[1]["hint"]

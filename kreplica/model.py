@@ -27,7 +27,7 @@ def unknown_topics_error(known: Iterable[str], missing: Sequence[str]) -> Unknow
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Broker:
     id: int
     rack: str | None = None
@@ -37,7 +37,7 @@ class Broker:
     log_dirs: tuple[str, ...] | None = None  # paths of its log dirs, when the source knows them
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Partition:
     topic: str
     partition: int
@@ -86,7 +86,7 @@ MIN_ISR_SOURCES = ("topic", "cluster default", "broker config", "kafka default")
 MIN_ISR_NOT_RECORDED = "kafka default; assumed, the snapshot has no min_insync_replicas"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Topic:
     name: str
     partitions: tuple[Partition, ...]  # sorted by partition id
@@ -147,7 +147,7 @@ class Topic:
         return {p.partition: p.replicas for p in self.partitions}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
     brokers: tuple[Broker, ...]  # sorted by id
     topics: tuple[Topic, ...]  # sorted by name
@@ -185,7 +185,7 @@ class ClusterSnapshot:
         return hashlib.sha256(blob).hexdigest()[:16]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PartitionChange:
     """One partition before and after a plan. `before` is None for a partition to create."""
 
@@ -230,7 +230,7 @@ class PartitionChange:
         return self.before != self.after
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finding:
     """A warning or error about a plan or an assignment (used by reports and `check`)."""
 
@@ -241,7 +241,7 @@ class Finding:
     partition: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Plan:
     """What to change, computed from one snapshot. Only changed partitions are listed."""
 

@@ -28,6 +28,17 @@ def unknown_topics_error(known: Iterable[str], missing: Sequence[str]) -> Unknow
 
 
 @dataclass(frozen=True, slots=True)
+class LogDir:
+    """One log dir of a broker (one disk in JBOD): its path and, when the source knows them
+    (DescribeLogDirs v4, Kafka 3.3+, or a snapshot that recorded them), the bytes of its
+    file system in total and still usable. None: not known."""
+
+    path: str
+    total_bytes: int | None = None
+    usable_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Broker:
     id: int
     rack: str | None = None
@@ -35,6 +46,13 @@ class Broker:
     port: int | None = None
     alive: bool = True
     log_dirs: tuple[str, ...] | None = None  # paths of its log dirs, when the source knows them
+    # Its log dirs with their disk figures (None: the source read none, e.g. ZooKeeper). When
+    # given without `log_dirs`, `log_dirs` is filled with their paths, so both agree.
+    disks: tuple[LogDir, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.disks is not None and self.log_dirs is None:
+            object.__setattr__(self, "log_dirs", tuple(d.path for d in self.disks))
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +65,11 @@ class Partition:
     size_bytes: int | None = None  # size of one replica's log, when known
     adding_replicas: tuple[int, ...] = ()
     removing_replicas: tuple[int, ...] = ()
+    # Per replica, in the order of `replicas` (None as a whole: unknown; None inside: unknown
+    # for that replica): the log dir it lives in, and its own log size (`size_bytes` is the
+    # largest of them).
+    replica_dirs: tuple[str | None, ...] | None = None
+    replica_sizes: tuple[int | None, ...] | None = None
 
     @property
     def in_sync(self) -> tuple[int, ...]:
@@ -195,6 +218,10 @@ class PartitionChange:
     after: tuple[int, ...]
     size_bytes: int | None = None
     leader_now: int | None = None  # the leader when planned; None: unknown, offline or new
+    # The log dir of each replica of `after`, in its order, as the reassignment JSON's
+    # `log_dirs` carries it: a path, or "any" (the broker chooses; a replica that stays stays
+    # where it is). None: "any" for every replica.
+    log_dirs: tuple[str, ...] | None = None
 
     @property
     def is_new(self) -> bool:
@@ -227,7 +254,10 @@ class PartitionChange:
 
     @property
     def changed(self) -> bool:
-        return self.before != self.after
+        """Replicas change, or a replica is sent to a named log dir (an intra-broker move)."""
+        return self.before != self.after or (
+            self.log_dirs is not None and any(d != "any" for d in self.log_dirs)
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kreplica.errors import InputError
-from kreplica.model import Broker, ClusterSnapshot, Partition, Topic
+from kreplica.model import Broker, ClusterSnapshot, LogDir, Partition, Topic
 from kreplica.userfiles import decode_json, read_user_file
 
 FORMAT_VERSION = 1
@@ -120,23 +120,76 @@ def _parse_broker(raw: Any, origin: str, path: str) -> Broker:
         host=_opt_str(b.get("host"), origin, f"{path}.host"),
         port=None if port is None else _int(port, origin, f"{path}.port"),
         alive=alive,
-        log_dirs=_log_dirs(b.get("log_dirs"), origin, f"{path}.log_dirs"),
+        disks=_log_dirs(b.get("log_dirs"), origin, f"{path}.log_dirs"),
     )
 
 
-def _log_dirs(raw: Any, origin: str, path: str) -> tuple[str, ...] | None:
-    """A broker's log dirs: paths, or objects with a "path" (and disk figures read elsewhere)."""
+def _log_dirs(raw: Any, origin: str, path: str) -> tuple[LogDir, ...] | None:
+    """A broker's log dirs: paths (older snapshots), or objects with a "path" and optionally
+    "total_bytes" and "usable_bytes" (its disk figures)."""
     if raw is None:
         return None
     if not isinstance(raw, list):
         raise _fail(origin, path, 'must be a list of paths or of {"path": ...} objects')
-    paths = []
+    dirs = []
     for i, entry in enumerate(raw):
         value = entry.get("path") if isinstance(entry, dict) else entry
         if not isinstance(value, str) or not value:
             raise _fail(origin, f"{path}[{i}]", 'must be a path or an object with a "path"')
-        paths.append(value)
-    return tuple(paths)
+        if not isinstance(entry, dict):
+            dirs.append(LogDir(value))
+            continue
+        total = _opt_bytes(entry.get("total_bytes"), origin, f"{path}[{i}].total_bytes")
+        usable = _opt_bytes(entry.get("usable_bytes"), origin, f"{path}[{i}].usable_bytes")
+        if total is not None and usable is not None and usable > total:
+            raise _fail(
+                origin,
+                f"{path}[{i}].usable_bytes",
+                f"is {usable}, more than total_bytes {total}",
+            )
+        dirs.append(LogDir(value, total, usable))
+    return tuple(dirs)
+
+
+def _opt_bytes(value: Any, origin: str, path: str) -> int | None:
+    if value is None:
+        return None
+    number = _int(value, origin, path)
+    if number < 0:
+        raise _fail(origin, path, f"must be >= 0, got {number}")
+    return number
+
+
+def _per_replica(raw: Any, replicas: tuple[int, ...], origin: str, path: str) -> list[Any] | None:
+    """A list with one entry per replica (same order), or None when absent."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or len(raw) != len(replicas):
+        raise _fail(
+            origin, path, f"must be a list with one entry per replica ({len(replicas)}), or null"
+        )
+    return raw
+
+
+def _replica_dirs(
+    raw: Any, replicas: tuple[int, ...], origin: str, path: str
+) -> tuple[str | None, ...] | None:
+    entries = _per_replica(raw, replicas, origin, path)
+    if entries is None:
+        return None
+    for i, value in enumerate(entries):
+        if value is not None and (not isinstance(value, str) or not value):
+            raise _fail(origin, f"{path}[{i}]", f"must be a path or null, got {json.dumps(value)}")
+    return tuple(entries)
+
+
+def _replica_sizes(
+    raw: Any, replicas: tuple[int, ...], origin: str, path: str
+) -> tuple[int | None, ...] | None:
+    entries = _per_replica(raw, replicas, origin, path)
+    if entries is None:
+        return None
+    return tuple(_opt_bytes(v, origin, f"{path}[{i}]") for i, v in enumerate(entries))
 
 
 def _parse_topic(raw: Any, origin: str, path: str) -> Topic:
@@ -198,14 +251,29 @@ def _parse_partition(raw: Any, topic: str, origin: str, path: str) -> Partition:
         removing_replicas=_int_list(
             p.get("removing_replicas", []), origin, f"{path}.removing_replicas"
         ),
+        replica_dirs=_replica_dirs(p.get("replica_dirs"), replicas, origin, f"{path}.replica_dirs"),
+        replica_sizes=_replica_sizes(
+            p.get("replica_sizes"), replicas, origin, f"{path}.replica_sizes"
+        ),
     )
 
 
 def _broker_to_dict(b: Broker) -> dict[str, Any]:
     out: dict[str, Any] = {"id": b.id, "rack": b.rack, "host": b.host, "port": b.port}
     out["alive"] = b.alive
-    if b.log_dirs is not None:
+    if b.disks is not None:
+        out["log_dirs"] = [_log_dir_to_dict(d) for d in b.disks]
+    elif b.log_dirs is not None:
         out["log_dirs"] = [{"path": d} for d in b.log_dirs]
+    return out
+
+
+def _log_dir_to_dict(d: LogDir) -> dict[str, Any]:
+    out: dict[str, Any] = {"path": d.path}
+    if d.total_bytes is not None:
+        out["total_bytes"] = d.total_bytes
+    if d.usable_bytes is not None:
+        out["usable_bytes"] = d.usable_bytes
     return out
 
 
@@ -241,6 +309,10 @@ def _partition_to_dict(p: Partition) -> dict[str, Any]:
         out["size_bytes"] = p.size_bytes
     out["adding_replicas"] = list(p.adding_replicas)
     out["removing_replicas"] = list(p.removing_replicas)
+    if p.replica_dirs is not None:
+        out["replica_dirs"] = list(p.replica_dirs)
+    if p.replica_sizes is not None:
+        out["replica_sizes"] = list(p.replica_sizes)
     return out
 
 

@@ -227,6 +227,7 @@ def running_cluster(
     kafka_version: str | None = None,
     name: str | None = None,
     testcontainers_image: str | None = None,
+    log_dirs: int = 1,
 ) -> Iterator[SandboxInfo]:
     """A running cluster for the duration of the `with` block; always torn down."""
     if backend not in ("auto", "sandbox", "testcontainers"):
@@ -242,7 +243,12 @@ def running_cluster(
     _reap_orphans()
     name = name or f"pytest-{mode}-{os.getpid()}"
     info = sandbox.up(
-        mode=mode, brokers=brokers, racks=racks, name=name, kafka_version=kafka_version
+        mode=mode,
+        brokers=brokers,
+        racks=racks,
+        name=name,
+        kafka_version=kafka_version,
+        log_dirs=log_dirs,
     )
     try:
         yield info

@@ -77,6 +77,9 @@ def _info_lines(info: Any) -> list[str]:
         lines.append(f"zookeeper    {info.zookeeper}")
     lines += [f"cluster id   {info.cluster_id}", "", "broker  rack  port"]
     lines += [f"{b.id:<6}  {b.rack or '-':<4}  {b.port}" for b in info.brokers]
+    if any(len(b.log_dirs) > 1 for b in info.brokers):
+        lines += ["", "broker  log dirs"]
+        lines += [f"{b.id:<6}  {','.join(b.log_dirs)}" for b in info.brokers]
     if info.security != "plaintext":
         lines += ["", f"security     {info.security} (users admin and readonly; ACLs)"]
         lines += [
@@ -124,6 +127,16 @@ def up(
             "file per user.",
         ),
     ] = Security.plaintext,
+    log_dirs: Annotated[
+        int,
+        typer.Option(
+            "--log-dirs",
+            min=1,
+            max=8,
+            metavar="N",
+            help="Log dirs per broker (JBOD: log.dirs=DIR1,...,DIRN); 1 by default.",
+        ),
+    ] = 1,
     output: OutputOpt = Output.table,
 ) -> None:
     """Start a sandbox: ZooKeeper and brokers, or a KRaft quorum.
@@ -140,6 +153,7 @@ def up(
         kafka_version=kafka_version,
         timeout_s=timeout,
         security=security.value,
+        log_dirs=log_dirs,
     )
     if output is Output.json:
         _emit("sandbox up", info.to_dict())

@@ -40,6 +40,7 @@ from kreplica.sandbox.jars import (
 STATE_FILE = "state.json"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _MAX_VOTERS = 3
+MAX_LOG_DIRS = 8
 
 # Lean JVMs: 2-core machines run 4+ of them at once. C1 only and SerialGC start faster and use
 # less memory; the sandbox carries test traffic, not load.
@@ -106,6 +107,7 @@ class SandboxBroker:
     id: int
     rack: str | None
     port: int
+    log_dirs: tuple[str, ...] = ()  # its `log.dirs`, in order (the first holds KRaft metadata)
 
 
 @dataclass(frozen=True)
@@ -130,7 +132,10 @@ class SandboxInfo:
             "zookeeper": self.zookeeper,
             "cluster_id": self.cluster_id,
             "kafka_version": self.kafka_version,
-            "brokers": [{"id": b.id, "rack": b.rack, "port": b.port} for b in self.brokers],
+            "brokers": [
+                {"id": b.id, "rack": b.rack, "port": b.port, "log_dirs": list(b.log_dirs)}
+                for b in self.brokers
+            ],
             "state_dir": self.state_dir,
             "security": self.security,
             "client_configs": dict(self.client_configs),
@@ -197,7 +202,13 @@ def _info_from_state(state: dict[str, Any]) -> SandboxInfo:
         cluster_id=state["cluster_id"],
         kafka_version=state["kafka_version"],
         brokers=tuple(
-            SandboxBroker(id=b["id"], rack=b["rack"], port=b["port"]) for b in state["brokers"]
+            SandboxBroker(
+                id=b["id"],
+                rack=b["rack"],
+                port=b["port"],
+                log_dirs=tuple(b.get("log_dirs") or ()),
+            )
+            for b in state["brokers"]
         ),
         state_dir=state["state_dir"],
         security=state.get("security", "plaintext"),
@@ -322,16 +333,24 @@ def up(
     kafka_version: str | None = None,
     timeout_s: float = 180,
     security: str = "plaintext",
+    log_dirs: int = 1,
 ) -> SandboxInfo:
     """Start a sandbox and return once every broker is registered and answers metadata.
 
     `security` (see kreplica.sandbox.security): plaintext, sasl_plaintext, sasl_ssl or ssl;
-    secured sandboxes have users admin and readonly, ACLs, and `client_configs`."""
+    secured sandboxes have users admin and readonly, ACLs, and `client_configs`.
+
+    `log_dirs`: log dirs per broker (JBOD, `log.dirs=DIR1,DIR2,...`), all on this machine's
+    temporary storage. KRaft JBOD needs metadata.version 3.7-IV2 or later; `kafka-storage
+    format` writes the release's latest production version (Kafka 4.x: far past it) into every
+    dir, the first of which also holds the metadata log."""
     security = _security.check_mode(security)
     if mode not in ("zk", "kraft"):
         raise UsageError(f"sandbox mode {mode!r} is unknown: use zk or kraft")
     if not 1 <= brokers <= 32:
         raise UsageError(f"--brokers {brokers} is out of range: use 1 to 32")
+    if not 1 <= log_dirs <= MAX_LOG_DIRS:
+        raise UsageError(f"--log-dirs {log_dirs} is out of range: use 1 to {MAX_LOG_DIRS}")
     rack_list = list(racks) if racks else []
     for rack in rack_list:
         if not rack or not re.match(r"^[A-Za-z0-9_.-]+$", rack):
@@ -369,6 +388,7 @@ def up(
             rack_list=rack_list,
             brokers=brokers,
             security=security,
+            log_dirs=log_dirs,
         )
         try:
             return launcher.start(deadline=deadline, timeout_s=timeout_s)
@@ -471,8 +491,10 @@ class _Launcher:
         rack_list: list[str],
         brokers: int,
         security: str = "plaintext",
+        log_dirs: int = 1,
     ) -> None:
         self.mode = mode
+        self.log_dir_count = log_dirs
         self.security_mode = security
         self.sec = _security.Security(mode="plaintext", dir=state_dir / "security")
         self.version = version
@@ -584,9 +606,22 @@ class _Launcher:
         ports = _free_ports(self.count)
         return {i: ports[i - 1] for i in range(1, self.count + 1)}
 
+    def _data_dirs(self, node_dir: Path) -> list[Path]:
+        """The broker's log dirs: `data` alone, or `data-1` ... `data-N` (JBOD)."""
+        if self.log_dir_count == 1:
+            return [node_dir / "data"]
+        return [node_dir / f"data-{k}" for k in range(1, self.log_dir_count + 1)]
+
     def _record_brokers(self, ports: dict[int, int]) -> None:
+        node = "broker" if self.mode == "zk" else "node"
         self.state["brokers"] = [
-            {"id": i, "rack": self.racks[i], "port": ports[i]} for i in range(1, self.count + 1)
+            {
+                "id": i,
+                "rack": self.racks[i],
+                "port": ports[i],
+                "log_dirs": [str(d) for d in self._data_dirs(self.dir / f"{node}-{i}")],
+            }
+            for i in range(1, self.count + 1)
         ]
         self.state["bootstrap_servers"] = ",".join(
             f"127.0.0.1:{ports[i]}" for i in range(1, self.count + 1)
@@ -644,7 +679,7 @@ class _Launcher:
                 "zookeeper.connect": f"127.0.0.1:{zk_port}",
                 "zookeeper.connection.timeout.ms": "30000",
                 "zookeeper.session.timeout.ms": "6000",
-                "log.dirs": str(node_dir / "data"),
+                "log.dirs": ",".join(str(d) for d in self._data_dirs(node_dir)),
                 # A throw-away cluster stops all brokers at once: skip the leader hand-off.
                 "controlled.shutdown.enable": "false",
                 **_SMALL_BROKER,
@@ -703,7 +738,7 @@ class _Launcher:
                 "controller.listener.names": "CONTROLLER",
                 "inter.broker.listener.name": "INTERNAL" if secured else "PLAINTEXT",
                 "listener.security.protocol.map": protocol_map,
-                "log.dirs": str(node_dir / "data"),
+                "log.dirs": ",".join(str(d) for d in self._data_dirs(node_dir)),
                 "share.coordinator.state.topic.replication.factor": "1",
                 "share.coordinator.state.topic.min.isr": "1",
                 **_SMALL_BROKER,

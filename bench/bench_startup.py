@@ -60,15 +60,23 @@ def slowest_imports(argv: list[str], top: int) -> list[tuple[int, str]]:
     return sorted(rows, reverse=True)[:top]
 
 
+def measure(runs: int, names: list[str] | None = None) -> dict[str, list[float]]:
+    """Wall seconds of `runs` fresh processes per command (after one untimed warming run);
+    bench/compare_kafka.py's compare_startup uses this too."""
+    results: dict[str, list[float]] = {}
+    for name in names or list(COMMANDS):
+        argv = COMMANDS[name]
+        time_once(argv)  # warm the page cache and .pyc files
+        results[name] = [time_once(argv) for _ in range(runs)]
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]} · {args.runs} runs each · {sys.executable}")
-    results: dict[str, list[float]] = {}
-    for name, argv in COMMANDS.items():
-        time_once(argv)  # warm the page cache and .pyc files
-        results[name] = [time_once(argv) for _ in range(args.runs)]
+    results = measure(args.runs)
     base = statistics.median(results["python -c pass"])
     print(f"{'command':40} {'median ms':>10} {'best ms':>9} {'over bare python':>18}")
     for name, samples in results.items():

@@ -1,0 +1,662 @@
+"""kreplica side by side with Kafka's own code and tools, in one run (prints figures, no asserts).
+
+    .venv/bin/python bench/compare_kafka.py [--only assign,generate,startup] [--quick]
+                                            [--json-out FILE]
+
+- assign: kreplica.kafka.assign_replicas against Kafka 3.9's AdminUtils.assignReplicasToBrokers
+  (bench/java/AssignBench.java, compiled at run time into ~/.cache/kreplica/bench), same
+  inputs, only the call timed on each side, outputs compared partition by partition.
+- generate: a ZooKeeper-mode sandbox (6 brokers, racks a/b/c, 200 topics x 100 partitions at
+  RF 2); `kreplica expand --rf 3 --dry-run --out F` end to end against
+  `kafka-reassign-partitions --generate`, wall time of each process and the replicas each plan
+  would copy for RF 2 -> 3. The sandbox is always torn down.
+- startup: `kreplica --help` against `python -c pass` (bench/bench_startup.py's measure()).
+
+bench/bench_scale.py --with-kafka imports compare_assign, compare_generate and compare_startup:
+each returns flat JSON-serialisable dict rows (keys in bench/README.md) and prints only with
+verbose=True. Needs a JDK 17 (java, javac) and Maven for the jars (`python -m kreplica.sandbox
+fetch`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+JAVA_SOURCES = BENCH / "java"
+for _path in (str(REPO), str(BENCH)):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+from kreplica.kafka import JavaRandom, assign_replicas  # noqa: E402
+from kreplica.sandbox.jars import (  # noqa: E402
+    DEFAULT_ZK_VERSION,
+    SandboxError,
+    cache_dir,
+    fetch,
+    java_binary,
+)
+
+Row = dict[str, Any]
+KREPLICA_CLI = [sys.executable, "-m", "kreplica"]
+# One heap size for every AssignBench run: a growing heap adds noise to the timed calls.
+ASSIGN_JVM = ["-Xms2g", "-Xmx2g", "-XX:+UseParallelGC"]
+TARGET_PLACEMENTS_PER_S = 1_000_000
+
+
+def _log(verbose: bool, text: str) -> None:
+    if verbose:
+        print(text, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- the Java driver
+
+
+def compile_driver(main_class: str, kafka_version: str = DEFAULT_ZK_VERSION) -> tuple[str, str]:
+    """Compile bench/java/MAIN_CLASS.java against Kafka `kafka_version`'s jars (once per source
+    and version, into $KREPLICA_CACHE/bench, never into the repository); returns the directory
+    of the class files and Kafka's classpath."""
+    if shutil.which("javac") is None:
+        raise SandboxError("javac is not on PATH: install a JDK 17+ (e.g. openjdk-17-jdk-headless)")
+    classpath = fetch(kafka_version)
+    source = JAVA_SOURCES / f"{main_class}.java"
+    digest = hashlib.sha256(source.read_bytes() + kafka_version.encode()).hexdigest()[:12]
+    out = cache_dir() / "bench" / f"{main_class}-{kafka_version}-{digest}"
+    if not (out / f"{main_class}.class").exists():
+        tmp = Path(tempfile.mkdtemp(prefix=f"{main_class}-", dir=out.parent.parent))
+        done = subprocess.run(
+            ["javac", "-nowarn", "-cp", classpath, "-d", str(tmp), str(source)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise SandboxError(f"javac {source.name} failed: {done.stderr.strip()[-1500:]}")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            tmp.rename(out)
+        except OSError:  # compiled by a concurrent run meanwhile
+            shutil.rmtree(tmp, ignore_errors=True)
+    return str(out), classpath
+
+
+def _brokers_and_racks(n_brokers: int, n_racks: int) -> tuple[list[int], dict[int, str | None]]:
+    """Brokers 1..N; broker i on rack r{(i-1) % racks} (as AssignBench.java builds them)."""
+    brokers = list(range(1, n_brokers + 1))
+    return brokers, {b: (f"r{(b - 1) % n_racks}" if n_racks else None) for b in brokers}
+
+
+def _flat(result: Mapping[int, Sequence[int]]) -> bytes:
+    """partition, replicas... in partition order, as little-endian int32 (AssignBench's file)."""
+    ints = array("i")
+    for partition in sorted(result):
+        ints.append(partition)
+        ints.extend(result[partition])
+    if sys.byteorder != "little":
+        ints.byteswap()
+    return ints.tobytes()
+
+
+def _kafka_assign(
+    driver: tuple[str, str],
+    n_brokers: int,
+    n_racks: int,
+    n_partitions: int,
+    rf: int,
+    fixed_start: int,
+    warmup_partitions: int,
+    repeats: int,
+    out_file: Path,
+) -> dict[str, str]:
+    classes, classpath = driver
+    cmd = [
+        java_binary(),
+        *ASSIGN_JVM,
+        "-cp",
+        f"{classes}{os.pathsep}{classpath}",
+        "AssignBench",
+        *map(str, (n_brokers, n_racks, n_partitions, rf, fixed_start)),
+        str(warmup_partitions),
+        str(repeats),
+        str(out_file),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=1800)
+    if done.returncode != 0:
+        raise SandboxError(f"AssignBench failed: {done.stderr.strip()[-1500:]}")
+    line = done.stdout.strip().splitlines()[-1]
+    return dict(item.split("=", 1) for item in line.split())
+
+
+def compare_assign(
+    *,
+    brokers: Iterable[int] = (6, 50, 500),
+    racks: Iterable[int] = (0, 3, 6),
+    partitions: Iterable[int] = (10_000, 100_000, 1_000_000),
+    rf: int = 3,
+    fixed_start: int = 0,
+    repeats: int = 5,
+    warmup_partitions: int = 2_000_000,
+    kafka_version: str = DEFAULT_ZK_VERSION,
+    verbose: bool = False,
+) -> list[Row]:
+    """One row per (brokers, racks, partitions): kreplica.kafka.assign_replicas against
+    AdminUtils.assignReplicasToBrokers with the same brokers, racks, RF and fixed start index.
+
+    kreplica: cold is the first call in this process, warm the median of up to `repeats`
+    more calls (fewer for big calls: about 2M partitions in all). Kafka: cold is the first
+    call in a fresh JVM, warm the median of `repeats` calls after warm-up calls totalling
+    `warmup_partitions` partitions (JIT compiled by then). `identical` is True only when both
+    sides gave the same replicas for every partition (and Kafka's warm calls equalled its cold
+    one)."""
+    driver = compile_driver("AssignBench", kafka_version)
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="kreplica-assign-") as tmp:
+        out_file = Path(tmp) / "kafka.bin"
+        for n_partitions in partitions:
+            for n_brokers in brokers:
+                for n_racks in racks:
+                    if rf > n_brokers or n_racks > n_brokers:
+                        continue
+                    row = _assign_row(
+                        driver,
+                        n_brokers,
+                        n_racks,
+                        n_partitions,
+                        rf,
+                        fixed_start,
+                        repeats,
+                        warmup_partitions,
+                        out_file,
+                    )
+                    row["kafka_version"] = kafka_version
+                    rows.append(row)
+                    _log(verbose, _assign_line(row))
+    return rows
+
+
+def _assign_row(
+    driver: tuple[str, str],
+    n_brokers: int,
+    n_racks: int,
+    n_partitions: int,
+    rf: int,
+    fixed_start: int,
+    repeats: int,
+    warmup_partitions: int,
+    out_file: Path,
+) -> Row:
+    broker_ids, rack_of = _brokers_and_racks(n_brokers, n_racks)
+
+    def ours() -> tuple[float, dict[int, list[int]]]:
+        start = time.perf_counter()
+        result = assign_replicas(
+            broker_ids, n_partitions, rf, racks=rack_of, fixed_start_index=fixed_start
+        )
+        return time.perf_counter() - start, result
+
+    cold, result = ours()
+    our_bytes = _flat(result)
+    del result
+    warm = [ours()[0] for _ in range(max(1, min(repeats, 2_000_000 // n_partitions)))]
+
+    kafka = _kafka_assign(
+        driver,
+        n_brokers,
+        n_racks,
+        n_partitions,
+        rf,
+        fixed_start,
+        warmup_partitions,
+        repeats,
+        out_file,
+    )
+    kafka_warm = [int(ns) / 1e9 for ns in kafka["warm_ns"].split(",")]
+    identical = kafka["same"] == "true" and out_file.read_bytes() == our_bytes
+    placements = n_partitions * rf
+    ours_warm, kafka_median = statistics.median(warm), statistics.median(kafka_warm)
+    return {
+        "bench": "assign",
+        "brokers": n_brokers,
+        "racks": n_racks,
+        "partitions": n_partitions,
+        "rf": rf,
+        "fixed_start_index": fixed_start,
+        "identical": identical,
+        "kreplica_cold_s": round(cold, 6),
+        "kreplica_warm_s": round(ours_warm, 6),
+        "kreplica_best_s": round(min(warm), 6),
+        "kreplica_warm_runs": len(warm),
+        "kreplica_placements_per_s": round(placements / ours_warm),
+        "kreplica_meets_1m_per_s": placements / ours_warm >= TARGET_PLACEMENTS_PER_S,
+        "kafka_class_init_s": round(int(kafka["class_init_ns"]) / 1e9, 6),
+        "kafka_cold_s": round(int(kafka["cold_ns"]) / 1e9, 6),
+        "kafka_warm_s": round(kafka_median, 6),
+        "kafka_best_s": round(min(kafka_warm), 6),
+        "kafka_warmup_calls": int(kafka["warmups"]),
+        "kafka_warm_runs": len(kafka_warm),
+        "kafka_placements_per_s": round(placements / kafka_median),
+        "warm_ratio": round(ours_warm / kafka_median, 2),
+        "java_version": kafka["java"],
+    }
+
+
+def _assign_line(row: Row) -> str:
+    flag = "" if row["identical"] else "   <-- OUTPUTS DIFFER"
+    return (
+        f"assign {row['brokers']:>4} brokers {row['racks']} racks {row['partitions']:>9,} "
+        f"partitions: kreplica {row['kreplica_warm_s']:.3f} s, Kafka warm "
+        f"{row['kafka_warm_s']:.3f} s cold {row['kafka_cold_s']:.3f} s, "
+        f"identical={row['identical']}{flag}"
+    )
+
+
+# --------------------------------------------------------------------------- generate
+
+
+Assignment = dict[tuple[str, int], list[int]]
+
+
+def _assignment(doc: Mapping[str, Any]) -> Assignment:
+    return {(p["topic"], int(p["partition"])): list(p["replicas"]) for p in doc["partitions"]}
+
+
+def _generate_output(text: str) -> tuple[Assignment, Assignment]:
+    """(current, proposed) from kafka-reassign-partitions --generate's output."""
+    docs: dict[str, Assignment] = {}
+    label = ""
+    for line in text.splitlines():
+        if line.startswith("Current partition replica assignment"):
+            label = "current"
+        elif line.startswith("Proposed partition reassignment configuration"):
+            label = "proposed"
+        elif line.startswith("{") and label:
+            docs[label] = _assignment(json.loads(line))
+            label = ""
+    if set(docs) != {"current", "proposed"}:
+        raise SandboxError(f"unexpected kafka-reassign-partitions output: {text[-1500:]}")
+    return docs["current"], docs["proposed"]
+
+
+def _copies(current: Assignment, target: Assignment) -> tuple[int, int, int]:
+    """(replicas copied: in target but not on the partition now, existing replicas dropped,
+    preferred leaders changed) over the partitions in `target`."""
+    copied = dropped = leaders = 0
+    for key, replicas in target.items():
+        now = set(current[key])
+        copied += len(set(replicas) - now)
+        dropped += len(now - set(replicas))
+        leaders += replicas[0] != current[key][0]
+    return copied, dropped, leaders
+
+
+def _timed(cmd: Sequence[str], *, timeout: float = 900) -> tuple[float, str]:
+    start = time.perf_counter()
+    done = subprocess.run(
+        cmd, capture_output=True, text=True, check=False, timeout=timeout, cwd=REPO
+    )
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SandboxError(
+            f"{' '.join(cmd[:4])} ... exited {done.returncode}: "
+            f"{(done.stderr or done.stdout).strip()[-1500:]}"
+        )
+    return elapsed, done.stdout
+
+
+def compare_generate(
+    *,
+    brokers: int = 6,
+    racks: Sequence[str] = ("a", "b", "c"),
+    topics: int = 200,
+    partitions_per_topic: int = 100,
+    rf: int = 2,
+    runs: int = 3,
+    batch_topics: int = 10,
+    kafka_version: str = DEFAULT_ZK_VERSION,
+    name: str | None = None,
+    verbose: bool = False,
+) -> list[Row]:
+    """Start a ZooKeeper-mode sandbox with `topics` x `partitions_per_topic` partitions at RF
+    `rf`, then time `kreplica expand --rf rf+1 --dry-run --out F` (the CLI process) and
+    `kafka-reassign-partitions --generate` (the JVM) for the same topics and brokers, `runs`
+    times each, alternating; count the replicas each way copies for RF+1. One row; the sandbox
+    is stopped even on error or Ctrl-C."""
+    from kreplica import sandbox
+    from kreplica.testing import TopicSpec, create_topics
+
+    sandbox.reap_orphans("bench-compare-")
+    name = name or f"bench-compare-{os.getpid()}"
+    names = [f"bench-t{i:04d}" for i in range(topics)]
+    broker_ids = list(range(1, brokers + 1))
+    row: Row = {
+        "bench": "generate",
+        "mode": "zk",
+        "kafka_version": kafka_version,
+        "brokers": brokers,
+        "racks": len(racks),
+        "topics": topics,
+        "partitions": topics * partitions_per_topic,
+        "rf_from": rf,
+        "rf_to": rf + 1,
+    }
+    start = time.perf_counter()
+    try:
+        info = sandbox.up(
+            mode="zk",
+            brokers=brokers,
+            racks=racks,
+            name=name,
+            kafka_version=kafka_version,
+            timeout_s=600,
+        )
+        row["sandbox_up_s"] = round(time.perf_counter() - start, 1)
+        _log(verbose, f"generate: sandbox {name} up in {row['sandbox_up_s']} s")
+        start = time.perf_counter()
+        for first in range(0, topics, batch_topics):
+            create_topics(
+                info.bootstrap_servers,
+                [
+                    TopicSpec(t, partitions=partitions_per_topic, replication_factor=rf)
+                    for t in names[first : first + batch_topics]
+                ],
+                timeout_s=900,
+            )
+            _log(verbose, f"generate: {first + batch_topics} topics created")
+        row["create_topics_s"] = round(time.perf_counter() - start, 1)
+        row.update(
+            _generate_runs(name, info.bootstrap_servers, names, broker_ids, rf, runs, verbose)
+        )
+    finally:
+        sandbox.down(name)
+        _log(verbose, f"generate: sandbox {name} down")
+    return [row]
+
+
+def _generate_runs(
+    name: str,
+    bootstrap: str,
+    names: list[str],
+    broker_ids: list[int],
+    rf: int,
+    runs: int,
+    verbose: bool,
+) -> Row:
+    from kreplica.sandbox import tool_command
+
+    with tempfile.TemporaryDirectory(prefix="kreplica-generate-") as tmp:
+        topics_json = Path(tmp) / "topics.json"
+        topics_json.write_text(json.dumps({"version": 1, "topics": [{"topic": t} for t in names]}))
+        kafka_cmd = tool_command(
+            name,
+            "kafka-reassign-partitions",
+            [
+                "--generate",
+                "--topics-to-move-json-file",
+                str(topics_json),
+                "--broker-list",
+                ",".join(map(str, broker_ids)),
+            ],
+        )
+        plan = Path(tmp) / "plan.json"
+        ours_cmd = [
+            *KREPLICA_CLI,
+            "expand",
+            *(arg for t in names for arg in ("-t", t)),
+            "--rf",
+            str(rf + 1),
+            "--bootstrap-server",
+            bootstrap,
+            "--timeout",
+            "300",
+            "--dry-run",
+            "--out",
+            str(plan),
+            "--force-out",
+        ]
+        ours_s: list[float] = []
+        kafka_s: list[float] = []
+        kafka_out = ""
+        for run in range(runs):
+            wall, kafka_out = _timed(kafka_cmd)
+            kafka_s.append(wall)
+            ours_s.append(_timed(ours_cmd)[0])
+            _log(
+                verbose,
+                f"generate run {run + 1}: kafka {kafka_s[-1]:.2f} s, ours {ours_s[-1]:.2f} s",
+            )
+        current, proposed = _generate_output(kafka_out)
+        ours = _assignment(json.loads(plan.read_text()))
+
+    n_partitions = len(current)
+    # Kafka's tool keeps RF: its proposal re-places every partition from scratch at RF `rf`.
+    # To reach rf+1 the user then adds one replica per partition; we count the cheapest
+    # choice (a broker the proposal dropped, when there is one), so each partition copies
+    # max(1, replicas of the proposal not already on it).
+    prop_copied, prop_dropped, prop_leaders = _copies(current, proposed)
+    plus_one = sum(
+        max(1, len(set(proposed[key]) - set(replicas))) for key, replicas in current.items()
+    )
+    # The other reading: Kafka's own placement at rf+1 from scratch (assignReplicasToBrokers,
+    # rack-aware, random start per topic as the tool draws it; kreplica.kafka.assign_replicas
+    # is bit-identical to it, see tests/unit/test_kafka_jvm.py).
+    racks = _sandbox_racks(name)
+    rng = JavaRandom(20261123)
+    scratch: Assignment = {}
+    counts = Counter(topic for topic, _ in current)
+    for topic in names:
+        for p, replicas in assign_replicas(
+            broker_ids, counts[topic], rf + 1, racks=racks, rng=rng
+        ).items():
+            scratch[(topic, p)] = replicas
+    scratch_copied, scratch_dropped, scratch_leaders = _copies(current, scratch)
+    ours_copied, ours_dropped, ours_leaders = _copies(current, ours)
+    unchanged = n_partitions - len(ours)  # partitions kreplica leaves out of the plan
+    ours_median, kafka_median = statistics.median(ours_s), statistics.median(kafka_s)
+    return {
+        "partitions_seen": n_partitions,
+        "runs": runs,
+        "kreplica_wall_s": round(ours_median, 3),
+        "kreplica_best_s": round(min(ours_s), 3),
+        "kafka_generate_wall_s": round(kafka_median, 3),
+        "kafka_generate_best_s": round(min(kafka_s), 3),
+        "wall_ratio": round(ours_median / kafka_median, 2),
+        "lower_bound_copies": n_partitions,
+        "kreplica_copies": ours_copied,
+        "kreplica_existing_moved": ours_dropped,
+        "kreplica_leaders_changed": ours_leaders,
+        "kreplica_partitions_unchanged": unchanged,
+        "kafka_generate_copies_rf_same": prop_copied,
+        "kafka_generate_existing_moved": prop_dropped,
+        "kafka_generate_leaders_changed": prop_leaders,
+        "kafka_generate_plus_one_copies": plus_one,
+        "kafka_scratch_rf_plus_one_copies": scratch_copied,
+        "kafka_scratch_existing_moved": scratch_dropped,
+        "kafka_scratch_leaders_changed": scratch_leaders,
+        "copies_ratio_generate_plus_one": round(plus_one / max(1, ours_copied), 2),
+        "copies_ratio_scratch": round(scratch_copied / max(1, ours_copied), 2),
+    }
+
+
+def _sandbox_racks(name: str) -> dict[int, str | None]:
+    from kreplica.sandbox import status
+
+    info = status(name)
+    if info is None:
+        raise SandboxError(f"sandbox {name} stopped during the bench")
+    return {b.id: b.rack for b in info.brokers}
+
+
+# --------------------------------------------------------------------------- startup
+
+
+def compare_startup(*, runs: int = 20, verbose: bool = False) -> list[Row]:
+    """`kreplica --help` (and `python -c pass`, `import kreplica.cli`, a demo dry run) as fresh
+    processes, `runs` times each after one untimed run: median and best wall time."""
+    import bench_startup
+
+    names = list(bench_startup.COMMANDS)
+    results = bench_startup.measure(runs, names)
+    base = statistics.median(results["python -c pass"])
+    rows = []
+    for command, samples in results.items():
+        median = statistics.median(samples)
+        rows.append(
+            {
+                "bench": "startup",
+                "command": command,
+                "runs": runs,
+                "median_s": round(median, 4),
+                "best_s": round(min(samples), 4),
+                "over_python_s": round(median - base, 4),
+            }
+        )
+        _log(verbose, f"startup {command}: {median * 1000:.0f} ms")
+    return rows
+
+
+# --------------------------------------------------------------------------- table + main
+
+
+def _table(rows: list[Row], columns: list[tuple[str, str]]) -> str:
+    def cell(value: Any) -> str:
+        if isinstance(value, bool):
+            return "yes" if value else "NO"
+        if isinstance(value, float):
+            return f"{value:.3f}" if value < 100 else f"{value:,.0f}"
+        if isinstance(value, int):
+            return f"{value:,}"
+        return str(value)
+
+    body = [[cell(r.get(key, "")) for key, _ in columns] for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, (_, h) in enumerate(columns)]
+    lines = [" | ".join(h.rjust(w) for (_, h), w in zip(columns, widths, strict=True))]
+    lines.append("-|-".join("-" * w for w in widths))
+    lines += [" | ".join(c.rjust(w) for c, w in zip(b, widths, strict=True)) for b in body]
+    return "\n".join(lines)
+
+
+ASSIGN_COLUMNS = [
+    ("brokers", "brokers"),
+    ("racks", "racks"),
+    ("partitions", "partitions"),
+    ("kreplica_cold_s", "kreplica cold s"),
+    ("kreplica_warm_s", "kreplica warm s"),
+    ("kreplica_placements_per_s", "kreplica placements/s"),
+    ("kafka_cold_s", "Kafka cold s"),
+    ("kafka_warm_s", "Kafka warm s"),
+    ("kafka_placements_per_s", "Kafka placements/s"),
+    ("warm_ratio", "kreplica/Kafka"),
+    ("identical", "identical"),
+]
+GENERATE_COLUMNS = [
+    ("partitions", "partitions"),
+    ("kreplica_wall_s", "kreplica expand s"),
+    ("kafka_generate_wall_s", "Kafka --generate s"),
+    ("lower_bound_copies", "lower bound"),
+    ("kreplica_copies", "kreplica copies"),
+    ("kreplica_existing_moved", "kreplica moved"),
+    ("kafka_generate_plus_one_copies", "Kafka generate+1 copies"),
+    ("kafka_generate_existing_moved", "Kafka generate moved"),
+    ("kafka_scratch_rf_plus_one_copies", "Kafka RF3 scratch copies"),
+    ("kafka_scratch_existing_moved", "Kafka scratch moved"),
+]
+STARTUP_COLUMNS = [
+    ("command", "command"),
+    ("median_s", "median s"),
+    ("best_s", "best s"),
+    ("over_python_s", "over python s"),
+]
+
+
+def print_tables(rows: list[Row]) -> None:
+    for bench, title, columns in (
+        ("assign", "assign_replicas vs AdminUtils.assignReplicasToBrokers (RF 3)", ASSIGN_COLUMNS),
+        ("generate", "kreplica expand vs kafka-reassign-partitions --generate", GENERATE_COLUMNS),
+        ("startup", "start-up", STARTUP_COLUMNS),
+    ):
+        selected = [r for r in rows if r["bench"] == bench]
+        if selected:
+            print(f"\n## {title}\n")
+            print(_table(selected, columns))
+    differ = [r for r in rows if r["bench"] == "assign" and not r["identical"]]
+    if differ:
+        print(f"\nBUG: {len(differ)} assign rows differ from Kafka's AdminUtils output", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="assign,generate,startup", help="comma-separated")
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    parser.add_argument("--json-out", type=Path, help="write the rows here as JSON")
+    parser.add_argument("--brokers", default="6,50,500")
+    parser.add_argument("--racks", default="0,3,6")
+    parser.add_argument("--partitions", default="10000,100000,1000000")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--topics", type=int, default=200)
+    parser.add_argument("--partitions-per-topic", type=int, default=100)
+    parser.add_argument("--runs", type=int, default=3, help="timed runs per generate side")
+    parser.add_argument("--startup-runs", type=int, default=20)
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    args = parser.parse_args()
+    only = set(args.only.split(","))
+
+    def ints(text: str) -> list[int]:
+        return [int(x) for x in text.split(",") if x]
+
+    if args.quick:
+        args.partitions, args.brokers = "10000,100000", "6,500"
+        args.topics, args.partitions_per_topic, args.runs, args.startup_runs = 10, 100, 1, 5
+
+    # SIGTERM would skip the finally that stops the sandbox: make it an exception.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    verbose = not args.quiet
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, python "
+        f"{platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+    )
+    rows: list[Row] = []
+    if "assign" in only:
+        rows += compare_assign(
+            brokers=ints(args.brokers),
+            racks=ints(args.racks),
+            partitions=ints(args.partitions),
+            repeats=args.repeats,
+            verbose=verbose,
+        )
+    if "generate" in only:
+        rows += compare_generate(
+            topics=args.topics,
+            partitions_per_topic=args.partitions_per_topic,
+            runs=args.runs,
+            verbose=verbose,
+        )
+    if "startup" in only:
+        rows += compare_startup(runs=args.startup_runs, verbose=verbose)
+    print_tables(rows)
+    if args.json_out:
+        args.json_out.write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
+        print(f"\nwrote {args.json_out}")
+    if any(r["bench"] == "assign" and not r["identical"] for r in rows):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

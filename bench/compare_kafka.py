@@ -59,6 +59,7 @@ KREPLICA_CLI = [sys.executable, "-m", "kreplica"]
 # One heap size for every AssignBench run: a growing heap adds noise to the timed calls.
 ASSIGN_JVM = ["-Xms2g", "-Xmx2g", "-XX:+UseParallelGC"]
 TARGET_PLACEMENTS_PER_S = 1_000_000
+BROKER_HEAP = ["-Xms256m", "-Xmx1g"]
 
 
 def _log(verbose: bool, text: str) -> None:
@@ -340,7 +341,7 @@ def compare_generate(
     times each, alternating; count the replicas each way copies for RF+1. One row; the sandbox
     is stopped even on error or Ctrl-C."""
     from kreplica import sandbox
-    from kreplica.testing import TopicSpec, create_topics
+    from kreplica.sandbox import cluster as sandbox_cluster
 
     sandbox.reap_orphans("bench-compare-")
     name = name or f"bench-compare-{os.getpid()}"
@@ -358,6 +359,11 @@ def compare_generate(
         "rf_to": rf + 1,
     }
     start = time.perf_counter()
+    # 384 MB, the sandbox's broker heap for tests, is too little for ~7,000 replicas a broker
+    # (requests then time out): the brokers of this sandbox get BROKER_HEAP.
+    heap = sandbox_cluster._BROKER_HEAP
+    saved = list(heap)
+    heap[:] = BROKER_HEAP
     try:
         info = sandbox.up(
             mode="zk",
@@ -371,23 +377,49 @@ def compare_generate(
         _log(verbose, f"generate: sandbox {name} up in {row['sandbox_up_s']} s")
         start = time.perf_counter()
         for first in range(0, topics, batch_topics):
-            create_topics(
+            _create_batch(
                 info.bootstrap_servers,
-                [
-                    TopicSpec(t, partitions=partitions_per_topic, replication_factor=rf)
-                    for t in names[first : first + batch_topics]
-                ],
-                timeout_s=900,
+                names[first : first + batch_topics],
+                partitions_per_topic,
+                rf,
             )
-            _log(verbose, f"generate: {first + batch_topics} topics created")
+            _log(verbose, f"generate: {min(topics, first + batch_topics)} topics created")
         row["create_topics_s"] = round(time.perf_counter() - start, 1)
         row.update(
             _generate_runs(name, info.bootstrap_servers, names, broker_ids, rf, runs, verbose)
         )
     finally:
+        heap[:] = saved
         sandbox.down(name)
         _log(verbose, f"generate: sandbox {name} down")
     return [row]
+
+
+def _create_batch(bootstrap: str, names: list[str], partitions: int, rf: int) -> None:
+    """Create the topics and wait for their leaders; a request that times out on a busy
+    machine is retried (up to 3 times) for the topics that do not exist yet."""
+    from confluent_kafka.admin import AdminClient
+
+    from kreplica.testing import TopicSpec, create_topics, wait_for_leaders
+
+    todo = list(names)
+    for attempt in range(1, 4):
+        try:
+            create_topics(
+                bootstrap,
+                [TopicSpec(t, partitions=partitions, replication_factor=rf) for t in todo],
+                timeout_s=300,
+            )
+            return
+        except RuntimeError:
+            if attempt == 3:
+                raise
+            time.sleep(10)
+            existing = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=60).topics
+            todo = [t for t in todo if t not in existing]
+            if not todo:
+                wait_for_leaders(bootstrap, dict.fromkeys(names, partitions), timeout_s=600)
+                return
 
 
 def _generate_runs(

@@ -332,6 +332,53 @@ def drain(
     broker_cmd.drain(opts, brokers=brokers, topics=topic or [], regex=topics)
 
 
+DIR_PLAN = [
+    p for p in PLAN if p.name in ("disk_headroom", "dry_run", "out", "force_out", "yes", "limit")
+]
+
+
+@app.command("drain-dir")
+@shared(SOURCE, DIR_PLAN, APPLY, OUTPUT)
+def drain_dir(
+    *,
+    broker: Annotated[int, typer.Option("--broker", metavar="ID", help="The broker.")],
+    dir_path: Annotated[
+        str, typer.Option("--dir", metavar="PATH", help="The log dir to empty (as Kafka lists it).")
+    ],
+    opts: Options,
+) -> None:
+    """Empty one log dir of a JBOD broker into its other dirs (before removing a disk).
+
+    Every replica in the dir moves once, largest first, to the broker's dir with the most usable
+    bytes after the earlier moves that keeps --disk-headroom; replicas stay on their broker.
+    """
+    from kreplica.cli import dirs_cmd
+
+    _begin(opts, "drain-dir")
+    dirs_cmd.drain_dir(opts, broker=broker, path=dir_path)
+
+
+@app.command("balance-dirs")
+@shared(SOURCE, DIR_PLAN, APPLY, OUTPUT)
+def balance_dirs(
+    *,
+    brokers: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--brokers", metavar="IDS", help="Only these brokers (default: all)."),
+    ] = None,
+    opts: Options,
+) -> None:
+    """Even out the log dirs within each JBOD broker with the fewest bytes moved.
+
+    Each dir's target is its share of the broker's replica bytes by its total bytes; replicas
+    move largest first, only from dirs above target to dirs below, never past a target.
+    """
+    from kreplica.cli import dirs_cmd
+
+    _begin(opts, "balance-dirs")
+    dirs_cmd.balance_dirs(opts, brokers=brokers)
+
+
 @app.command("add-brokers")
 @shared(SOURCE, BROKER_PLAN, APPLY, OUTPUT)
 def add_brokers(*, brokers: BrokerIdsOpt, by: ByOpt = "count", opts: Options) -> None:

@@ -155,6 +155,7 @@ def run_apply(opts: Options, spec: SourceSpec, plan_path: Path) -> dict[str, Any
         "seconds": round(result.seconds, 3),
         "nothing_to_do": result.nothing_to_do,
         "leaders_off_preferred": [f"{t}-{p}" for t, p in result.leaders_off],
+        "dir_moved": [f"{t}-{p}@{b}" for t, p, b in result.dir_moved],
     }
     if not json_mode:
         out = _console()
@@ -164,7 +165,12 @@ def run_apply(opts: Options, spec: SourceSpec, plan_path: Path) -> dict[str, Any
             out.print(
                 f"applied {plan_path}: {len(result.moved)} partition(s) moved in "
                 f"{result.waves} wave(s), {len(result.created)} created, "
-                f"{result.seconds:.1f} s (journal {journal.path})",
+                + (
+                    f"{len(result.dir_moved)} replica(s) moved between log dirs, "
+                    if result.dir_moved
+                    else ""
+                )
+                + f"{result.seconds:.1f} s (journal {journal.path})",
                 markup=False,
             )
         if result.leaders_off:
@@ -199,6 +205,8 @@ def verify(opts: Options, spec: SourceSpec, plan_path: Path) -> None:
             "planned": list(d.planned),
             "now": list(d.now) if d.now is not None else None,
             "moving": d.moving,
+            "planned_dir": d.planned_dir,
+            "now_dir": d.now_dir,
         }
         for d in differences
     ]
@@ -222,6 +230,12 @@ def verify(opts: Options, spec: SourceSpec, plan_path: Path) -> None:
         for d in differences[:20]:
             now = "missing" if d.now is None else str(list(d.now))
             state = " (moving)" if d.moving else ""
+            if d.planned_dir is not None:
+                now = "not on the broker" if d.now_dir is None else d.now_dir
+                out.print(
+                    f"{d.partition}: planned in {d.planned_dir}, now in {now}{state}", markup=False
+                )
+                continue
             out.print(f"{d.partition}: planned {list(d.planned)}, now {now}{state}", markup=False)
         if not differences:
             out.print(

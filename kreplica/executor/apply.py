@@ -29,16 +29,21 @@ from kreplica.errors import (
     KreplicaError,
     ReassignmentInProgress,
     SourceError,
+    StalePlan,
     UnknownTopicError,
     UsageError,
+    VerificationFailed,
 )
 from kreplica.executor.authz import CLUSTER, Need, apply_needs, throttle_needs
+from kreplica.executor.dirmoves import DirKey, ReplicaLog, is_done
+from kreplica.executor.dirmoves import copied as dir_copied
 from kreplica.executor.journal import Journal
 from kreplica.executor.moves import Move
 from kreplica.executor.options import ApplyOptions
 from kreplica.executor.planfile import PlanFile
 from kreplica.executor.preflight import Preflight, preflight
 from kreplica.executor.throttles import (
+    ALTER_DIRS_RATE,
     BROKER_KEYS,
     TOPIC_KEYS,
     InFlight,
@@ -82,6 +87,10 @@ class Cluster(Protocol):
     def alter_configs(self, kind: str, name: str, values: Mapping[str, str | None]) -> None: ...
     def alter_reassignments(self, targets: Mapping[Key, Sequence[int] | None]) -> None: ...
     def create_partitions(self, topic: str, total: int, new: Sequence[Sequence[int]]) -> None: ...
+    def replica_logs(
+        self, topics: Sequence[str], brokers: Collection[int]
+    ) -> Mapping[DirKey, ReplicaLog]: ...
+    def alter_replica_log_dirs(self, targets: Mapping[DirKey, str]) -> None: ...
 
 
 class Submitter(Protocol):
@@ -102,6 +111,8 @@ class ApplyResult:
     seconds: float = 0.0
     nothing_to_do: bool = False
     leaders_off: list[Key] = field(default_factory=list)  # leading off the preferred replica
+    dir_moved: list[DirKey] = field(default_factory=list)  # replicas moved between log dirs
+    dir_bytes: int = 0
 
 
 @dataclass
@@ -167,6 +178,7 @@ class Applier:
                 still = sorted(k for k in self.plan.targets if k in in_flight)
                 if still:  # submitted after the cancel looked: cancel those too
                     self.cluster.alter_reassignments(dict.fromkeys(still))
+                cancel_dir_moves(self.cluster, self.plan)
                 self.restore_throttles()
                 cancel_marker(self.journal).unlink(missing_ok=True)
                 raise ApplyCancelled(
@@ -210,14 +222,15 @@ class Applier:
         )
         for warning in check.warnings:
             self.emit({"event": "warning", "message": warning})
-        if not check.todo and not check.waiting and not check.create:
+        dir_todo = self._dir_todo(snapshot, result)
+        if not check.todo and not check.waiting and not check.create and not dir_todo:
             result.nothing_to_do = True
             if events and not any(e.get("event") == "finish" for e in events):
                 self.restore_throttles()
                 self.journal.append({"event": "finish", "already_done": len(check.done)})
             self.emit({"event": "nothing-to-do", "done": len(check.done)})
             return result
-        self._require_permissions(check)  # refused here: nothing written, no journal entry
+        self._require_permissions(check, dir_todo)  # refused: nothing written, no journal
         self.journal.append(
             {
                 "event": "start",
@@ -227,6 +240,7 @@ class Applier:
                 "todo": len(check.todo),
                 "waiting": len(check.waiting),
                 "create": len(check.create),
+                "dir_moves": len(dir_todo),
                 "via": self.submitter.name,
             }
         )
@@ -259,6 +273,10 @@ class Applier:
         result.moved += [m.key for m in check.todo]
         result.waves = wave_number
         result.created = self._create(check, snapshot)
+        if dir_todo:
+            wave_number += 1
+            result.dir_moved, result.dir_bytes = self._move_dirs(wave_number, dir_todo)
+            result.waves = wave_number
         self.restore_throttles()
         after = self.cluster.snapshot(self.plan.topics)
         changed = set(result.moved) | set(result.created)
@@ -286,20 +304,203 @@ class Applier:
 
     # -- pieces ------------------------------------------------------------------------------
 
-    def _require_permissions(self, check: Preflight) -> None:
+    def _require_permissions(self, check: Preflight, dir_todo: Mapping[DirKey, str]) -> None:
         """Refuse before any write when this principal may not do what the plan needs (a
         cluster without `require`, like the tests' simulated one, is not asked)."""
         require = getattr(self.cluster, "require", None)
         if require is None:
             return
-        require(
-            apply_needs(
-                moved_topics=[m.topic for m in check.todo] + [k[0] for k in check.waiting],
-                created_topics=[k[0] for k in check.create],
-                throttled=self.options.throttle is not None,
-                via_kafka=self.submitter.name == "kafka",
-            )
+        needs = apply_needs(
+            moved_topics=[m.topic for m in check.todo] + [k[0] for k in check.waiting],
+            created_topics=[k[0] for k in check.create],
+            throttled=self.options.throttle is not None,
+            via_kafka=self.submitter.name == "kafka",
         )
+        if dir_todo:
+            needs.append(Need("cluster", CLUSTER, "ALTER", "move replicas between log dirs"))
+            if self._dir_rate() is not None:
+                needs += throttle_needs([("broker", "*")], "throttle copies between log dirs")
+        require(needs)
+
+    # -- intra-broker moves (log_dirs) ---------------------------------------------------------
+
+    def _dir_rate(self) -> int | None:
+        return self.options.dir_throttle or self.options.throttle
+
+    def _dir_todo(self, snapshot: ClusterSnapshot, result: ApplyResult) -> dict[DirKey, str]:
+        """The replicas the plan sends to a named log dir that are not there yet. A dir the
+        broker does not have is refused (VerificationFailed); a replica whose dir changed since
+        the plan to neither its old nor its planned dir is drift (StalePlan, or left out with
+        --on-drift skip)."""
+        if not self.plan.dirs:
+            return {}
+        brokers = {b.id: b for b in snapshot.brokers}
+        for (topic, partition, broker), path in sorted(self.plan.dirs.items()):
+            known = brokers[broker].log_dirs if broker in brokers else None
+            if known is not None and path not in known:
+                raise VerificationFailed(
+                    f"the plan puts {topic}-{partition} in log dir {path} of broker {broker}, "
+                    f"which has no such dir (its dirs: {', '.join(known)}); make a new plan"
+                )
+        live = snapshot.live_broker_ids()
+        logs = self.cluster.replica_logs(
+            self.plan.dir_topics, sorted({b for _, _, b in self.plan.dirs if b in live})
+        )
+        todo: dict[DirKey, str] = {}
+        drifted: list[str] = []
+        for key, path in sorted(self.plan.dirs.items()):
+            log = logs.get(key)
+            if is_done(log, path):
+                continue
+            was = self.plan.before_dirs.get(key)
+            if log is not None and was is not None and log.path not in (was, path):
+                drifted.append(
+                    f"{key[0]}-{key[1]} on broker {key[2]} was in {was} and is now in {log.path}"
+                )
+                continue
+            todo[key] = path
+        if drifted:
+            if self.options.on_drift != "skip":
+                more = f" (and {len(drifted) - 3} more)" if len(drifted) > 3 else ""
+                raise StalePlan(
+                    f"the cluster changed since this plan was made: {'; '.join(drifted[:3])}"
+                    f"{more}; make a new plan, or pass --on-drift skip to apply the rest"
+                )
+            result.skipped += drifted
+        return todo
+
+    def _set_dir_throttle(self, brokers: Sequence[int]) -> None:
+        rate = self._dir_rate()
+        if rate is None or not brokers:
+            return
+        names = [str(b) for b in sorted(brokers)]
+        existing = self.cluster.configs("broker", names)
+        _, already_ours = _journal_throttles(self.journal.read())
+        for name in names:
+            before = existing.get(name, {})
+            if before.get(ALTER_DIRS_RATE) == str(rate):
+                continue
+            previous = {k: v for k, v in before.items() if k == ALTER_DIRS_RATE}
+            if ("broker", name) in already_ours:  # resumed: the journal has what was there first
+                previous = {}
+            values = {ALTER_DIRS_RATE: str(rate)}
+            self.journal.append(
+                {
+                    "event": "throttle-set",
+                    "kind": "broker",
+                    "name": name,
+                    "previous": previous,
+                    "values": values,
+                }
+            )
+            self.cluster.alter_configs("broker", name, values)
+        self.emit(
+            {"event": "throttle-set", "rate": rate, "topics": 0, "brokers": len(names), "dirs": 1}
+        )
+
+    def _move_dirs(self, wave: int, todo: Mapping[DirKey, str]) -> tuple[list[DirKey], int]:
+        """AlterReplicaLogDirs for every replica still to move, with the broker throttle for
+        copies between dirs; wait until no future log is left and each is in its dir."""
+        self._set_dir_throttle(sorted({b for _, _, b in todo}))
+        for (topic, partition, broker), path in sorted(todo.items()):
+            self.journal.append(
+                {
+                    "event": "dir-submit",
+                    "wave": wave,
+                    "topic": topic,
+                    "partition": partition,
+                    "broker": broker,
+                    "to": path,
+                }
+            )
+        names = [f"{t}-{p}@{b}" for t, p, b in sorted(todo)]
+        self.emit({"event": "wave-start", "wave": wave, "partitions": names})
+        total = self._wait_dirs(dict(todo), wave)
+        self.journal.append({"event": "wave-done", "wave": wave, "partitions": len(todo)})
+        self.emit({"event": "wave-done", "wave": wave, "partitions": len(todo)})
+        return sorted(todo), total
+
+    def _wait_dirs(self, targets: dict[DirKey, str], wave: int) -> int:
+        pending = dict(targets)
+        topics = sorted({t for t, _, _ in targets})
+        brokers = sorted({b for _, _, b in targets})
+        started = last_progress = self.clock.now()
+        last_copied = -1
+        sent_at: dict[DirKey, float] = {}
+        failing_since: float | None = None
+        total = 0
+        while pending:
+            if cancel_marker(self.journal).exists():
+                raise _Cancelled()
+            try:
+                logs: Mapping[DirKey, ReplicaLog] = self.cluster.replica_logs(topics, brokers)
+            except SourceError as exc:
+                now = self.clock.now()
+                if failing_since is None:
+                    failing_since = now
+                    self.emit(
+                        {"event": "warning", "message": f"cannot read log dirs ({exc}); retrying"}
+                    )
+                elif now - failing_since > READ_RETRY_S:
+                    raise
+                self.clock.sleep(self.options.poll_interval_s)
+                continue
+            failing_since = None
+            now = self.clock.now()
+            # (Re)send the replicas with no future log in their planned dir: first time, a
+            # broker that lost the request (restarted), or a replica that did not exist yet.
+            send = {
+                k: path
+                for k, path in pending.items()
+                if k in logs
+                and not is_done(logs[k], path)
+                and logs[k].future_path != path
+                and now - sent_at.get(k, -1e18) >= MISMATCH_GRACE_S
+            }
+            if send:
+                self.cluster.alter_replica_log_dirs(send)
+                sent_at.update(dict.fromkeys(send, now))
+            for key in list(pending):
+                if is_done(logs.get(key), pending[key]):
+                    self.journal.append(
+                        {
+                            "event": "dir-complete",
+                            "topic": key[0],
+                            "partition": key[1],
+                            "broker": key[2],
+                        }
+                    )
+                    del pending[key]
+            done_bytes, total = dir_copied(targets, logs)
+            if done_bytes > last_copied:
+                last_copied, last_progress = done_bytes, now
+            self.emit(
+                {
+                    "event": "progress",
+                    "wave": wave,
+                    "done": len(targets) - len(pending),
+                    "total": len(targets),
+                    "bytes_copied": done_bytes,
+                    "bytes_total": total,
+                    "elapsed_s": round(now - started, 3),
+                }
+            )
+            if pending and now - last_progress >= self.options.stall_timeout_s:
+                self.emit(
+                    {
+                        "event": "stall",
+                        "seconds": round(now - last_progress, 1),
+                        "partitions": [f"{t}-{p}@{b}" for t, p, b in sorted(pending)],
+                        "brokers": sorted({b for _, _, b in pending}),
+                        "down": [],
+                        "hint": "check the dir throttle (--resume --throttle RATE raises it), "
+                        "the brokers' logs and disks, or stop it with kreplica cancel",
+                    }
+                )
+                last_progress = now
+            if pending:
+                self.clock.sleep(self.options.poll_interval_s)
+        return total
 
     def _steps(self, todo: Sequence[Move]) -> list[Move]:
         """The moves to submit; with replica_at_a_time each becomes its chain of one-replica
@@ -631,6 +832,23 @@ def cancel_marker(journal: Journal) -> Path:
     return journal.path.with_name(journal.path.name + ".cancel")
 
 
+def cancel_dir_moves(cluster: Cluster, plan: PlanFile) -> list[DirKey]:
+    """Stop the plan's moves between log dirs still running: AlterReplicaLogDirs back to the
+    dir each replica is in (the broker drops the future log), as Kafka's tool cancels them."""
+    if not plan.dirs:
+        return []
+    logs: Mapping[DirKey, ReplicaLog] = cluster.replica_logs(
+        plan.dir_topics, sorted({b for _, _, b in plan.dirs})
+    )
+    back = {
+        k: logs[k].path
+        for k, path in plan.dirs.items()
+        if k in logs and logs[k].future_path is not None
+    }
+    cluster.alter_replica_log_dirs(back)
+    return sorted(back)
+
+
 def cancel_plan(
     cluster: Cluster, plan: PlanFile, journal: Journal, emit: Emit = lambda e: None
 ) -> tuple[list[Key], bool]:
@@ -651,6 +869,11 @@ def cancel_plan(
             if ours:
                 journal.append({"event": "cancel", "partitions": [_key_text(k) for k in ours]})
                 cluster.alter_reassignments(dict.fromkeys(ours))
+            dirs_back = cancel_dir_moves(cluster, plan)
+            if dirs_back:
+                journal.append(
+                    {"event": "cancel", "partitions": [f"{t}-{p}@{b}" for t, p, b in dirs_back]}
+                )
             restore_journal_throttles(cluster, journal, emit)
             cancel_marker(journal).unlink(missing_ok=True)
             return ours, False
@@ -667,6 +890,8 @@ class Difference:
     planned: tuple[int, ...]
     now: tuple[int, ...] | None
     moving: bool
+    planned_dir: str | None = None  # a replica not yet in its planned log dir: that dir,
+    now_dir: str | None = None  # the dir it is in (None: not on the broker)
 
 
 def verify_plan(cluster: Cluster, plan: PlanFile) -> list[Difference]:
@@ -679,4 +904,19 @@ def verify_plan(cluster: Cluster, plan: PlanFile) -> list[Difference]:
         now = current.get(key)
         if now != planned or key in in_flight:
             out.append(Difference(_key_text(key), tuple(planned), now, key in in_flight))
+    if plan.dirs:
+        logs = cluster.replica_logs(plan.dir_topics, snapshot.live_broker_ids())
+        for (topic, partition, broker), path in sorted(plan.dirs.items()):
+            log = logs.get((topic, partition, broker))
+            if not is_done(log, path):
+                out.append(
+                    Difference(
+                        f"{topic}-{partition} on broker {broker}",
+                        tuple(current.get((topic, partition), ())),
+                        current.get((topic, partition)),
+                        log is not None and log.future_path is not None,
+                        path,
+                        log.path if log is not None else None,
+                    )
+                )
     return out

@@ -112,6 +112,41 @@ class KafkaCluster:
                         sizes[key] = max(size, sizes.get(key, 0))
         return sizes
 
+    def replica_logs(self, topics: Sequence[str], brokers: Collection[int]) -> dict[Any, Any]:
+        """(topic, partition, broker) -> ReplicaLog (kreplica.executor.dirmoves): the dir each
+        replica lives in and its size, and its future log while it moves between dirs
+        (DescribeLogDirs `is_future_key`). A read failure is a SourceError."""
+        from kafka.errors import KafkaError
+
+        from kreplica.executor.dirmoves import ReplicaLog
+
+        if not topics or not brokers:
+            return {}
+        try:
+            answer = self.source.kafka_python_admin().describe_log_dirs(
+                topic_partitions=list(topics), brokers=sorted(brokers)
+            )
+        except KafkaError as exc:
+            raise SourceError(
+                f"Kafka at {self.bootstrap} failed to describe log dirs: {exc}"
+            ) from None
+        current: dict[tuple[str, int, int], tuple[str, int]] = {}
+        future: dict[tuple[str, int, int], tuple[str, int]] = {}
+        for broker in answer:
+            for log_dir in broker.get("log_dirs") or []:
+                if log_dir.get("error_code", 0):
+                    continue
+                for topic in log_dir.get("topics") or []:
+                    for part in topic.get("partitions") or []:
+                        key = (topic["name"], int(part["partition_index"]), int(broker["broker"]))
+                        found = (str(log_dir["log_dir"]), int(part.get("partition_size", 0)))
+                        (future if part.get("is_future_key") else current)[key] = found
+        out: dict[Any, Any] = {}
+        for key, (path, size) in current.items():
+            fpath, fsize = future.get(key, (None, 0))
+            out[key] = ReplicaLog(path, size, fpath, fsize)
+        return out
+
     def configs(self, kind: str, names: Sequence[str]) -> dict[str, dict[str, str]]:
         """Non-default values of the throttle configs on topics or brokers (kind: "topic" or
         "broker"), as Kafka reports them."""
@@ -262,6 +297,34 @@ class KafkaCluster:
             if all(name == "NoReassignmentInProgressError" for _, name in failed):
                 return  # cancelling what already finished: nothing to undo
             raise ExecutorError(f"Kafka refused the reassignment of {shown}{more}")
+
+    def alter_replica_log_dirs(self, targets: Mapping[tuple[str, int, int], str]) -> None:
+        """AlterReplicaLogDirs: move each (topic, partition, broker) replica into the named dir
+        of its broker (the dir it is in already: a move between dirs running stops)."""
+        from kafka import TopicPartitionReplica
+        from kafka.errors import KafkaError
+
+        if not targets:
+            return
+        request = {
+            TopicPartitionReplica(topic, partition, broker): path
+            for (topic, partition, broker), path in sorted(targets.items())
+        }
+        try:
+            results = self.source.kafka_python_admin().alter_replica_log_dirs(request)
+        except KafkaError as exc:
+            raise ExecutorError(
+                f"Kafka at {self.bootstrap} refused the log dir moves: {exc}"
+            ) from None
+        failed = sorted(
+            (f"{r.topic}-{r.partition} on broker {r.broker_id}", error.__name__)
+            for r, error in (results or {}).items()
+            if error is not None and error.__name__ != "NoError"
+        )
+        if failed:
+            shown = ", ".join(f"{where} ({name})" for where, name in failed[:5])
+            more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
+            raise ExecutorError(f"Kafka refused the log dir move of {shown}{more}")
 
     def create_partitions(self, topic: str, total: int, new: Sequence[Sequence[int]]) -> None:
         """Grow `topic` to `total` partitions placed as `new` (the replicas of each new one)."""

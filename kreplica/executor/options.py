@@ -18,3 +18,6 @@ class ApplyOptions:
     stall_timeout_s: float = 300.0
     poll_interval_s: float = 2.0
     resume: bool = False
+    # bytes/s for copies between log dirs of one broker (replica.alter.log.dirs.io.max.bytes.
+    # per.second); None: the `throttle` rate when one is given, else no limit
+    dir_throttle: int | None = None

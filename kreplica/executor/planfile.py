@@ -7,13 +7,14 @@ can be applied too, but nothing then proves it was made for this cluster or this
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kreplica.executor.journal import journal_path
 from kreplica.model import ClusterSnapshot
 from kreplica.planner.serialize import (
+    parse_log_dirs,
     parse_new_partitions,
     parse_plan_before,
     parse_reassignment_json,
@@ -41,6 +42,11 @@ class PlanFile:
     before: dict[Key, tuple[int, ...]]  # from the plan document ({} for bare Kafka JSON)
     new_partitions: dict[Key, tuple[int, ...]]  # partitions to create -> their replicas
     document: dict[str, Any] | None  # the plan document (or the file itself when it is one)
+    # (topic, partition, broker) -> the log dir `log_dirs` names for that replica ("any" left
+    # out): intra-broker moves, and where new replicas go
+    dirs: dict[tuple[str, int, int], str] = field(default_factory=dict)
+    # (topic, partition, broker) -> its dir when the plan was made (plan document's before_dirs)
+    before_dirs: dict[tuple[str, int, int], str] = field(default_factory=dict)
 
     @property
     def cluster_id(self) -> str | None:
@@ -50,6 +56,10 @@ class PlanFile:
     @property
     def topics(self) -> list[str]:
         return sorted({t for t, _ in self.targets} | {t for t, _ in self.new_partitions})
+
+    @property
+    def dir_topics(self) -> list[str]:
+        return sorted({t for t, _, _ in self.dirs})
 
     def done(self, snapshot: ClusterSnapshot) -> bool:
         """Every partition already has its planned replicas and every new one exists so."""
@@ -92,4 +102,33 @@ def load_plan_file(path: Path) -> PlanFile:
                 f"{path} and its plan document {plan_siblings(path)['plan_document']} list "
                 "different reassignments; one was edited: make a new plan"
             )
-    return PlanFile(path, targets, before, new, document)
+    from kreplica.executor.dirmoves import dir_targets
+
+    dirs = dir_targets(targets, parse_log_dirs(data))
+    before_dirs = _before_dirs(document)
+    return PlanFile(path, targets, before, new, document, dirs, before_dirs)
+
+
+def _before_dirs(document: dict[str, Any] | None) -> dict[tuple[str, int, int], str]:
+    """The plan document's `before_dirs` (written by drain-dir and balance-dirs)."""
+    out: dict[tuple[str, int, int], str] = {}
+    rows = (document or {}).get("before_dirs") or []
+    if not isinstance(rows, list):
+        return out
+    for row in rows:
+        if not isinstance(row, dict):
+            continue
+        topic, partition, broker, path = (
+            row.get("topic"),
+            row.get("partition"),
+            row.get("broker"),
+            row.get("log_dir"),
+        )
+        if (
+            isinstance(topic, str)
+            and isinstance(partition, int)
+            and isinstance(broker, int)
+            and isinstance(path, str)
+        ):
+            out[(topic, partition, broker)] = path
+    return out

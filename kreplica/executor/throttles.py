@@ -37,8 +37,10 @@ LEADER_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
 LEADER_RATE = "leader.replication.throttled.rate"
 FOLLOWER_RATE = "follower.replication.throttled.rate"
+# The broker's limit on copying a replica between its own log dirs (intra-broker moves).
+ALTER_DIRS_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
 TOPIC_KEYS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
-BROKER_KEYS = (LEADER_RATE, FOLLOWER_RATE)
+BROKER_KEYS = (LEADER_RATE, FOLLOWER_RATE, ALTER_DIRS_RATE)
 TOPIC = "topic"
 BROKER = "broker"
 LONG_MAX = 2**63 - 1  # the broker's rate config is a Java long

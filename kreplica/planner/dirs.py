@@ -32,13 +32,36 @@ from __future__ import annotations
 import bisect
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from kreplica.errors import PlanInfeasible, UsageError
 from kreplica.model import ClusterSnapshot, LogDir
 
 DEFAULT_HEADROOM = 0.10
 ANY = "any"
+
+
+class KeepFree(Protocol):
+    """A headroom rule (kreplica.planner.disk.Headroom): bytes a dir of `total` bytes keeps."""
+
+    def of(self, total: int) -> int: ...
+
+    def text(self) -> str: ...
+
+
+Headroom = float | KeepFree  # a fraction of each dir's total bytes, or a rule
+
+
+def _keep(headroom: Headroom, total: int) -> int:
+    if isinstance(headroom, float | int):
+        return -(-int(total * headroom * 10_000) // 10_000)  # ceil
+    return headroom.of(total)
+
+
+def _headroom_text(headroom: Headroom) -> str:
+    if isinstance(headroom, float | int):
+        return f"{headroom:.0%}"
+    return headroom.text()
 
 
 @dataclass(frozen=True)
@@ -94,7 +117,7 @@ class DirPlan:
     command: str  # "drain-dir" | "balance-dirs"
     moves: tuple[DirMove, ...]
     rows: tuple[DirRow, ...]
-    headroom: float
+    headroom: str  # as the user gave it: "10%", "50.0 GiB"
     brokers: tuple[int, ...]
     guarantee: str
     warnings: tuple[str, ...] = field(default_factory=tuple)
@@ -107,10 +130,10 @@ class DirPlan:
     lower_bound_bytes: int = 0
 
 
-def _fits(d: LogDir, incoming: int, size: int, headroom: float) -> bool:
+def _fits(d: LogDir, incoming: int, size: int, headroom: Headroom) -> bool:
     if d.total_bytes is None or d.usable_bytes is None:
         return True
-    return d.usable_bytes - incoming - size >= headroom * d.total_bytes
+    return d.usable_bytes - incoming - size >= _keep(headroom, d.total_bytes)
 
 
 def _free(d: LogDir, incoming: int) -> int | None:
@@ -119,8 +142,8 @@ def _free(d: LogDir, incoming: int) -> int | None:
     return d.usable_bytes - incoming
 
 
-def _check_headroom(headroom: float) -> None:
-    if not 0 <= headroom < 1:
+def _check_headroom(headroom: Headroom) -> None:
+    if isinstance(headroom, float | int) and not 0 <= headroom < 1:
         raise UsageError(f"--disk-headroom {headroom} must be at least 0 and below 1 (e.g. 0.1)")
 
 
@@ -179,7 +202,7 @@ def drain_dir(
     *,
     broker: int,
     path: str,
-    headroom: float = DEFAULT_HEADROOM,
+    headroom: Headroom = DEFAULT_HEADROOM,
 ) -> DirPlan:
     """Move every replica out of `path` on `broker` into its other dirs (see the module)."""
     _check_headroom(headroom)
@@ -207,7 +230,7 @@ def drain_dir(
             total = best.total_bytes or 0
             raise PlanInfeasible(
                 f"cannot drain {path} on broker {broker}: {r.topic}-{r.partition} needs "
-                f"{r.size_bytes} bytes plus {headroom:.0%} headroom of the target dir, and the "
+                f"{r.size_bytes} bytes plus {_headroom_text(headroom)} headroom, and the "
                 f"most free is {free} bytes in {best.path} (total {total}) after "
                 f"{len(moves)} earlier move(s); free space or lower --disk-headroom"
             )
@@ -220,7 +243,7 @@ def drain_dir(
         command="drain-dir",
         moves=tuple(sorted(moves, key=lambda m: (m.topic, m.partition, m.broker))),
         rows=rows,
-        headroom=headroom,
+        headroom=_headroom_text(headroom),
         brokers=(broker,),
         guarantee="every replica of the dir moves once: the fewest bytes a drain can move",
         lower_bound_bytes=sum(r.size_bytes for r in leaving),
@@ -231,7 +254,7 @@ def balance_dirs(
     snapshot: ClusterSnapshot,
     *,
     brokers: Collection[int] | None = None,
-    headroom: float = DEFAULT_HEADROOM,
+    headroom: Headroom = DEFAULT_HEADROOM,
 ) -> DirPlan:
     """Even out the dirs of each broker (all, or `brokers`) with the fewest bytes (see the
     module for the guarantee)."""
@@ -255,7 +278,7 @@ def balance_dirs(
         command="balance-dirs",
         moves=tuple(sorted(moves, key=lambda m: (m.topic, m.partition, m.broker))),
         rows=rows,
-        headroom=headroom,
+        headroom=_headroom_text(headroom),
         brokers=tuple(chosen),
         guarantee="each replica moves at most once, only from a dir above its target share to "
         "one below it, never past a target: bytes moved <= the excess over the targets",
@@ -265,7 +288,7 @@ def balance_dirs(
 
 
 def _balance_broker(
-    dirs: Mapping[str, LogDir], replicas: Sequence[ReplicaDir], headroom: float
+    dirs: Mapping[str, LogDir], replicas: Sequence[ReplicaDir], headroom: Headroom
 ) -> tuple[list[DirMove], int]:
     paths = sorted(dirs)
     if len(paths) < 2:
@@ -338,7 +361,7 @@ def _rows(
     dirs: Mapping[int, Mapping[str, LogDir]],
     replicas: Mapping[int, Sequence[ReplicaDir]],
     moves: Sequence[DirMove],
-    headroom: float,
+    headroom: Headroom,
 ) -> tuple[DirRow, ...]:
     rows: list[DirRow] = []
     for b in sorted(dirs):
@@ -354,7 +377,7 @@ def _rows(
             under = (
                 d.total_bytes is not None
                 and min_usable is not None
-                and min_usable < headroom * d.total_bytes
+                and min_usable < _keep(headroom, d.total_bytes)
             )
             rows.append(
                 DirRow(

@@ -607,10 +607,11 @@ class _Launcher:
         return {i: ports[i - 1] for i in range(1, self.count + 1)}
 
     def _data_dirs(self, node_dir: Path) -> list[Path]:
-        """The broker's log dirs: `data` alone, or `data-1` ... `data-N` (JBOD)."""
-        if self.log_dir_count == 1:
-            return [node_dir / "data"]
-        return [node_dir / f"data-{k}" for k in range(1, self.log_dir_count + 1)]
+        """The broker's log dirs: `data`, then `data-2` ... `data-N` (JBOD); the first keeps
+        its single-dir name, where KRaft's metadata log and meta.properties are looked for."""
+        return [node_dir / "data"] + [
+            node_dir / f"data-{k}" for k in range(2, self.log_dir_count + 1)
+        ]
 
     def _record_brokers(self, ports: dict[int, int]) -> None:
         node = "broker" if self.mode == "zk" else "node"

@@ -1,7 +1,7 @@
 """Session fixtures: a real ZooKeeper-mode Kafka 3.9 cluster and a real KRaft Kafka 4.x cluster,
-3 brokers each on racks a, b, c, with the same topics; and `zk_degraded` / `kraft_degraded`, 6
-brokers each with broker 6 killed. Each starts at most once per session, on first use, and is
-always torn down."""
+3 brokers each on racks a, b, c, 2 log dirs per broker, with the same topics; and `zk_degraded`
+/ `kraft_degraded`, 6 brokers each with broker 6 killed. Each starts at most once per session,
+on first use, and is always torn down."""
 
 from __future__ import annotations
 
@@ -27,9 +27,19 @@ STANDARD_TOPICS = (
 )
 
 
+# The shared clusters' brokers have this many log dirs (JBOD: `data`, `data-2`), so the disk
+# tests (tests/integration/test_dirs_clusters.py) need no cluster of their own.
+SHARED_LOG_DIRS = 2
+
+
 def _cluster(mode: str, version: str) -> Iterator[SandboxInfo]:
     with running_cluster(
-        backend="sandbox", mode=mode, brokers=3, racks=RACKS, kafka_version=version
+        backend="sandbox",
+        mode=mode,
+        brokers=3,
+        racks=RACKS,
+        kafka_version=version,
+        log_dirs=SHARED_LOG_DIRS,
     ) as info:
         create_topics(info.bootstrap_servers, STANDARD_TOPICS)
         yield info

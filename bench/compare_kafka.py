@@ -50,6 +50,7 @@ from kreplica.sandbox.jars import (  # noqa: E402
     DEFAULT_ZK_VERSION,
     SandboxError,
     cache_dir,
+    default_version,
     fetch,
     java_binary,
 )
@@ -331,25 +332,27 @@ def compare_generate(
     rf: int = 2,
     runs: int = 3,
     batch_topics: int = 10,
-    kafka_version: str = DEFAULT_ZK_VERSION,
+    mode: str = "zk",
+    kafka_version: str | None = None,
     name: str | None = None,
     verbose: bool = False,
 ) -> list[Row]:
-    """Start a ZooKeeper-mode sandbox with `topics` x `partitions_per_topic` partitions at RF
-    `rf`, then time `kreplica expand --rf rf+1 --dry-run --out F` (the CLI process) and
-    `kafka-reassign-partitions --generate` (the JVM) for the same topics and brokers, `runs`
-    times each, alternating; count the replicas each way copies for RF+1. One row; the sandbox
-    is stopped even on error or Ctrl-C."""
+    """Start a sandbox (`mode` zk: Kafka 3.9 with ZooKeeper; kraft: Kafka 4.x) with `topics` x
+    `partitions_per_topic` partitions at RF `rf`, then time `kreplica expand --rf rf+1 --dry-run
+    --out F` (the CLI process) and `kafka-reassign-partitions --generate` (the JVM) for the same
+    topics and brokers, `runs` times each, alternating; count the replicas each way copies for
+    RF+1. One row; the sandbox is stopped even on error or Ctrl-C."""
     from kreplica import sandbox
     from kreplica.sandbox import cluster as sandbox_cluster
 
     sandbox.reap_orphans("bench-compare-")
+    kafka_version = kafka_version or default_version(mode)
     name = name or f"bench-compare-{os.getpid()}"
     names = [f"bench-t{i:04d}" for i in range(topics)]
     broker_ids = list(range(1, brokers + 1))
     row: Row = {
         "bench": "generate",
-        "mode": "zk",
+        "mode": mode,
         "kafka_version": kafka_version,
         "brokers": brokers,
         "racks": len(racks),
@@ -366,7 +369,7 @@ def compare_generate(
     heap[:] = BROKER_HEAP
     try:
         info = sandbox.up(
-            mode="zk",
+            mode=mode,
             brokers=brokers,
             racks=racks,
             name=name,
@@ -599,6 +602,8 @@ ASSIGN_COLUMNS = [
     ("identical", "identical"),
 ]
 GENERATE_COLUMNS = [
+    ("mode", "mode"),
+    ("kafka_version", "Kafka"),
     ("partitions", "partitions"),
     ("kreplica_wall_s", "kreplica expand s"),
     ("kafka_generate_wall_s", "Kafka --generate s"),
@@ -645,6 +650,7 @@ def main() -> None:
     parser.add_argument("--topics", type=int, default=200)
     parser.add_argument("--partitions-per-topic", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3, help="timed runs per generate side")
+    parser.add_argument("--modes", default="zk", help="generate's sandboxes: zk, kraft or zk,kraft")
     parser.add_argument("--startup-runs", type=int, default=20)
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     args = parser.parse_args()
@@ -674,12 +680,14 @@ def main() -> None:
             verbose=verbose,
         )
     if "generate" in only:
-        rows += compare_generate(
-            topics=args.topics,
-            partitions_per_topic=args.partitions_per_topic,
-            runs=args.runs,
-            verbose=verbose,
-        )
+        for mode in args.modes.split(","):
+            rows += compare_generate(
+                topics=args.topics,
+                partitions_per_topic=args.partitions_per_topic,
+                runs=args.runs,
+                mode=mode,
+                verbose=verbose,
+            )
     if "startup" in only:
         rows += compare_startup(runs=args.startup_runs, verbose=verbose)
     print_tables(rows)

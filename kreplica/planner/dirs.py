@@ -136,6 +136,13 @@ def _fits(d: LogDir, incoming: int, size: int, headroom: Headroom) -> bool:
     return d.usable_bytes - incoming - size >= _keep(headroom, d.total_bytes)
 
 
+def _room(d: LogDir, incoming: int, headroom: Headroom) -> int:
+    """The most bytes `d` can still take and keep its headroom (unbounded when unknown)."""
+    if d.total_bytes is None or d.usable_bytes is None:
+        return 2**63
+    return d.usable_bytes - incoming - _keep(headroom, d.total_bytes)
+
+
 def _free(d: LogDir, incoming: int) -> int | None:
     if d.usable_bytes is None:
         return None
@@ -335,11 +342,11 @@ def _balance_broker(
         for src in over:
             gap_src = used[src] - target[src]
             for dst in under:
-                cap = min(gap_src, target[dst] - used[dst])
-                i = bisect.bisect_right(sizes[src], cap) - 1
                 # the largest replica that fits both gaps and the destination's headroom
-                while i >= 0 and not _fits(dirs[dst], incoming[dst], sizes[src][i], headroom):
-                    i -= 1
+                cap = min(
+                    gap_src, target[dst] - used[dst], _room(dirs[dst], incoming[dst], headroom)
+                )
+                i = bisect.bisect_right(sizes[src], cap) - 1
                 if i >= 0:
                     found = (src, i, dst)
                     break

@@ -876,7 +876,8 @@ def cancel_plan(
                 )
             restore_journal_throttles(cluster, journal, emit)
             cancel_marker(journal).unlink(missing_ok=True)
-            return ours, False
+            moved_dirs = sorted({(t, p) for t, p, _ in dirs_back} - set(ours))
+            return ours + moved_dirs, False
     except ReassignmentInProgress:  # an apply holds the lock: it writes the journal
         cancel_marker(journal).write_text("cancel\n", encoding="utf-8")
         if ours:

@@ -216,3 +216,13 @@ def test_cancel_sends_running_moves_back_to_their_dir(tmp_path: Path) -> None:
     assert all(not values for values in cluster.configs_set.values())
     # cancel with no apply running: nothing in flight, nothing to send back
     assert cancel_plan(cluster, plan, Journal(tmp_path / "plan.journal.jsonl")) == ([], False)
+
+
+def test_cancel_without_a_running_apply_stops_the_dir_moves(tmp_path: Path) -> None:
+    cluster = JbodCluster(polls=1000)
+    plan = _plan(tmp_path)
+    cluster.alter_replica_log_dirs({("t", 0, 1): "/d/b", ("u", 0, 1): "/d/b"})  # running
+    cancelled, running = cancel_plan(cluster, plan, Journal(tmp_path / "plan.journal.jsonl"))
+    assert (cancelled, running) == ([("t", 0), ("u", 0)], False)
+    assert cluster.future == {}
+    assert cluster.sent[-1] == {("t", 0, 1): "/d/a", ("u", 0, 1): "/d/a"}

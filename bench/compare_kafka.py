@@ -653,7 +653,13 @@ def main() -> None:
     parser.add_argument("--modes", default="zk", help="generate's sandboxes: zk, kraft or zk,kraft")
     parser.add_argument("--startup-runs", type=int, default=20)
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument(
+        "--tables-from", type=Path, nargs="+", help="only print the tables of earlier --json-out"
+    )
     args = parser.parse_args()
+    if args.tables_from:
+        print_tables([row for path in args.tables_from for row in json.loads(path.read_text())])
+        return
     only = set(args.only.split(","))
 
     def ints(text: str) -> list[int]:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kreplica.model import ClusterSnapshot, Partition
 from kreplica.planner.evaluate import rack_key
+from kreplica.planner.loadindex import LeaderOrder, ReplicaOrder
 
 
 @dataclass
@@ -45,6 +47,20 @@ class PlanContext:
     cluster_leaders: defaultdict[int, int] = field(default_factory=lambda: defaultdict(int))
     cluster_bytes: defaultdict[int, int] = field(default_factory=lambda: defaultdict(int))
     fallbacks: list[Fallback] = field(default_factory=list)
+    # `eligible` as a set, for membership tests on the hot path (kept in step by __post_init__)
+    eligible_set: frozenset[int] = field(init=False, default=frozenset())
+    # The load orders of the topic being planned (loadindex.py), built at its first pick and
+    # kept current by `account`; counts must change only through account/replace.
+    _replica_order: ReplicaOrder | None = field(init=False, default=None, repr=False)
+    _leader_order: LeaderOrder | None = field(init=False, default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.eligible_set = frozenset(self.eligible)
+
+    # The disk guard (issue 17), or None: not checked. When set, pick_new_replica skips a
+    # broker b unless disk.fits(b, size_bytes) and calls disk.take(b, size_bytes) for the
+    # broker it picks (size of the partition being placed, None when unknown).
+    disk: Any = None
 
     @classmethod
     def build(
@@ -66,7 +82,7 @@ class PlanContext:
         ctx.rack_keys = {b: rack_key(ctx.racks, b) for b in order}
         for topic in snapshot.topics:
             for p in topic.partitions:
-                ctx.account(topic.name, p.replicas, p.size_bytes or 0, +1)
+                ctx._count(topic.name, p.replicas, p.size_bytes or 0, +1)
         return ctx
 
     def rack(self, broker: int) -> str:
@@ -86,6 +102,16 @@ class PlanContext:
 
     def account(self, topic: str, replicas: Sequence[int], size: int, sign: int) -> None:
         """Add (sign=+1) or remove (sign=-1) one partition's replicas from the counts."""
+        self._count(topic, replicas, size, sign)
+        self._refresh(topic, replicas, replicas[:1])
+
+    def replace(self, topic: str, old: Sequence[int], new: Sequence[int], size: int | None) -> None:
+        self._count(topic, old, size or 0, -1)
+        self._count(topic, new, size or 0, +1)
+        if self._replica_order is not None or self._leader_order is not None:
+            self._refresh(topic, {*old, *new}, [*old[:1], *new[:1]])
+
+    def _count(self, topic: str, replicas: Sequence[int], size: int, sign: int) -> None:
         tr = self.topic_replicas[topic]
         for b in replicas:
             tr[b] += sign
@@ -97,9 +123,33 @@ class PlanContext:
             self.topic_rack_leaders[topic][self.rack(leader)] += sign
             self.cluster_leaders[leader] += sign
 
-    def replace(self, topic: str, old: Sequence[int], new: Sequence[int], size: int | None) -> None:
-        self.account(topic, old, size or 0, -1)
-        self.account(topic, new, size or 0, +1)
+    def _refresh(self, topic: str, brokers: Iterable[int], leaders: Sequence[int]) -> None:
+        """Move the brokers whose counts changed to their new places in the load orders."""
+        order = self._replica_order
+        if order is not None:
+            for b in brokers:
+                order.update(self, b)
+        by_leaders = self._leader_order
+        if by_leaders is not None:
+            for b in brokers:
+                by_leaders.update(self, b)
+            if by_leaders.topic == topic:
+                for leader in leaders:
+                    by_leaders.update_rack(self, self.rack(leader))
+
+    def replica_order(self, topic: str) -> ReplicaOrder:
+        """The eligible brokers in pick_new_replica's load order for `topic`."""
+        order = self._replica_order
+        if order is None or order.topic != topic:
+            order = self._replica_order = ReplicaOrder(self, topic)
+        return order
+
+    def leader_order(self, topic: str) -> LeaderOrder:
+        """The eligible brokers in pick_leader's order for `topic`."""
+        order = self._leader_order
+        if order is None or order.topic != topic:
+            order = self._leader_order = LeaderOrder(self, topic)
+        return order
 
     def load_key(self, topic: str, broker: int) -> tuple[int, int, int, int]:
         """Lower is less loaded: topic replicas, cluster replicas, bytes, tie-break."""

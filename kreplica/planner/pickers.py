@@ -5,70 +5,93 @@ Strategies decide *what* changes (how many replicas, which partition); pickers d
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Collection, Sequence
+from itertools import chain
 
 from kreplica.errors import PlanInfeasible
 from kreplica.planner.context import PlanContext
 
 
-def pick_new_replica(ctx: PlanContext, topic: str, replicas: Sequence[int]) -> int:
+def pick_new_replica(
+    ctx: PlanContext, topic: str, replicas: Sequence[int], size_bytes: int | None = None
+) -> int:
     """The least-loaded eligible broker outside `replicas`, on a rack they do not use yet
-    when one is available.
+    when one is available, where a replica of `size_bytes` fits on disk (ctx.disk).
 
         candidates = eligible - replicas
         prefer those whose rack is not used by replicas
         return argmin(topic replicas, cluster replicas, cluster bytes,
                       ring distance after the last replica)
+
+    The brokers are kept in that load order (ctx.replica_order), brokers of equal load in
+    ring order, so a pick walks from the front and stops at the first fresh-rack candidate
+    (the first candidate at all when no fresh rack is left): O(log brokers) for the ring
+    bisect plus the brokers skipped, not a scan of every broker.
     """
-    used = set(replicas)
+    order = ctx.replica_order(topic)
+    entries = order.entries
     used_racks = {ctx.rack(b) for b in replicas}
-    topic_load = ctx.topic_replicas[topic]
-    cluster_load = ctx.cluster_replicas
-    cluster_bytes = ctx.cluster_bytes if ctx.use_bytes else None
-    positions = ctx.tiebreak  # every eligible broker has a position and a rack key
     rack_keys = ctx.rack_keys
-    ring = len(positions)
+    # A broker on a rack no replica uses exists unless the partition covers every rack.
+    fresh_left = not used_racks.issuperset(order.racks)
+    disk = ctx.disk
     # A replica on a broker the snapshot does not list has no ring position: plain tie-break.
-    last_position = positions.get(replicas[-1]) if replicas else None
-    best: int | None = None
-    best_key: tuple[bool, int, int, int, int] | None = None
-    # One pass (this is the planner's hot loop): fresh racks first, then load, then the
-    # ring distance after the last replica, so ties spread partitions the way Kafka's
-    # round-robin does.
-    for b in ctx.eligible:
-        if b in used:
-            continue
-        position = positions[b]
-        key = (
-            rack_keys[b] in used_racks,
-            topic_load[b],
-            cluster_load[b],
-            cluster_bytes[b] if cluster_bytes is not None else 0,
-            (position - last_position) % ring if last_position is not None else position,
+    last_position = ctx.tiebreak.get(replicas[-1]) if replicas else None
+    ring = order.ring
+    fallback: int | None = None
+    n = len(entries)
+    i = 0
+    while i < n:
+        # one group of equal load [i, j), in ring order; start after the last replica's position
+        t, c, by = entries[i][:3]
+        j = bisect_left(entries, (t, c, by, ring), i + 1)
+        start = (
+            i
+            if last_position is None
+            else bisect_left(entries, (t, c, by, last_position + 1), i, j)
         )
-        if best_key is None or key < best_key:
-            best, best_key = b, key
-    if best is None:
-        raise PlanInfeasible(
-            f"topic {topic!r}: no eligible broker left for another replica of {list(replicas)}; "
-            "add brokers with --brokers or lower the RF"
-        )
-    return best
+        for k in chain(range(start, j), range(i, start)):
+            b = entries[k][4]
+            if b in replicas:
+                continue
+            if disk is not None and not disk.fits(b, size_bytes):
+                continue
+            if fresh_left and rack_keys[b] in used_racks:
+                if fallback is None:
+                    fallback = b
+                continue
+            if disk is not None:
+                disk.take(b, size_bytes)
+            return b
+        i = j
+    if fallback is not None:
+        if disk is not None:
+            disk.take(fallback, size_bytes)
+        return fallback
+    if disk is not None:
+        used = set(replicas)
+        full = next((b for b in ctx.eligible if b not in used), None)
+        if full is not None:
+            raise PlanInfeasible(disk.refusal(full, size_bytes))
+    raise PlanInfeasible(
+        f"topic {topic!r}: no eligible broker left for another replica of {list(replicas)}; "
+        "add brokers with --brokers or lower the RF"
+    )
 
 
 def pick_leader(ctx: PlanContext, topic: str) -> int:
     """The leader of a new partition: fewest topic leaders, then leaders on its rack (so
-    leaders rotate across racks), then topic/cluster load, then tie-break."""
-    return min(
-        ctx.eligible,
-        key=lambda b: (
-            ctx.topic_leaders[topic][b],
-            ctx.topic_rack_leaders[topic][ctx.rack(b)],
-            ctx.topic_replicas[topic][b],
-            ctx.cluster_leaders[b],
-            *ctx.load_key(topic, b)[1:],
-        ),
-    )
+    leaders rotate across racks), then topic/cluster load, then tie-break.
+
+        argmin over eligible of (topic leaders, topic leaders on its rack, topic replicas,
+                                 cluster leaders, cluster replicas, cluster bytes, rank)
+
+    read from the front of ctx.leader_order (kept in that order as replicas are placed)."""
+    best = ctx.leader_order(topic).best()
+    if best is None:
+        raise ValueError("min() arg is an empty sequence")  # as the scan it replaces did
+    return best
 
 
 def pick_removal(
@@ -93,7 +116,7 @@ def pick_removal(
     rack_use: dict[str, int] = {}
     for b in replicas:
         rack_use[ctx.rack(b)] = rack_use.get(ctx.rack(b), 0) + 1
-    eligible = set(ctx.eligible)
+    eligible = ctx.eligible_set
     position = {b: i for i, b in enumerate(replicas)}
 
     def key(b: int) -> tuple[bool, bool, bool, bool, bool, int, int, int, int]:
@@ -132,7 +155,7 @@ def pick_rack_move_source(
     rack_use: dict[str, int] = {}
     for b in replicas:
         rack_use[ctx.rack(b)] = rack_use.get(ctx.rack(b), 0) + 1
-    eligible = set(ctx.eligible)
+    eligible = ctx.eligible_set
     shared = [b for b in replicas if rack_use[ctx.rack(b)] > 1]
     candidates = (
         [b for b in shared if b != replicas[0] and b not in protected]

@@ -1,0 +1,130 @@
+"""Load-ordered views of the eligible brokers, kept current as a planning run places replicas.
+
+The pickers choose by a key of live counts (topic load, cluster load, bytes, a tie-break). A
+scan of every eligible broker per pick is what made a million partitions slow (500 brokers:
+~100 us a pick); these views keep the brokers sorted by that key instead, so a pick reads the
+front of a list and every count change moves one entry (a bisect and a short memmove).
+
+    ReplicaOrder(ctx, topic): brokers by (topic replicas, cluster replicas, cluster bytes, ring
+        position); equal loads sit in ring order, so "next after the last replica" is a bisect
+    LeaderOrder(ctx, topic): per rack, brokers by (topic leaders, topic replicas, cluster
+        leaders, cluster replicas, cluster bytes, rank), and the racks by their best broker's
+        key with the topic's leaders on the rack second, as pick_leader orders them
+
+PlanContext builds one of each for the topic being planned and updates it in `account`, the
+one place counts change. Pure (standard library only).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kreplica.planner.context import PlanContext
+
+ReplicaEntry = tuple[int, int, int, int, int]  # topic, cluster, bytes, position, broker
+LeaderEntry = tuple[int, int, int, int, int, int, int]  # ... rank, broker
+# the rack's best broker by pick_leader's key: its topic leaders, the topic leaders on the
+# rack, its entry (which ends with the broker id, so the rack name never decides), the rack
+RackHead = tuple[int, int, LeaderEntry, str]
+
+
+class ReplicaOrder:
+    """The eligible brokers of one topic in pick_new_replica's load order."""
+
+    __slots__ = ("entries", "entry_of", "racks", "ring", "topic")
+
+    def __init__(self, ctx: PlanContext, topic: str) -> None:
+        self.topic = topic
+        self.ring = len(ctx.tiebreak)
+        self.entry_of: dict[int, ReplicaEntry] = {b: self.entry(ctx, b) for b in ctx.eligible}
+        self.entries: list[ReplicaEntry] = sorted(self.entry_of.values())
+        # every rack (key) an eligible broker is on: when a partition uses all of them, no
+        # fresh rack is left and the first broker in load order wins
+        self.racks = frozenset(ctx.rack(b) for b in ctx.eligible)
+
+    def entry(self, ctx: PlanContext, b: int) -> ReplicaEntry:
+        return (
+            ctx.topic_replicas[self.topic][b],
+            ctx.cluster_replicas[b],
+            ctx.cluster_bytes[b] if ctx.use_bytes else 0,
+            ctx.tiebreak[b],
+            b,
+        )
+
+    def update(self, ctx: PlanContext, b: int) -> None:
+        old = self.entry_of.get(b)
+        if old is None:  # not eligible: never picked
+            return
+        new = self.entry(ctx, b)
+        if new != old:
+            entries = self.entries
+            del entries[bisect_left(entries, old)]
+            insort(entries, new)
+            self.entry_of[b] = new
+
+
+class LeaderOrder:
+    """The eligible brokers of one topic in pick_leader's order: the best leads heads[0].
+
+    Within a rack the rack's leader count is the same for all, so each rack list is sorted
+    without it; the heads (one per rack) put it back in second place."""
+
+    __slots__ = ("by_rack", "entry_of", "head_of", "heads", "rack_of", "topic")
+
+    def __init__(self, ctx: PlanContext, topic: str) -> None:
+        self.topic = topic
+        self.rack_of = {b: ctx.rack(b) for b in ctx.eligible}
+        self.entry_of: dict[int, LeaderEntry] = {b: self.entry(ctx, b) for b in ctx.eligible}
+        self.by_rack: dict[str, list[LeaderEntry]] = {}
+        for b, e in self.entry_of.items():
+            self.by_rack.setdefault(self.rack_of[b], []).append(e)
+        self.head_of: dict[str, RackHead] = {}
+        for rack, entries in self.by_rack.items():
+            entries.sort()
+            self.head_of[rack] = self._head(ctx, rack)
+        self.heads: list[RackHead] = sorted(self.head_of.values())
+
+    def entry(self, ctx: PlanContext, b: int) -> LeaderEntry:
+        return (
+            ctx.topic_leaders[self.topic][b],
+            ctx.topic_replicas[self.topic][b],
+            ctx.cluster_leaders[b],
+            ctx.cluster_replicas[b],
+            ctx.cluster_bytes[b] if ctx.use_bytes else 0,
+            ctx.rank(b),
+            b,
+        )
+
+    def _head(self, ctx: PlanContext, rack: str) -> RackHead:
+        first = self.by_rack[rack][0]
+        return (first[0], ctx.topic_rack_leaders[self.topic][rack], first, rack)
+
+    def best(self) -> int | None:
+        return self.heads[0][2][-1] if self.heads else None
+
+    def update(self, ctx: PlanContext, b: int) -> None:
+        old = self.entry_of.get(b)
+        if old is None:
+            return
+        new = self.entry(ctx, b)
+        if new != old:
+            rack = self.rack_of[b]
+            entries = self.by_rack[rack]
+            del entries[bisect_left(entries, old)]
+            insort(entries, new)
+            self.entry_of[b] = new
+            if entries[0] is new or self.head_of[rack][2] is old:
+                self.update_rack(ctx, rack)
+
+    def update_rack(self, ctx: PlanContext, rack: str) -> None:
+        old = self.head_of.get(rack)
+        if old is None:  # no eligible broker on it
+            return
+        new = self._head(ctx, rack)
+        if new != old:
+            heads = self.heads
+            del heads[bisect_left(heads, old)]
+            insort(heads, new)
+            self.head_of[rack] = new

@@ -394,9 +394,7 @@ class Applier:
                 }
             )
             self.cluster.alter_configs("broker", name, values)
-        self.emit(
-            {"event": "throttle-set", "rate": rate, "topics": 0, "brokers": len(names), "dirs": 1}
-        )
+        self.emit({"event": "dir-throttle-set", "rate": rate, "brokers": len(names)})
 
     def _move_dirs(self, wave: int, todo: Mapping[DirKey, str]) -> tuple[list[DirKey], int]:
         """AlterReplicaLogDirs for every replica still to move, with the broker throttle for
@@ -882,7 +880,8 @@ def cancel_plan(
         cancel_marker(journal).write_text("cancel\n", encoding="utf-8")
         if ours:
             cluster.alter_reassignments(dict.fromkeys(ours))
-        return ours, True
+        dirs_back = cancel_dir_moves(cluster, plan)  # the apply sends them back too: harmless
+        return ours + sorted({(t, p) for t, p, _ in dirs_back} - set(ours)), True
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,12 @@ class ProgressPrinter:
             f"{plural(int(e['topics']), 'topic')} on {plural(int(e['brokers']), 'broker')}"
         )
 
+    def _on_dir_throttle_set(self, e: dict[str, Any]) -> None:
+        self._print(
+            f"throttle {format_bytes(int(e['rate']))}/s set for copies between log dirs on "
+            f"{plural(int(e['brokers']), 'broker')}"
+        )
+
     def _on_throttle_restored(self, e: dict[str, Any]) -> None:
         self._print(f"throttles restored ({plural(int(e['configs']), 'config')} put back)")
 

@@ -257,6 +257,7 @@ def _assign_row(
         "kafka_placements_per_s": round(placements / kafka_median),
         "warm_ratio": round(ours_warm / kafka_median, 2),
         "java_version": kafka["java"],
+        "loadavg_1m": round(os.getloadavg()[0], 1),
     }
 
 
@@ -513,6 +514,7 @@ def _generate_runs(
         "kafka_generate_wall_s": round(kafka_median, 3),
         "kafka_generate_best_s": round(min(kafka_s), 3),
         "wall_ratio": round(ours_median / kafka_median, 2),
+        "loadavg_1m": round(os.getloadavg()[0], 1),
         "lower_bound_copies": n_partitions,
         "kreplica_copies": ours_copied,
         "kreplica_existing_moved": ours_dropped,
@@ -561,6 +563,7 @@ def compare_startup(*, runs: int = 20, verbose: bool = False) -> list[Row]:
                 "median_s": round(median, 4),
                 "best_s": round(min(samples), 4),
                 "over_python_s": round(median - base, 4),
+                "loadavg_1m": round(os.getloadavg()[0], 1),
             }
         )
         _log(verbose, f"startup {command}: {median * 1000:.0f} ms")

@@ -26,7 +26,22 @@ def read_user_file(path: Path, what: str, *, fix: str) -> str:
 
 
 def decode_json(text: str, origin: str, *, fix: str) -> Any:
-    """`text` parsed as JSON; `origin` names it in the message, `fix` says how to repair it."""
+    """`text` parsed as JSON; `origin` names it in the message, `fix` says how to repair it.
+
+    orjson parses it when installed (a million-partition snapshot: ~1 s instead of ~4 s;
+    imported here, at the first call, so the pure modules load nothing outside the standard
+    library). Whatever orjson refuses goes to the standard decoder, so what is accepted and
+    every message stay exactly the standard decoder's (it also takes NaN and lone
+    surrogates, which orjson does not)."""
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - a dependency; only a broken install lacks it
+        pass
+    else:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

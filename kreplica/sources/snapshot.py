@@ -91,8 +91,9 @@ def parse_snapshot(data: Any, *, origin: str = "snapshot") -> ClusterSnapshot:
         seen.add(b.id)
     topics: list[Topic] = []
     names: set[str] = set()
+    shared: dict[tuple[int, ...], tuple[int, ...]] = {}  # one tuple per distinct replica list
     for i, t in enumerate(_list(root.get("topics", []), origin, "topics")):
-        topic = _parse_topic(t, origin, f"topics[{i}]")
+        topic = _parse_topic(t, origin, f"topics[{i}]", shared)
         if topic.name in names:
             raise _fail(origin, f"topics[{i}].name", f"repeats topic {topic.name!r}")
         names.add(topic.name)
@@ -192,7 +193,10 @@ def _replica_sizes(
     return tuple(_opt_bytes(v, origin, f"{path}[{i}]") for i, v in enumerate(entries))
 
 
-def _parse_topic(raw: Any, origin: str, path: str) -> Topic:
+def _parse_topic(
+    raw: Any, origin: str, path: str, shared: dict[tuple[int, ...], tuple[int, ...]] | None = None
+) -> Topic:
+    shared = {} if shared is None else shared
     t = _obj(raw, origin, path)
     name = t.get("name")
     if not isinstance(name, str) or not name:
@@ -201,7 +205,9 @@ def _parse_topic(raw: Any, origin: str, path: str) -> Topic:
     configs = {str(k): str(v) for k, v in configs_raw.items() if v is not None}
     parts: dict[int, Partition] = {}
     for j, p in enumerate(_list(t.get("partitions", []), origin, f"{path}.partitions")):
-        part = _parse_partition(p, name, origin, f"{path}.partitions[{j}]")
+        part = _plain_partition(p, name, shared) or _parse_partition(
+            p, name, origin, f"{path}.partitions[{j}]"
+        )
         if part.partition in parts:
             raise _fail(
                 origin, f"{path}.partitions[{j}].partition", f"repeats partition {part.partition}"
@@ -220,6 +226,61 @@ def _parse_topic(raw: Any, origin: str, path: str) -> Topic:
         min_isr_source=_opt_str(
             t.get("min_insync_replicas_source"), origin, f"{path}.min_insync_replicas_source"
         ),
+    )
+
+
+_CHECKED_ONLY = ("replica_dirs", "replica_sizes")  # keys the plain path leaves to the checks
+
+
+def _plain_partition(
+    p: Any, topic: str, shared: dict[tuple[int, ...], tuple[int, ...]]
+) -> Partition | None:
+    """The common, well-formed partition, read without building a JSON path per field (the
+    snapshot of a million partitions spent most of its parse there); None: anything unusual,
+    which `_parse_partition` reads with its checks and messages. Equal replica lists share
+    one tuple (`shared`), and an ISR equal to the replicas is that tuple."""
+    if type(p) is not dict:
+        return None
+    number = p.get("partition")
+    raw = p.get("replicas")
+    if type(number) is not int or number < 0 or type(raw) is not list:
+        return None
+    for b in raw:
+        if type(b) is not int:
+            return None
+    replicas = tuple(raw)
+    if len(set(replicas)) != len(replicas):
+        return None
+    replicas = shared.setdefault(replicas, replicas)
+    leader = p.get("leader")
+    if leader is not None and type(leader) is not int:
+        return None
+    isr_raw = p.get("isr")
+    isr: tuple[int, ...] | None = None
+    if isr_raw is not None:
+        if type(isr_raw) is not list:
+            return None
+        for b in isr_raw:
+            if type(b) is not int:
+                return None
+        isr = tuple(isr_raw)
+        isr = replicas if isr == replicas else shared.setdefault(isr, isr)
+    size = p.get("size_bytes")
+    if size is not None and (type(size) is not int or size < 0):
+        return None
+    for key in ("adding_replicas", "removing_replicas"):
+        if key in p and (type(p[key]) is not list or p[key]):
+            return None  # in flight (rare) or not a list: read with the checks
+    for key in _CHECKED_ONLY:
+        if p.get(key) is not None:
+            return None
+    return Partition(
+        topic,
+        number,
+        replicas,
+        leader=replicas[0] if replicas and leader == replicas[0] else leader,
+        isr=isr,
+        size_bytes=size,
     )
 
 

@@ -7,12 +7,13 @@ are moved first by rack repair, since they hold no data yet.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from kreplica.errors import PlanInfeasible, UsageError
 from kreplica.model import ClusterSnapshot, Finding, PartitionChange, Plan, Topic
+from kreplica.planner.balance import TopicUnits, balance_units
 from kreplica.planner.context import PlanContext
 from kreplica.planner.degraded import (
     dead_broker_findings,
@@ -400,6 +401,87 @@ def _moves(topic: Topic, work: Work) -> tuple[int, int]:
     return added, removed
 
 
+class _Disk(Protocol):
+    def fits(self, broker: int, size_bytes: int | None) -> bool: ...
+
+    def take(self, broker: int, size_bytes: int | None) -> None: ...
+
+
+def _grown_only(
+    topic: Topic, req: TopicRequest, state: _Degraded, work: Work
+) -> dict[int, int] | None:
+    """When the request only adds replicas to this topic (RF raise, new partitions; no
+    lowering, no rack repair): partition id -> how many leading replicas are fixed (the
+    existing ones, dead ones replaced in place; a new partition's leader). Else None."""
+    if req.fix_racks:
+        return None
+    fixed: dict[int, int] = {}
+    for p in topic.partitions:
+        reps = work[p.partition]
+        if (topic.name, p.partition) in state.skipped:
+            fixed[p.partition] = len(reps)
+        elif len(reps) < len(p.replicas):
+            return None
+        else:
+            fixed[p.partition] = len(p.replicas)
+    for pid in work:
+        fixed.setdefault(pid, 1)
+    return fixed
+
+
+def _balance_exact(ctx: PlanContext, topic: Topic, work: Work, fixed: dict[int, int]) -> bool:
+    """Even out the replicas `balanced` just added to the topic (balance.balance_units) and
+    account the moves in ctx. True when the topic's spread is the lowest any placement of
+    the same new replicas reaches."""
+    scope = set(ctx.eligible)
+    for p in topic.partitions:
+        scope.update(p.replicas)
+    for reps in work.values():
+        scope.update(reps)
+    cluster_bytes = ctx.cluster_bytes if ctx.use_bytes else None
+    cluster_load = ctx.cluster_replicas
+
+    def order(b: int) -> tuple[int, int, int]:
+        return (
+            cluster_load[b],
+            cluster_bytes[b] if cluster_bytes is not None else 0,
+            ctx.rank(b),
+        )
+
+    sizes = {p.partition: p.size_bytes for p in topic.partitions}
+    disk: _Disk | None = getattr(ctx, "disk", None)  # the disk guard, when there is one
+
+    def admits(broker: int, pid: int) -> bool:  # new partitions hold no data yet
+        return disk is None or disk.fits(broker, sizes.get(pid))
+
+    before = {pid: list(reps) for pid, reps in work.items() if fixed.get(pid, 0) < len(reps)}
+    units = TopicUnits(
+        replicas=work,
+        fixed=fixed,
+        eligible=ctx.eligible,
+        rack=ctx.rack,
+        scope=sorted(scope & ctx.live),
+        order=order,
+        admits=admits if disk is not None else None,
+    )
+    result = balance_units(units)
+    if result.moved:
+        for pid, old in before.items():
+            new = work[pid]
+            if old == new:
+                continue
+            ctx.replace(topic.name, old, new, sizes.get(pid, 0))
+            if disk is not None:
+                size = sizes.get(pid) or 0
+                for b in old:
+                    if b not in new:
+                        disk.take(b, -size)
+                for b in new:
+                    if b not in old:
+                        disk.take(b, size)
+    return result.optimal
+
+
 def _plan_topic(
     ctx: PlanContext,
     strategy: Strategy,
@@ -407,19 +489,22 @@ def _plan_topic(
     req: TopicRequest,
     target_rf: int,
     state: _Degraded,
-    worse: set[str],
-) -> tuple[Work, str]:
-    """Run the strategy; for `balanced`, unless it reached the floor, keep the kafka or append
-    placement instead when it gives this topic a lower spread with the same number of added
-    and removed replicas. Strategies found worse on this topic join `worse`. Returns the work
-    and the strategy whose placement was kept."""
+) -> tuple[Work, str, bool]:
+    """Run the strategy. For `balanced`, when the request only adds replicas, even out the
+    new ones exactly (balance.py); otherwise (lowering, rack repair), unless it reached the
+    floor, keep the kafka or append placement instead when it gives this topic a lower
+    spread with the same number of added and removed replicas. Returns the work, the
+    strategy whose placement was kept, and whether the topic's spread is proven lowest."""
     mark = len(ctx.fallbacks)
     work = _apply_request(ctx, strategy, topic, req, target_rf, state)
     if strategy.name != "balanced":
-        return work, strategy.name
+        return work, strategy.name, False
+    fixed = _grown_only(topic, req, state, work)
+    if fixed is not None:
+        return work, strategy.name, _balance_exact(ctx, topic, work, fixed)
     own_spread, floor = _spread_and_floor(ctx, topic, work)
     if own_spread <= max(floor, 1):
-        return work, strategy.name
+        return work, strategy.name, own_spread <= floor
     own_moves = _moves(topic, work)
     best = (own_spread, 0, strategy.name)
     _undo_request(ctx, topic, work, mark)
@@ -428,13 +513,11 @@ def _plan_topic(
         other_spread = _spread_and_floor(ctx, topic, other)[0]
         if _moves(topic, other) == own_moves:
             best = min(best, (other_spread, rank, name))
-        if other_spread > own_spread:
-            worse.add(name)
         _undo_request(ctx, topic, other, mark)
     chosen = strategy_named(best[2])
     work = _apply_request(ctx, chosen, topic, req, target_rf, state)
     del ctx.fallbacks[mark:]  # another strategy's fallbacks to balanced are balanced's own picks
-    return work, best[2]
+    return work, best[2], False
 
 
 def make_plan(
@@ -444,69 +527,9 @@ def make_plan(
 ) -> Plan:
     """The smallest change giving each requested topic its target shape (see module doc).
 
-    With `balanced` the result is never worse than `kafka` or `append` on any topic's spread
-    and, where one of those whole plans is no worse on every topic, on the cluster spread."""
-    worse: set[str] = set()
-    plan = _make_plan(snapshot, requests, options, worse)
-    if options.strategy != "balanced" or not plan.changes:
-        return plan
-    cluster_spread = plan.report["cluster_spread_after"]
-    counts = plan.report["broker_replicas_after"]
-    assert isinstance(cluster_spread, int) and isinstance(counts, dict)
-    live = snapshot.live_broker_ids()
-    total = sum(n for b, n in counts.items() if b in live)
-    if cluster_spread <= (1 if live and total % len(live) else 0):
-        return plan
-    best = plan
-    for name in ("kafka", "append"):
-        if name in worse:  # worse on some topic: that whole plan cannot be no worse
-            continue
-        other = _make_plan(snapshot, requests, dataclasses.replace(options, strategy=name), set())
-        if _no_worse(other, best):
-            best = other
-    if best is plan:
-        return plan
-    report = dict(best.report)
-    report["strategy"] = "balanced"
-    report["placement_from"] = dict.fromkeys(_report_topics(best), best.strategy)
-    report["fallbacks"] = []
-    return dataclasses.replace(
-        best,
-        strategy="balanced",
-        report=report,
-        findings=tuple(f for f in best.findings if f.code != "strategy-fallback"),
-    )
-
-
-def _report_topics(plan: Plan) -> list[str]:
-    topics = plan.report.get("topics")
-    return [str(t) for t in topics] if isinstance(topics, list) else []
-
-
-def _no_worse(other: Plan, best: Plan) -> bool:
-    """`other` adds and removes as many replicas, no topic spread is higher and the cluster
-    spread is lower."""
-    a, b = other.report, best.report
-    same_moves = all(
-        a[k] == b[k] for k in ("replicas_added", "replicas_removed", "existing_replicas_moved")
-    )
-    spreads_a, spreads_b = a["topic_spread_after"], b["topic_spread_after"]
-    assert isinstance(spreads_a, dict) and isinstance(spreads_b, dict)
-    cluster_a, cluster_b = a["cluster_spread_after"], b["cluster_spread_after"]
-    assert isinstance(cluster_a, int) and isinstance(cluster_b, int)
-    return (
-        same_moves
-        and all(spreads_a[t] <= spreads_b[t] for t in spreads_b)
-        and cluster_a < cluster_b
-    )
-
-
-def _make_plan(
-    snapshot: ClusterSnapshot,
-    requests: Sequence[TopicRequest],
-    options: PlanOptions,
-    worse: set[str],
-) -> Plan:
+    With `balanced`, a topic whose request only adds replicas gets the lowest replica spread
+    any placement of the new replicas reaches (balance.py); a topic whose request lowers RF or
+    repairs racks is never worse than `kafka` or `append` on its spread."""
     if options.strategy not in STRATEGIES:
         raise UsageError(
             f"unknown strategy {options.strategy!r}; use one of {', '.join(STRATEGIES)}"
@@ -532,15 +555,18 @@ def _make_plan(
     bound = LowerBound()
     changes: list[PartitionChange] = []
     placement_from: dict[str, str] = {}
+    proven: set[str] = set()  # topics whose spread no placement of the same moves lowers
 
     for req in sorted(requests, key=lambda r: r.topic):
         topic = topics_by_name[req.topic]
         findings.extend(_state_findings(topic, ctx, req))
         target_rf = req.rf if req.rf is not None else topic.replication_factor
         _lower_bound(ctx, topic, req, target_rf, bound, state)
-        work, used = _plan_topic(ctx, strategy, topic, req, target_rf, state, worse)
+        work, used, optimal = _plan_topic(ctx, strategy, topic, req, target_rf, state)
         if used != strategy.name:
             placement_from[topic.name] = used
+        if optimal:
+            proven.add(topic.name)
         changes.extend(_changes(topic, work))
 
     changes.sort(key=lambda c: (c.topic, c.partition))
@@ -563,7 +589,7 @@ def _make_plan(
     )
     if placement_from:
         report["placement_from"] = placement_from
-    findings.extend(_imbalance_findings(report, snapshot, ctx, changes))
+    findings.extend(_imbalance_findings(report, snapshot, ctx, changes, proven))
     return Plan(
         cluster_id=snapshot.cluster_id,
         snapshot_fingerprint=snapshot.fingerprint(),
@@ -636,7 +662,12 @@ def _imbalance_findings(
     snapshot: ClusterSnapshot,
     ctx: PlanContext,
     changes: Sequence[PartitionChange],
+    proven: set[str],
 ) -> list[Finding]:
+    """At most one note on topics left with a spread above 1, saying why: the old layout
+    alone (no placement of the new replicas does better even without per-partition rules),
+    the per-partition rules (balance.py proved no placement does better), or else which
+    strategies were compared."""
     spreads = report["topic_spread_after"]
     assert isinstance(spreads, dict)
     uneven = sorted((value, topic) for topic, value in spreads.items() if value > 1)
@@ -644,10 +675,17 @@ def _imbalance_findings(
         return []
     worst_value = max(value for value, _ in uneven)
     worst_topic = min(topic for value, topic in uneven if value == worst_value)
-    if all(_forced_by_layout(snapshot, ctx, topic, changes) for _, topic in uneven):
+    forced = {topic for _, topic in uneven if _forced_by_layout(snapshot, ctx, topic, changes)}
+    if len(forced) == len(uneven):
         why = (
             "with every existing replica where it is, no placement of the new ones does "
             "better; only moving existing replicas would, and this plan moves none"
+        )
+    elif all(topic in forced or topic in proven for _, topic in uneven):
+        why = (
+            "with every existing replica where it is, one replica of a partition per broker "
+            "and new replicas on racks their partition lacks, no placement of the new ones "
+            "does better; only moving existing replicas would, and this plan moves none"
         )
     elif report["strategy"] == "balanced":
         why = (

@@ -585,10 +585,23 @@ def _table(rows: list[Row], columns: list[tuple[str, str]]) -> str:
 
     body = [[cell(r.get(key, "")) for key, _ in columns] for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, (_, h) in enumerate(columns)]
-    lines = [" | ".join(h.rjust(w) for (_, h), w in zip(columns, widths, strict=True))]
-    lines.append("-|-".join("-" * w for w in widths))
-    lines += [" | ".join(c.rjust(w) for c, w in zip(b, widths, strict=True)) for b in body]
-    return "\n".join(lines)
+    # Text columns to the left, numbers to the right: a Markdown table as it stands.
+    left = [all(isinstance(r.get(key), str) for r in rows) for key, _ in columns]
+    just = [str.ljust if is_left else str.rjust for is_left in left]
+
+    def line(cells: list[str]) -> str:
+        padded = (j(c, w) for j, c, w in zip(just, cells, widths, strict=True))
+        return "| " + " | ".join(padded) + " |"
+
+    rule = (
+        "|"
+        + "|".join(
+            ("-" * (w + 1) + ":" if not lf else ":" + "-" * (w + 1))
+            for w, lf in zip(widths, left, strict=True)
+        )
+        + "|"
+    )
+    return "\n".join([line([h for _, h in columns]), rule, *(line(b) for b in body)])
 
 
 ASSIGN_COLUMNS = [

@@ -56,3 +56,70 @@ def generated_cluster(
         topics=tuple(built),
         cluster_id=f"bench-{seed}",
     )
+
+
+def write_scale_snapshot(
+    path: str,
+    *,
+    brokers: int,
+    racks: int,
+    partitions: int,
+    rf: int = 2,
+    per_topic: int = 500,
+    misplaced_share: float = 0.02,
+    seed: int = 1,
+) -> None:
+    """A snapshot file as `kreplica snapshot` writes it (leader, ISR, sizes) for the scale
+    benchmark: topics of `per_topic` partitions (fewer for the last one) laid out by Kafka's
+    placement (rack-aware when `racks`); `misplaced_share` of the topics (the first, then every
+    1/share-th) are laid out as if there were no racks, so rack repair has work."""
+    import orjson
+
+    rng = random.Random(seed)
+    ids = list(range(brokers))
+    rack_of = {b: f"rack-{b % racks}" for b in ids} if racks else None
+    topics = []
+    left, t = partitions, 0
+    while left > 0:
+        count = min(per_topic, left)
+        left -= count
+        # every (1/misplaced_share)-th topic, the first included, ignores the racks
+        every = round(1 / misplaced_share) if misplaced_share else 0
+        aware = rack_of is not None and not (every and t % every == 0)
+        placed = assign_replicas(
+            ids,
+            count,
+            rf,
+            racks=rack_of if aware else None,
+            rng=JavaRandom(rng.randrange(1 << 31)),
+        )
+        topics.append(
+            {
+                "name": f"topic-{t:05d}",
+                "configs": {},
+                "partitions": [
+                    {
+                        "partition": p,
+                        "replicas": placed[p],
+                        "leader": placed[p][0],
+                        "isr": placed[p],
+                        "size_bytes": rng.randrange(1 << 20, 1 << 32),
+                    }
+                    for p in range(count)
+                ],
+            }
+        )
+        t += 1
+    doc = {
+        "kreplica_snapshot": 1,
+        "cluster_id": f"scale-{brokers}-{racks}-{partitions}",
+        "source": "bench/planner_clusters.py",
+        "captured_at": None,
+        "brokers": [
+            {"id": b, "rack": rack_of[b] if rack_of else None, "host": f"10.0.{b // 250}.{b % 250}"}
+            for b in ids
+        ],
+        "topics": topics,
+    }
+    with open(path, "wb") as f:
+        f.write(orjson.dumps(doc))

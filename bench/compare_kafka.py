@@ -400,30 +400,43 @@ def compare_generate(
 
 
 def _create_batch(bootstrap: str, names: list[str], partitions: int, rf: int) -> None:
-    """Create the topics and wait for their leaders; a request that times out on a busy
-    machine is retried (up to 3 times) for the topics that do not exist yet."""
-    from confluent_kafka.admin import AdminClient
+    """Create the topics (Kafka places them) and wait for their leaders. On a busy machine a
+    CreateTopics request can time out while the controller still creates the topic: failed
+    topics are re-sent (up to 5 times), and "already exists" counts as created."""
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import AdminClient, NewTopic
 
-    from kreplica.testing import TopicSpec, create_topics, wait_for_leaders
+    from kreplica.testing import wait_for_leaders
 
+    admin = AdminClient({"bootstrap.servers": bootstrap})
     todo = list(names)
-    for attempt in range(1, 4):
-        try:
-            create_topics(
-                bootstrap,
-                [TopicSpec(t, partitions=partitions, replication_factor=rf) for t in todo],
-                timeout_s=300,
-            )
-            return
-        except RuntimeError:
-            if attempt == 3:
-                raise
-            time.sleep(10)
-            existing = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=60).topics
-            todo = [t for t in todo if t not in existing]
-            if not todo:
-                wait_for_leaders(bootstrap, dict.fromkeys(names, partitions), timeout_s=600)
-                return
+    for attempt in range(1, 6):
+        futures = admin.create_topics(
+            [NewTopic(t, num_partitions=partitions, replication_factor=rf) for t in todo],
+            operation_timeout=120,
+            request_timeout=180,
+        )
+        failed: list[str] = []
+        errors: list[str] = []
+        for topic, future in futures.items():
+            try:
+                future.result(timeout=300)
+            except Exception as exc:
+                error = exc.args[0] if exc.args else None
+                if (
+                    isinstance(error, KafkaError)
+                    and error.code() == KafkaError.TOPIC_ALREADY_EXISTS
+                ):
+                    continue
+                failed.append(topic)
+                errors.append(f"{topic}: {exc}")
+        if not failed:
+            break
+        if attempt == 5:
+            raise SandboxError(f"could not create {len(failed)} topics: {errors[:3]}")
+        time.sleep(5)
+        todo = failed
+    wait_for_leaders(bootstrap, dict.fromkeys(names, partitions), timeout_s=900)
 
 
 def _generate_runs(

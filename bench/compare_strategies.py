@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from planner_clusters import generated_cluster
 
-from kreplica.model import ClusterSnapshot
+from kreplica.model import ClusterSnapshot, Plan
 from kreplica.planner import STRATEGIES, PlanOptions, TopicRequest, make_plan
 
 Scenario = tuple[str, ClusterSnapshot, Callable[[ClusterSnapshot], list[TopicRequest]]]
@@ -84,6 +84,21 @@ def _spread(report: dict[str, Any], key: str) -> int:
     return max(report[key].values()) - min(report[key].values())
 
 
+def topic_leader_spread(snapshot: ClusterSnapshot, plan: Plan, eligible: list[int]) -> int:
+    """The worst topic's preferred-leader spread after the plan, over the eligible brokers
+    and every live broker leading one of its partitions."""
+    after = {(t.name, p.partition): p.replicas for t in snapshot.topics for p in t.partitions}
+    for c in plan.changes:
+        after[(c.topic, c.partition)] = c.after
+    topics = {str(t) for t in plan.report["topics"]}
+    live = snapshot.live_broker_ids()
+    counts: dict[str, dict[int, int]] = {t: dict.fromkeys(eligible, 0) for t in topics}
+    for (topic, _), reps in after.items():
+        if topic in counts and reps and reps[0] in live:
+            counts[topic][reps[0]] = counts[topic].get(reps[0], 0) + 1
+    return max((max(c.values()) - min(c.values()) for c in counts.values() if c), default=0)
+
+
 def rows(r: dict[str, Any]) -> list[tuple[str, str]]:
     peaks = "/".join(
         str(_max(r, k))
@@ -114,6 +129,12 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str]]:
             f"{_max(r, 'topic_spread_before')} -> {_max(r, 'topic_spread_after')}",
         ),
         (
+            "topics with spread > 1 after",
+            f"{sum(1 for v in r['topic_spread_after'].values() if v > 1)}"
+            f"/{len(r['topic_spread_after'])}",
+        ),
+        ("worst topic leader spread after", str(r["_topic_leader_spread"])),
+        (
             "cluster spread before -> after",
             f"{r['cluster_spread_before']} -> {r['cluster_spread_after']}",
         ),
@@ -133,6 +154,9 @@ def main() -> None:
             plan = make_plan(snapshot, requests, PlanOptions(strategy=strategy))
             timings[strategy] = time.perf_counter() - start
             reports[strategy] = dict(plan.report)
+            reports[strategy]["_topic_leader_spread"] = topic_leader_spread(
+                snapshot, plan, list(plan.report["eligible_brokers"])
+            )
         print(title)
         table = {s: rows(reports[s]) for s in STRATEGIES}
         labels = [label for label, _ in table[STRATEGIES[0]]]

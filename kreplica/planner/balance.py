@@ -318,6 +318,14 @@ def _counts(units: TopicUnits) -> tuple[dict[int, int], dict[int, int]]:
     return count, base
 
 
+def lowest_bound(units: TopicUnits) -> int:
+    """The water-filling floor of the topic's spread for these units (per-partition rules
+    ignored): no placement of them goes lower."""
+    count, base = _counts(units)
+    added = sum(count.values()) - sum(base.values())
+    return floor_of(base, sorted(units.eligible), added)
+
+
 def balance_units(units: TopicUnits, target: int = 0) -> Result:
     """Move units (never fixed replicas) until the topic's spread over `units.scope` is the
     lowest any valid placement reaches, or at most `target` (0: the lowest)."""

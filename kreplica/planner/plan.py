@@ -7,13 +7,14 @@ are moved first by rack repair, since they hold no data yet.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from kreplica.errors import PlanInfeasible, UsageError
 from kreplica.model import ClusterSnapshot, Finding, PartitionChange, Plan, Topic
-from kreplica.planner.balance import TopicUnits, balance_units
+from kreplica.planner.balance import TopicUnits, balance_units, lowest_bound
 from kreplica.planner.context import PlanContext
 from kreplica.planner.degraded import (
     dead_broker_findings,
@@ -465,6 +466,14 @@ def _balance_exact(ctx: PlanContext, topic: Topic, work: Work, fixed: dict[int, 
         admits=admits if disk is not None else None,
     )
     result = balance_units(units)
+    optimal = result.optimal
+    if optimal and len(work) > len(topic.partitions) and result.spread_after:
+        # the new partitions' leaders were fixed first: proven only if the spread is as low
+        # as placing them too could make it (ignoring per-partition rules)
+        loose = dict(fixed)
+        for pid in range(len(topic.partitions), len(work)):
+            loose[pid] = 0
+        optimal = result.spread_after <= lowest_bound(dataclasses.replace(units, fixed=loose))
     if result.moved:
         for pid, old in before.items():
             new = work[pid]
@@ -479,7 +488,7 @@ def _balance_exact(ctx: PlanContext, topic: Topic, work: Work, fixed: dict[int, 
                 for b in new:
                     if b not in old:
                         disk.take(b, size)
-    return result.optimal
+    return optimal
 
 
 def _plan_topic(
@@ -689,8 +698,9 @@ def _imbalance_findings(
         )
     elif report["strategy"] == "balanced":
         why = (
-            "this is the most even of the balanced, kafka and append placements for these "
-            "moves; no existing replica moves to even them out"
+            "balanced spreads new partitions' leaders evenly first, and lowering RF or "
+            "repairing racks keeps the most even of the balanced, kafka and append "
+            "placements; no existing replica moves to even them out"
         )
     else:
         why = "--strategy balanced may place the new replicas more evenly"

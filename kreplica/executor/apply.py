@@ -90,7 +90,9 @@ class Cluster(Protocol):
     def replica_logs(
         self, topics: Sequence[str], brokers: Collection[int]
     ) -> Mapping[DirKey, ReplicaLog]: ...
-    def alter_replica_log_dirs(self, targets: Mapping[DirKey, str]) -> None: ...
+    def alter_replica_log_dirs(
+        self, targets: Mapping[DirKey, str], *, missing_ok: bool = False
+    ) -> None: ...
 
 
 class Submitter(Protocol):
@@ -579,6 +581,7 @@ class Applier:
                 }
             )
         self.emit({"event": "wave-start", "wave": number, "partitions": [m.name for m in wave]})
+        self._prefer_dirs(wave)
         try:
             self.submitter.submit(targets)
         except KreplicaError as exc:
@@ -587,6 +590,30 @@ class Applier:
         self._wait(targets, {m.key: m for m in wave}, wave=number)
         self.journal.append({"event": "wave-done", "wave": number, "partitions": len(wave)})
         self.emit({"event": "wave-done", "wave": number, "partitions": len(wave)})
+
+    def _prefer_dirs(self, wave: Sequence[Move]) -> None:
+        """Before a wave, tell each receiving broker the dir the plan names for its new replica
+        (AlterReplicaLogDirs for a replica it does not have yet: the broker records the dir and
+        creates the replica there), as Kafka's tool does, so it is not copied twice. Best
+        effort: what does not land there is moved after the waves."""
+        wanted = {
+            (m.topic, m.partition, b): self.plan.dirs[(m.topic, m.partition, b)]
+            for m in wave
+            for b in m.added
+            if (m.topic, m.partition, b) in self.plan.dirs
+        }
+        if not wanted:
+            return
+        try:
+            self.cluster.alter_replica_log_dirs(wanted, missing_ok=True)
+        except KreplicaError as exc:
+            self.emit(
+                {
+                    "event": "warning",
+                    "message": f"naming the log dirs of new replicas before the move failed "
+                    f"({exc}); they are moved into their dirs after it",
+                }
+            )
 
     def _submit_refused(self, exc: KreplicaError) -> None:
         """The cluster refused a submission (e.g. the znode exists: exit 6). When nothing of

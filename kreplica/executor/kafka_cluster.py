@@ -50,6 +50,14 @@ class Submitter(Protocol):
     def submit(self, targets: Mapping[Key, Sequence[int]]) -> None: ...
 
 
+# AlterReplicaLogDirs' answers for a replica the broker does not host yet (it keeps the dir).
+_NOT_HOSTED_YET = (
+    "NotLeaderForPartitionError",
+    "NotLeaderOrFollowerError",
+    "ReplicaNotAvailableError",
+)
+
+
 class KafkaCluster:
     """One cluster, through its brokers. Built from an AdminSource (reads) it also writes."""
 
@@ -298,9 +306,13 @@ class KafkaCluster:
                 return  # cancelling what already finished: nothing to undo
             raise ExecutorError(f"Kafka refused the reassignment of {shown}{more}")
 
-    def alter_replica_log_dirs(self, targets: Mapping[tuple[str, int, int], str]) -> None:
+    def alter_replica_log_dirs(
+        self, targets: Mapping[tuple[str, int, int], str], *, missing_ok: bool = False
+    ) -> None:
         """AlterReplicaLogDirs: move each (topic, partition, broker) replica into the named dir
-        of its broker (the dir it is in already: a move between dirs running stops)."""
+        of its broker (the dir it is in already: a move between dirs running stops). For a
+        replica the broker does not host yet it records the dir to create it in and answers
+        NotLeaderOrFollower (or ReplicaNotAvailable); `missing_ok` accepts those answers."""
         from kafka import TopicPartitionReplica
         from kafka.errors import KafkaError
 
@@ -321,6 +333,8 @@ class KafkaCluster:
             for r, error in (results or {}).items()
             if error is not None and error.__name__ != "NoError"
         )
+        if missing_ok:
+            failed = [(w, n) for w, n in failed if n not in _NOT_HOSTED_YET]
         if failed:
             shown = ", ".join(f"{where} ({name})" for where, name in failed[:5])
             more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""

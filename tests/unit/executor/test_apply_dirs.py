@@ -73,7 +73,9 @@ class JbodCluster:
             if k[0] in topics and k[2] in brokers
         }
 
-    def alter_replica_log_dirs(self, targets: Mapping[DirKey, str]) -> None:
+    def alter_replica_log_dirs(
+        self, targets: Mapping[DirKey, str], *, missing_ok: bool = False
+    ) -> None:
         self.sent.append(dict(targets))
         for key, path in targets.items():
             if path == self.dirs[key]:

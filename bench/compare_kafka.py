@@ -363,20 +363,24 @@ def compare_generate(
         "rf_to": rf + 1,
     }
     start = time.perf_counter()
-    # 384 MB, the sandbox's broker heap for tests, is too little for ~7,000 replicas a broker
-    # (requests then time out): the brokers of this sandbox get BROKER_HEAP.
+    # The sandbox's broker heap (384 MB) is sized for test clusters; ~7,000 replicas a broker
+    # get BROKER_HEAP (the sandbox has no option for it: its module default is swapped for the
+    # duration of up()).
     heap = sandbox_cluster._BROKER_HEAP
     saved = list(heap)
-    heap[:] = BROKER_HEAP
     try:
-        info = sandbox.up(
-            mode=mode,
-            brokers=brokers,
-            racks=racks,
-            name=name,
-            kafka_version=kafka_version,
-            timeout_s=600,
-        )
+        heap[:] = BROKER_HEAP
+        try:
+            info = sandbox.up(
+                mode=mode,
+                brokers=brokers,
+                racks=racks,
+                name=name,
+                kafka_version=kafka_version,
+                timeout_s=600,
+            )
+        finally:
+            heap[:] = saved
         row["sandbox_up_s"] = round(time.perf_counter() - start, 1)
         _log(verbose, f"generate: sandbox {name} up in {row['sandbox_up_s']} s")
         start = time.perf_counter()
@@ -393,7 +397,6 @@ def compare_generate(
             _generate_runs(name, info.bootstrap_servers, names, broker_ids, rf, runs, verbose)
         )
     finally:
-        heap[:] = saved
         sandbox.down(name)
         _log(verbose, f"generate: sandbox {name} down")
     return [row]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -17,41 +16,39 @@ from kreplica.sandbox import SandboxInfo
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 
-def _explain(flag: str, address: str) -> tuple[subprocess.CompletedProcess[str], float]:
-    started = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "kreplica", "explain", flag, address],
+def _explain(flag: str, address: str) -> subprocess.CompletedProcess[str]:
+    # "At once" without a stopwatch: with a 300 s --timeout, waiting for it would hit the
+    # subprocess limit and fail the test.
+    return subprocess.run(
+        [sys.executable, "-m", "kreplica", "explain", flag, address, "--timeout", "300"],
         capture_output=True,
         text=True,
         env={**os.environ, "NO_COLOR": "1"},
         check=False,
-        timeout=60,
+        timeout=90,
     )
-    return proc, time.monotonic() - started
 
 
 @pytest.mark.parametrize("fixture", ["zk_cluster", "kraft_cluster"])
 def test_a_kafka_port_as_zookeeper_is_named(fixture: str, request: pytest.FixtureRequest) -> None:
     info: SandboxInfo = request.getfixturevalue(fixture)
     broker = info.bootstrap_servers.split(",")[0]
-    proc, elapsed = _explain("--zookeeper", broker)
+    proc = _explain("--zookeeper", broker)
     assert proc.returncode == ExitCode.SOURCE
     lines = proc.stderr.splitlines()
     assert len(lines) == 1, proc.stderr
     assert f"{broker} answered, but is not ZooKeeper" in lines[0]
     assert "a Kafka port? pass it as --bootstrap-server" in lines[0]
-    assert elapsed < 5.0, f"took {elapsed:.1f}s (the default --timeout is 15 s)"
 
 
 def test_a_zookeeper_port_as_bootstrap_server_is_named(zk_cluster: SandboxInfo) -> None:
     assert zk_cluster.zookeeper is not None
-    proc, elapsed = _explain("--bootstrap-server", zk_cluster.zookeeper)
+    proc = _explain("--bootstrap-server", zk_cluster.zookeeper)
     assert proc.returncode == ExitCode.SOURCE
     lines = proc.stderr.splitlines()
     assert len(lines) == 1, proc.stderr
     assert f"{zk_cluster.zookeeper} answered, but is not Kafka" in lines[0]
     assert "a ZooKeeper port? pass it as --zookeeper" in lines[0]
-    assert elapsed < 5.0, f"took {elapsed:.1f}s"
 
 
 def test_the_right_ports_still_read_the_cluster(zk_cluster: SandboxInfo) -> None:
@@ -61,5 +58,5 @@ def test_the_right_ports_still_read_the_cluster(zk_cluster: SandboxInfo) -> None
         ("--zookeeper", zk_cluster.zookeeper),
         ("--bootstrap-server", zk_cluster.bootstrap_servers),
     ):
-        proc, _ = _explain(flag, address)
+        proc = _explain(flag, address)
         assert proc.returncode == 0, proc.stderr

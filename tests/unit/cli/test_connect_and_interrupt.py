@@ -1,6 +1,10 @@
-"""The CLI in real processes against real local sockets: a refused connection fails in about a
-second with one line that says so, silence waits --timeout, and Ctrl-C at any point is one
-line, exit 130, and with --output json an envelope with status "interrupted"."""
+"""The CLI in real processes against real local sockets: a refused connection fails at once with
+one line that says so, silence waits --timeout, and Ctrl-C at any point is one line, exit 130,
+and with --output json an envelope with status "interrupted".
+
+No tight time limits (the machines are shared and noisy): where "at once" matters, the command
+gets a --timeout far longer than the subprocess is allowed to run, so waiting for it fails the
+test instead of a stopwatch."""
 
 from __future__ import annotations
 
@@ -28,8 +32,19 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
+LONG_TIMEOUT = "300"  # seconds; no test lets kreplica run that long
+RUN_LIMIT_S = 90
+
+
+class SilentServer(str):
+    """host:port of a server that accepts connections and never answers; `accepted` lists
+    the connections it took."""
+
+    accepted: list[socket.socket]
+
+
 @pytest.fixture
-def silent_server() -> Iterator[str]:
+def silent_server() -> Iterator[SilentServer]:
     """A port that accepts connections and never answers (a hung server)."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
@@ -47,8 +62,10 @@ def silent_server() -> Iterator[str]:
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
+    address = SilentServer(f"127.0.0.1:{server.getsockname()[1]}")
+    address.accepted = accepted
     try:
-        yield f"127.0.0.1:{server.getsockname()[1]}"
+        yield address
     finally:
         stop.set()
         thread.join(2)
@@ -72,27 +89,24 @@ def _sigint_default() -> None:
 
 @pytest.mark.parametrize("flag", SOURCES)
 def test_connection_refused_fails_at_once_with_one_line(flag: str) -> None:
-    started = time.monotonic()
+    # Refused must not wait for --timeout: with 300 s, waiting would hit the run limit.
     proc = subprocess.run(
-        _kreplica("explain", flag, f"127.0.0.1:{_closed_port()}"),
+        _kreplica("explain", flag, f"127.0.0.1:{_closed_port()}", "--timeout", LONG_TIMEOUT),
         capture_output=True,
         text=True,
         env=_env(),
         cwd=REPO,
         check=False,
-        timeout=60,
+        timeout=RUN_LIMIT_S,
     )
-    elapsed = time.monotonic() - started
     assert proc.returncode == ExitCode.SOURCE
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: cannot reach "), proc.stderr
     assert "connection refused" in lines[0] and flag in lines[0]
-    # the default --timeout is 15 s; refused must not wait for it (interpreter start-up included)
-    assert elapsed < 3.0, f"took {elapsed:.1f}s"
 
 
 @pytest.mark.parametrize("flag", SOURCES)
-def test_silence_waits_for_the_timeout_and_says_so(flag: str, silent_server: str) -> None:
+def test_silence_waits_for_the_timeout_and_says_so(flag: str, silent_server: SilentServer) -> None:
     started = time.monotonic()
     proc = subprocess.run(
         _kreplica("explain", flag, silent_server, "--timeout", "1.5"),
@@ -101,21 +115,21 @@ def test_silence_waits_for_the_timeout_and_says_so(flag: str, silent_server: str
         env=_env(),
         cwd=REPO,
         check=False,
-        timeout=60,
+        timeout=RUN_LIMIT_S,
     )
     elapsed = time.monotonic() - started
     assert proc.returncode == ExitCode.SOURCE
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and "within 1.5s" in lines[0], proc.stderr
     assert "accepted the connection, then said nothing" in lines[0]
-    assert 1.5 <= elapsed < 6.0, f"took {elapsed:.1f}s"
+    assert elapsed >= 1.5, f"gave up after {elapsed:.1f}s, before its --timeout"
 
 
 @pytest.mark.parametrize("output", ["table", "json"])
 @pytest.mark.parametrize("flag", SOURCES)
-def test_ctrl_c_while_connecting(flag: str, output: str, silent_server: str) -> None:
+def test_ctrl_c_while_connecting(flag: str, output: str, silent_server: SilentServer) -> None:
     proc = subprocess.Popen(
-        _kreplica("explain", flag, silent_server, "--output", output),
+        _kreplica("explain", flag, silent_server, "--output", output, "--timeout", LONG_TIMEOUT),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -123,11 +137,15 @@ def test_ctrl_c_while_connecting(flag: str, output: str, silent_server: str) -> 
         cwd=REPO,
         preexec_fn=_sigint_default,
     )
-    time.sleep(1.0)  # start-up done, waiting on the server that never answers
-    started = time.monotonic()
+    # Start-up is done once it has connected to the server that never answers.
+    deadline = time.monotonic() + RUN_LIMIT_S
+    while not silent_server.accepted and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert silent_server.accepted, "kreplica never connected"
+    time.sleep(0.2)  # and is waiting for the answer
     proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=30)
-    assert time.monotonic() - started < 2.0, "Ctrl-C must not wait for the timeout"
+    # Ctrl-C must not wait for the 300 s timeout: communicate's limit would raise first.
+    stdout, stderr = proc.communicate(timeout=RUN_LIMIT_S)
     assert proc.returncode == ExitCode.INTERRUPTED == 130
     assert stderr.splitlines() == ["interrupted; nothing was changed"]
     if output == "json":

@@ -255,15 +255,16 @@ def _unwind(parent: Mapping[_Node, _Node | None], end: _Node) -> list[_Node]:
 
 
 def _water_level(counts: Sequence[int], added: int) -> int:
-    """The highest level L with sum(max(0, L - c)) <= added (counts sorted, not empty)."""
-    low, high = counts[0], counts[0] + added
-    while low < high:
-        mid = (low + high + 1) // 2
-        if sum(mid - c for c in counts if c < mid) <= added:
-            low = mid
-        else:
-            high = mid - 1
-    return low
+    """The highest level L with sum(max(0, L - c)) <= added (counts sorted, not empty):
+    fill the k lowest brokers, k = 1, 2, ..., until the level stays below the next one."""
+    filled = 0
+    n = len(counts)
+    for k in range(1, n + 1):
+        filled += counts[k - 1]
+        level = (added + filled) // k
+        if k == n or level < counts[k]:
+            return level
+    raise AssertionError("unreachable")
 
 
 def floor_of(base: Mapping[int, int], eligible: Sequence[int], added: int) -> int:

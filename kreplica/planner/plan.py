@@ -642,21 +642,19 @@ def _fallback_findings(ctx: PlanContext) -> list[Finding]:
     ]
 
 
-def _forced_by_layout(
-    snapshot: ClusterSnapshot, ctx: PlanContext, topic: str, changes: Sequence[PartitionChange]
-) -> bool:
+def _forced_by_layout(topic_now: Topic, ctx: PlanContext, mine: Sequence[PartitionChange]) -> bool:
     """Whether the topic's spread after the plan is the lowest any placement of the same new
     replicas reaches with every existing replica kept where it is (so only moving existing
     replicas, which this plan does not do, could even it out)."""
-    mine = [c for c in changes if c.topic == topic]
     if any(c.removed for c in mine):
         return False  # what lowering keeps is a choice: the old layout is not the whole story
     counts: dict[int, int] = dict.fromkeys(ctx.eligible, 0)
-    for p in snapshot.topic(topic).partitions:
+    for p in topic_now.partitions:
         for b in p.replicas:
             counts[b] = counts.get(b, 0) + 1
     counts = {b: n for b, n in counts.items() if b in ctx.live}
-    eligible = {b: n for b, n in counts.items() if b in set(ctx.eligible)}
+    eligible_set = set(ctx.eligible)
+    eligible = {b: n for b, n in counts.items() if b in eligible_set}
     fixed = {b: n for b, n in counts.items() if b not in eligible}
     added = sum(len(c.added) for c in mine)
     after = dict(counts)
@@ -684,7 +682,14 @@ def _imbalance_findings(
         return []
     worst_value = max(value for value, _ in uneven)
     worst_topic = min(topic for value, topic in uneven if value == worst_value)
-    forced = {topic for _, topic in uneven if _forced_by_layout(snapshot, ctx, topic, changes)}
+    by_topic: dict[str, list[PartitionChange]] = {topic: [] for _, topic in uneven}
+    for c in changes:
+        if c.topic in by_topic:
+            by_topic[c.topic].append(c)
+    topics_now = {t.name: t for t in snapshot.topics if t.name in by_topic}
+    forced = {
+        topic for _, topic in uneven if _forced_by_layout(topics_now[topic], ctx, by_topic[topic])
+    }
     if len(forced) == len(uneven):
         why = (
             "with every existing replica where it is, no placement of the new ones does "

@@ -10,16 +10,19 @@ once (Kafka keeps old and new replicas until the move completes).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter, itemgetter
 from typing import Any
 
-from kreplica.model import ClusterSnapshot, PartitionChange
+from kreplica.model import ClusterSnapshot, Partition, PartitionChange
 from kreplica.planner.context import Fallback
 from kreplica.planner.evaluate import (
-    leaders_per_broker,
+    has_rack_violation,
+    rack_count,
     rack_key,
-    rack_violations,
     replicas_per_broker,
     spread,
 )
@@ -82,70 +85,139 @@ def build_report(
     lower_bound: LowerBound,
     fallbacks: Sequence[Fallback],
 ) -> dict[str, Any]:
+    """The report of a plan. One pass over the snapshot's partitions (counts per broker, per
+    topic asked for, leaders, rack violations), then work per change only: a million
+    partitions cost a few C-level counting passes, not a dict of the whole assignment per
+    measure."""
     racks = snapshot.racks()
-    before = full_assignment(snapshot)
-    after = dict(before)
-    for c in changes:
-        after[(c.topic, c.partition)] = c.after
-    all_brokers = sorted(_scope_brokers(snapshot.broker_ids(), before, after))
     alive = [b.id for b in snapshot.brokers if b.alive]
     live = set(alive)
-    leaders_now = {
-        (t.name, p.partition): p.current_leader for t in snapshot.topics for p in t.partitions
-    }
+    topic_set = set(topics)
+    available_racks = rack_count(racks, alive)
+    violates = _ViolationMemo(racks, available_racks)
 
-    existing = [c for c in changes if not c.is_new]
-    created = [c for c in changes if c.is_new]
-    replicas_added = sum(len(c.added) for c in changes)
-    replicas_removed = sum(len(c.removed) for c in existing)
-    moved = sum(min(len(c.added), len(c.removed)) for c in existing)
+    # the snapshot, counted once
+    before_counts: Counter[int] = Counter()
+    preferred_before: Counter[int] = Counter()
+    actual_leaders: Counter[int] = Counter()
+    topic_before: dict[str, Counter[int]] = {}
+    violations_before = 0
+    parts_of: dict[str, Mapping[int, Partition]] = {}
+    changed_topics = {c.topic for c in changes}
+    for t in snapshot.topics:
+        replica_lists = list(map(_REPLICAS, t.partitions))
+        counts = Counter(chain.from_iterable(replica_lists))
+        before_counts.update(counts)
+        preferred_before.update(map(_FIRST, filter(None, replica_lists)))
+        _count_leaders(actual_leaders, t.partitions)
+        if t.name in topic_set:
+            topic_before[t.name] = counts
+            violations_before += sum(map(violates.__getitem__, replica_lists))
+        if t.name in changed_topics:
+            parts_of[t.name] = {p.partition: p for p in t.partitions}
 
-    sizes_known = all(c.size_bytes is not None for c in existing if c.added)
+    # the changes, one by one (the last change of a partition wins, as in a dict)
+    by_key: dict[tuple[str, int], PartitionChange] = {}
+    for c in changes:
+        by_key[(c.topic, c.partition)] = c
+    after_counts = dict(before_counts)
+    preferred_after = dict(preferred_before)
+    topic_after = {name: dict(topic_before.get(name, ())) for name in topic_set}
+    violations_after = violations_before
+    no_parts: Mapping[int, Partition] = {}
+    for (name, pid), c in by_key.items():
+        part = parts_of.get(name, no_parts).get(pid)
+        old = part.replicas if part is not None else None
+        new = c.after
+        for b in new:
+            after_counts[b] = after_counts.get(b, 0) + 1
+        if new:
+            preferred_after[new[0]] = preferred_after.get(new[0], 0) + 1
+        if old is not None:
+            for b in old:
+                after_counts[b] -= 1
+            if old:
+                preferred_after[old[0]] -= 1
+        ta = topic_after.get(name)
+        if ta is not None:
+            for b in new:
+                ta[b] = ta.get(b, 0) + 1
+            violations_after += violates[new]
+            if old is not None:
+                for b in old:
+                    ta[b] -= 1
+                violations_after -= violates[old]
+
+    used_before = {b for b, n in before_counts.items() if n > 0}
+    used_after = {b for b, n in after_counts.items() if n > 0}
+    all_brokers = sorted(set(snapshot.broker_ids()) | used_before | used_after)
+
+    replicas_added = replicas_removed = moved = 0
+    partitions_changed = created = leaders_changed = 0
+    sizes_known = True
     has_racks = any(r is not None for r in racks.values())
     bytes_in = dict.fromkeys(all_brokers, 0)
     bytes_out = dict.fromkeys(all_brokers, 0)
-    peak = replicas_per_broker(before, all_brokers)
-    for c in changes:
-        for b in c.added:
-            peak[b] = peak.get(b, 0) + 1
+    peak = dict.fromkeys(all_brokers, 0)
+    for b, n in before_counts.items():
+        peak[b] = n
     bytes_to_move = 0
     cross_rack = 0
-    for c in existing:
+    rack_of = {b: rack_key(racks, b) for b in all_brokers}
+    for c in changes:
+        before, after = c.before, c.after
+        if before is None:  # a new partition: every replica is added
+            created += 1
+            replicas_added += len(after)
+            for b in after:
+                peak[b] += 1
+            continue
+        added = [b for b in after if b not in before]
+        removed = sum(1 for b in before if b not in after)
+        replicas_added += len(added)
+        replicas_removed += removed
+        moved += min(len(added), removed)
+        if before != after:
+            partitions_changed += 1
+        leader_before = c.leader_now if c.leader_now is not None else (before or (None,))[0]
+        if leader_before != (after[0] if after else None):
+            leaders_changed += 1
+        if not added:
+            continue
+        for b in added:
+            peak[b] += 1
+        if c.size_bytes is None:
+            sizes_known = False
         size = c.size_bytes or 0
-        leader = leaders_now.get((c.topic, c.partition))
-        source = leader if leader is not None else c.leader_before  # offline: the preferred
-        for b in c.added:
+        part = parts_of.get(c.topic, no_parts).get(c.partition)
+        leader = part.current_leader if part is not None else None
+        source = leader if leader is not None else leader_before  # offline: the preferred
+        for b in added:
             bytes_to_move += size
-            bytes_in[b] = bytes_in.get(b, 0) + size
+            bytes_in[b] += size
             if source is not None:
                 bytes_out[source] = bytes_out.get(source, 0) + size
-                if rack_key(racks, source) != rack_key(racks, b):
+                source_rack = rack_of[source] if source in rack_of else rack_key(racks, source)
+                if source_rack != rack_of[b]:
                     cross_rack += size
 
+    eligible_set = set(eligible)
     topic_spread_before: dict[str, int] = {}
     topic_spread_after: dict[str, int] = {}
-    topic_set = set(topics)
-    before_scope = {k: v for k, v in before.items() if k[0] in topic_set}
-    after_scope = {k: v for k, v in after.items() if k[0] in topic_set}
-    by_topic_before: dict[str, Assignment] = {name: {} for name in topic_set}
-    by_topic_after: dict[str, Assignment] = {name: {} for name in topic_set}
-    for k, v in before_scope.items():
-        by_topic_before[k[0]][k] = v
-    for k, v in after_scope.items():
-        by_topic_after[k[0]][k] = v
     for name in sorted(topic_set):
-        tb, ta = by_topic_before[name], by_topic_after[name]
-        scope = _scope_brokers(eligible, tb, ta) & live
-        topic_spread_before[name] = _spread_over(tb, scope)
-        topic_spread_after[name] = _spread_over(ta, scope)
-    cluster_scope = _scope_brokers(eligible, before, after) & live
+        tb = topic_before.get(name, Counter())
+        ta = topic_after.get(name, Counter())
+        scope = (eligible_set | _used(tb) | _used(ta)) & live
+        topic_spread_before[name] = _spread_in(tb, scope)
+        topic_spread_after[name] = _spread_in(ta, scope)
+    cluster_scope = (eligible_set | used_before | used_after) & live
 
     return {
         "strategy": strategy,
         "topics": sorted(topic_set),
         "eligible_brokers": list(eligible),
-        "partitions_changed": sum(1 for c in existing if c.changed),
-        "partitions_created": len(created),
+        "partitions_changed": partitions_changed,
+        "partitions_created": created,
         "replicas_added": replicas_added,
         "replicas_removed": replicas_removed,
         "existing_replicas_moved": moved,
@@ -154,23 +226,76 @@ def build_report(
         "bytes_to_move": bytes_to_move if sizes_known else None,
         "bytes_lower_bound": lower_bound.bytes,
         "cross_rack_bytes": cross_rack if sizes_known and has_racks else None,
-        "leaders_changed": sum(1 for c in existing if c.leader_changed),
-        "rack_violations_before": len(rack_violations(before_scope, racks, alive)),
-        "rack_violations_after": len(rack_violations(after_scope, racks, alive)),
-        "broker_replicas_before": replicas_per_broker(before, all_brokers),
+        "leaders_changed": leaders_changed,
+        "rack_violations_before": violations_before,
+        "rack_violations_after": violations_after,
+        "broker_replicas_before": _per_broker(before_counts, all_brokers),
         "broker_replicas_peak": dict(sorted(peak.items())),
-        "broker_replicas_after": replicas_per_broker(after, all_brokers),
-        "broker_leaders_before": _actual_leaders(snapshot, all_brokers),
-        "broker_preferred_leaders_before": leaders_per_broker(before, all_brokers),
-        "broker_leaders_after": leaders_per_broker(after, all_brokers),
+        "broker_replicas_after": _per_broker(after_counts, all_brokers),
+        "broker_leaders_before": _per_broker(actual_leaders, all_brokers),
+        "broker_preferred_leaders_before": _per_broker(preferred_before, all_brokers),
+        "broker_leaders_after": _per_broker(preferred_after, all_brokers),
         "broker_bytes_in": dict(sorted(bytes_in.items())),
         "broker_bytes_out": dict(sorted(bytes_out.items())),
         "topic_spread_before": topic_spread_before,
         "topic_spread_after": topic_spread_after,
-        "cluster_spread_before": _spread_over(before, cluster_scope),
-        "cluster_spread_after": _spread_over(after, cluster_scope),
+        "cluster_spread_before": _spread_in(before_counts, cluster_scope),
+        "cluster_spread_after": _spread_in(after_counts, cluster_scope),
         "fallbacks": [
             {"topic": f.topic, "partition": f.partition, "reason": f.reason}
             for f in sorted(fallbacks, key=lambda f: (f.topic, f.partition, f.reason))
         ],
     }
+
+
+_REPLICAS = attrgetter("replicas")
+_FIRST = itemgetter(0)
+
+
+class _ViolationMemo(dict[Sequence[int], int]):
+    """1 when a replica list spans fewer racks than it could, else 0; computed once per
+    distinct list (a snapshot shares equal replica tuples)."""
+
+    def __init__(self, racks: Mapping[int, str | None], available: int) -> None:
+        super().__init__()
+        self.racks = racks
+        self.available = available
+
+    def __missing__(self, replicas: Sequence[int]) -> int:
+        # one rack or none (every rackless broker is a rack of its own): nothing to violate
+        value = self.available > 1 and has_rack_violation(self.racks, replicas, self.available)
+        self[replicas] = int(value)
+        return int(value)
+
+
+def _count_leaders(counts: Counter[int], partitions: Sequence[Partition]) -> None:
+    """Add each partition's leader now (Partition.current_leader) to `counts`."""
+    leaders = Counter(map(_LEADER, partitions))
+    unknown = leaders.pop(None, 0)
+    for b in [b for b in leaders if b < 0]:  # offline: leads nowhere
+        del leaders[b]
+    counts.update(leaders)
+    if unknown:  # no leader recorded: the preferred one (first replica), if any
+        counts.update(p.replicas[0] for p in partitions if p.leader is None and p.replicas)
+
+
+_LEADER = attrgetter("leader")
+
+
+def _used(counts: Mapping[int, int]) -> set[int]:
+    return {b for b, n in counts.items() if n > 0}
+
+
+def _spread_in(counts: Mapping[int, int], scope: set[int]) -> int:
+    """Replica spread over the brokers in `scope` only (replicas elsewhere do not count)."""
+    return spread({b: counts.get(b, 0) for b in scope})
+
+
+def _per_broker(counts: Mapping[int, int], brokers: Sequence[int]) -> dict[int, int]:
+    """`counts` with every broker of `brokers` present, sorted by broker (as
+    replicas_per_broker returns them)."""
+    out = dict.fromkeys(brokers, 0)
+    for b, n in counts.items():
+        if n or b in out:
+            out[b] = n
+    return dict(sorted(out.items()))

@@ -20,7 +20,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -291,15 +290,13 @@ def test_connection_failures_are_one_clear_line_within_the_timeout(
         ),
     }
     for what, (target, expected) in cases.items():
-        started = time.monotonic()
-        done = kreplica("snapshot", *target, "--timeout", "10", cwd=work, timeout=60)
-        took = time.monotonic() - started
+        # Refused at once, not after the timeout: waiting 300 s would hit the 90 s run limit.
+        done = kreplica("snapshot", *target, "--timeout", "300", cwd=work, timeout=90)
         assert done.returncode == 3, (what, done.stderr)
         assert done.stdout == ""
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: "), (what, done.stderr)
         assert expected in lines[0].lower(), (what, lines[0])
-        assert took < 10, (what, took)  # refused at once, not after the timeout
         debug = kreplica("snapshot", *target, "--timeout", "10", "--debug", cwd=work, timeout=60)
         assert debug.returncode == 3
 

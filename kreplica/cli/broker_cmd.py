@@ -22,7 +22,7 @@ from kreplica.cli.commands import (
     topic_names,
     topics_pattern,
 )
-from kreplica.cli.options import Options, OutputFormat
+from kreplica.cli.options import Options, OutputFormat, parse_headroom, parse_log_dirs_mode
 from kreplica.errors import UsageError
 
 
@@ -33,6 +33,8 @@ def _plan_options(opts: Options) -> Any:
         exclude_brokers=parse_broker_ids(opts.exclude_brokers, "--exclude-brokers") or frozenset(),
         seed=opts.seed,
         skip_in_flight=opts.skip_in_flight,
+        disk_headroom=parse_headroom(opts.disk_headroom),
+        log_dirs=parse_log_dirs_mode(opts.log_dirs),
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from kreplica.cli import output
 from kreplica.cli.config import SourceSpec, resolve_source
-from kreplica.cli.options import Options, OutputFormat
+from kreplica.cli.options import Options, OutputFormat, parse_headroom, parse_log_dirs_mode
 from kreplica.errors import UsageError
 from kreplica.model import ClusterSnapshot, Plan
 from kreplica.userfiles import decode_json, read_user_file
@@ -221,6 +221,8 @@ def _plan_and_show(
         force=opts.force,
         replace_dead=opts.replace_dead,
         skip_in_flight=opts.skip_in_flight,
+        disk_headroom=parse_headroom(opts.disk_headroom),
+        log_dirs=parse_log_dirs_mode(opts.log_dirs),
     )
     plan = make_plan(snap, requests, plan_options)
     impact = None

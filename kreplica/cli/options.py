@@ -47,6 +47,8 @@ class Options:
     force: bool = False
     replace_dead: bool = False
     skip_in_flight: bool = False
+    disk_headroom: Optional[str] = None  # noqa: UP045 - None: 10%; see parse_headroom
+    log_dirs: str = "any"
     dry_run: bool = False
     out: Optional[Path] = None  # noqa: UP045
     force_out: bool = False
@@ -286,6 +288,35 @@ PLAN = [
         False,
     ),
     _param(
+        "disk_headroom",
+        Annotated[
+            Optional[str],  # noqa: UP045
+            typer.Option(
+                "--disk-headroom",
+                metavar="SIZE|PCT",
+                help="Free space each log dir must keep after the bytes a plan sends to it: a "
+                "percentage of the dir's disk (default 10%) or a size such as 50GiB. A plan "
+                "that would cross it is refused (exit 4); without disk sizes it is unchecked.",
+                rich_help_panel=PLAN_PANEL,
+            ),
+        ],
+        None,
+    ),
+    _param(
+        "log_dirs",
+        Annotated[
+            str,
+            typer.Option(
+                "--log-dirs",
+                metavar="MODE",
+                help="any: the broker picks each new replica's log dir (Kafka's default); "
+                "balanced: name the dir of its broker with the most usable bytes.",
+                rich_help_panel=PLAN_PANEL,
+            ),
+        ],
+        "any",
+    ),
+    _param(
         "dry_run",
         Annotated[
             bool,
@@ -493,6 +524,40 @@ APPLY = [
         "kafka",
     ),
 ]
+
+
+def parse_headroom(text: Optional[str]) -> Any:  # noqa: UP045
+    """`--disk-headroom`: "10%" (of each dir's total) or a size ("50GiB", "1000000" bytes) ->
+    kreplica.planner.disk.Headroom. None: the default, 10%."""
+    from kreplica.errors import UsageError
+    from kreplica.planner.disk import DEFAULT_HEADROOM, Headroom
+
+    if text is None:
+        return DEFAULT_HEADROOM
+    value = text.strip()
+    if value.endswith("%"):
+        try:
+            percent = float(value[:-1])
+        except ValueError:
+            percent = -1.0
+        if not 0 <= percent < 100:
+            raise UsageError(
+                f"--disk-headroom {text!r}: a percentage must be from 0% to below 100%, e.g. 10%"
+            )
+        return Headroom(percent=percent)
+    from kreplica.cli.broker_cmd import parse_size
+
+    return Headroom(percent=None, fixed_bytes=parse_size(value, "--disk-headroom"))
+
+
+def parse_log_dirs_mode(text: str) -> str:
+    """`--log-dirs`: any or balanced."""
+    from kreplica.errors import UsageError
+
+    value = text.strip().lower()
+    if value not in ("any", "balanced"):
+        raise UsageError(f"--log-dirs {text!r}: use any or balanced")
+    return value
 
 
 def shared(

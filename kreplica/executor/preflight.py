@@ -11,6 +11,8 @@ exit code, and nothing has been written when it is raised:
     a partition of the plan is being moved by someone else          ReassignmentInProgress (6)
     other reassignments in flight, without --additional             ReassignmentInProgress (6)
     a partition under its min.insync.replicas (--allow-under-min-isr) PlanInfeasible (4)
+    a broker or named log dir left under the disk headroom            PlanInfeasible (4)
+      (fresh figures, the plan's headroom; without figures: `disk_unchecked` says why)
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from kreplica.executor.moves import Move
 from kreplica.executor.planfile import PlanFile
 from kreplica.model import ClusterSnapshot, Partition
 from kreplica.planner.check import check_reassignment
+from kreplica.planner.disk import headroom_of_report, recheck
 
 Key = tuple[str, int]
 SHOWN = 5
@@ -46,6 +49,7 @@ class Preflight:
     skipped: list[str] = field(default_factory=list)  # drifted and left out (--on-drift skip)
     create: dict[Key, tuple[int, ...]] = field(default_factory=dict)  # new partitions to make
     warnings: list[str] = field(default_factory=list)
+    disk_unchecked: str | None = None  # why the disk re-check could not run (no figures)
 
 
 def _live_in_sync(part: Partition, live: Collection[int]) -> int:
@@ -157,4 +161,23 @@ def preflight(
             "now adds load to partitions producers with acks=all cannot write to: repair them "
             "first, or pass --allow-under-min-isr"
         )
+    _disk_recheck(snapshot, plan, result)
     return result
+
+
+def _disk_recheck(snapshot: ClusterSnapshot, plan: PlanFile, result: Preflight) -> None:
+    """The disk guard again, on fresh figures: the bytes still to copy must leave the plan's
+    headroom free on every broker (and named dir)."""
+    placements = [
+        (b, move.size_bytes, plan.dirs.get((move.topic, move.partition, b)))
+        for move in result.todo
+        for b in move.after
+        if b not in move.before
+    ]
+    if not placements:
+        return
+    report = (plan.document or {}).get("report")
+    refusal, unchecked = recheck(snapshot, placements, headroom_of_report(report))
+    if refusal is not None:
+        raise PlanInfeasible(f"{refusal} (checked again before applying)")
+    result.disk_unchecked = unchecked

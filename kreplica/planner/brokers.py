@@ -31,6 +31,7 @@ from kreplica.errors import PlanInfeasible, UsageError
 from kreplica.model import ClusterSnapshot, Finding, Partition, PartitionChange, Plan, Topic
 from kreplica.planner.context import PlanContext
 from kreplica.planner.degraded import refuse_in_flight
+from kreplica.planner.disk import DiskGuard, finish_plan
 from kreplica.planner.evaluate import spread
 from kreplica.planner.options import PlanOptions
 from kreplica.planner.report import LowerBound, build_report
@@ -100,6 +101,8 @@ class _Run:
     findings: list[Finding] = field(default_factory=list)
     bound: LowerBound = field(default_factory=LowerBound)
     skipped: set[Key] = field(default_factory=set)
+    options: PlanOptions = field(default_factory=PlanOptions)
+    disk_blocked: list[tuple[int, Key]] = field(default_factory=list)  # moves the guard refused
 
     @classmethod
     def start(
@@ -111,9 +114,20 @@ class _Run:
     ) -> _Run:
         scope = _scope(snapshot, topics)
         ctx = PlanContext.build(snapshot, eligible, options.seed)
+        ctx.disk = DiskGuard.build(
+            snapshot, options.disk_headroom, per_dir=options.log_dirs == "balanced"
+        )
         parts = {(t.name, p.partition): p for t in scope for p in t.partitions}
         work = {k: list(p.replicas) for k, p in parts.items()}
-        return cls(snapshot, ctx, scope, parts, work)
+        return cls(snapshot, ctx, scope, parts, work, options=options)
+
+    def fits(self, key: Key, broker: int) -> bool:
+        """A replica of this partition still fits on the broker's disk (the disk guard)."""
+        disk = self.ctx.disk
+        if disk is None or disk.fits(broker, self.parts[key].size_bytes):
+            return True
+        self.disk_blocked.append((broker, key))
+        return False
 
     def racks_of(self, replicas: Iterable[int]) -> set[str]:
         return {self.ctx.rack(b) for b in replicas}
@@ -124,6 +138,8 @@ class _Run:
         after = [new if b == old else b for b in reps]
         self.ctx.replace(key[0], reps, after, self.parts[key].size_bytes)
         self.work[key] = after
+        if self.ctx.disk is not None:
+            self.ctx.disk.take(new, self.parts[key].size_bytes)
 
     def reorder(self, key: Key, leader: int) -> None:
         reps = self.work[key]
@@ -161,6 +177,25 @@ class _Run:
         spare = set(besides)
         return [b for b in self.work[key] if self.ctx.is_dead(b) and b not in spare]
 
+    def _disk_findings(self, changes: Sequence[PartitionChange]) -> None:
+        """Moves the disk guard refused: the whole plan is refused when it moves nothing
+        else, a warning otherwise."""
+        if not self.disk_blocked or self.ctx.disk is None:
+            return
+        broker, key = self.disk_blocked[0]
+        refusal = self.ctx.disk.refusal(broker, self.parts[key].size_bytes)
+        if not any(c.added for c in changes):
+            raise PlanInfeasible(refusal)
+        brokers = sorted({b for b, _ in self.disk_blocked})
+        self.findings.append(
+            Finding(
+                "warning",
+                "disk-headroom",
+                f"some moves were left out so that broker(s) {_ids(brokers)} keep their disk "
+                f"headroom; first: {key[0]}-{key[1]} to broker {broker}",
+            )
+        )
+
     def plan(self, operation: str, extra: dict[str, object] | None = None) -> Plan:
         changes: list[PartitionChange] = []
         for key in sorted(self.work):
@@ -171,6 +206,7 @@ class _Run:
                 changes.append(
                     PartitionChange(key[0], key[1], part.replicas, after, part.size_bytes, leader)
                 )
+        self._disk_findings(changes)
         dead = [c for c in changes if any(self.ctx.is_dead(b) for b in c.after)]
         if dead:  # a guard: the operations never place a dead broker
             raise PlanInfeasible(
@@ -189,7 +225,7 @@ class _Run:
         report["operation"] = operation
         report.update(_leader_spreads(self.snapshot, self.ctx.eligible, self.parts, self.work))
         report.update(extra or {})
-        return Plan(
+        plan = Plan(
             cluster_id=self.snapshot.cluster_id,
             snapshot_fingerprint=self.snapshot.fingerprint(),
             strategy=operation,
@@ -197,6 +233,7 @@ class _Run:
             report=report,
             findings=tuple(self.findings),
         )
+        return finish_plan(plan, self.snapshot, self.options.disk_headroom, self.options.log_dirs)
 
 
 def _leader_spreads(
@@ -269,7 +306,12 @@ def drain_plan(
             rest_racks = run.racks_of(rest)
             own = ctx.rack(r)
             candidates = [b for b in ctx.eligible if b not in run.work[key]]
-            # non-empty: _refuse_drain checked there are enough brokers
+            # non-empty: _refuse_drain checked there are enough brokers; the disk guard
+            # may leave none
+            roomy = [b for b in candidates if run.fits(key, b)]
+            if not roomy and ctx.disk is not None:
+                raise PlanInfeasible(ctx.disk.refusal(candidates[0], part.size_bytes))
+            candidates = roomy
             _, chosen = min(
                 (
                     (
@@ -568,7 +610,7 @@ def _add_one(
         best: tuple[tuple[bool, int, int, bool, Key], Key] | None = None
         for key in by_broker[src]:
             reps = run.work[key]
-            if n in reps or not run.rack_ok(key, src, n):
+            if n in reps or not run.rack_ok(key, src, n) or not run.fits(key, n):
                 continue
             size = run.parts[key].size_bytes or 0
             if by == "bytes" and not 0 < size <= room:
@@ -751,7 +793,7 @@ def _find_move(
     best: tuple[tuple[int, ...], Key] | None = None
     for key in keys:
         reps = run.work[key]
-        if src not in reps or dst in reps or not allowed(key):
+        if src not in reps or dst in reps or not allowed(key) or not run.fits(key, dst):
             continue
         if not run.rack_ok(key, src, dst):
             continue

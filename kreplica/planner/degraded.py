@@ -109,7 +109,7 @@ def replace_dead(
         if same_rack:
             chosen = min(same_rack, key=lambda b: ctx.load_key(topic, b))
         else:
-            chosen = pick_new_replica(ctx, topic, rest)
+            chosen = pick_new_replica(ctx, topic, rest, part.size_bytes)
         new = [chosen if b == dead else b for b in replicas]
         ctx.replace(topic, replicas, new, part.size_bytes)
         replicas[:] = new

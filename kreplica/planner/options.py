@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kreplica.planner.disk import DEFAULT_HEADROOM, Headroom
+
 STRATEGIES: tuple[str, ...] = ("balanced", "kafka", "append")
 
 
@@ -26,3 +28,5 @@ class PlanOptions:
     force: bool = False  # allow lowering RF to <= min.insync.replicas
     replace_dead: bool = False  # replace replicas on dead brokers in the partitions that change
     skip_in_flight: bool = False  # leave partitions being reassigned out instead of refusing
+    disk_headroom: Headroom = DEFAULT_HEADROOM  # kept free on each log dir (planner/disk.py)
+    log_dirs: str = "any"  # "any" or "balanced": name each new replica's log dir

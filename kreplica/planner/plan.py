@@ -26,6 +26,7 @@ from kreplica.planner.degraded import (
     replace_dead,
     surviving_dead,
 )
+from kreplica.planner.disk import DiskGuard, finish_plan
 from kreplica.planner.evaluate import spread, spread_floor
 from kreplica.planner.kafka_strategy import KafkaStrategy
 from kreplica.planner.options import STRATEGIES, PlanOptions, TopicRequest
@@ -491,6 +492,18 @@ def _balance_exact(ctx: PlanContext, topic: Topic, work: Work, fixed: dict[int, 
     return optimal
 
 
+def _placements(topic: Topic, work: Work) -> list[tuple[int, int | None]]:
+    """(broker, bytes) of every replica the work adds, in partition order."""
+    existing = {p.partition: p for p in topic.partitions}
+    out: list[tuple[int, int | None]] = []
+    for pid in sorted(work):
+        part = existing.get(pid)
+        old = part.replicas if part else ()
+        size = part.size_bytes if part else 0
+        out += [(b, size) for b in work[pid] if b not in old]
+    return out
+
+
 def _plan_topic(
     ctx: PlanContext,
     strategy: Strategy,
@@ -505,6 +518,8 @@ def _plan_topic(
     spread with the same number of added and removed replicas. Returns the work, the
     strategy whose placement was kept, and whether the topic's spread is proven lowest."""
     mark = len(ctx.fallbacks)
+    disk: DiskGuard | None = ctx.disk
+    disk_mark = disk.mark() if disk is not None else None
     work = _apply_request(ctx, strategy, topic, req, target_rf, state)
     if strategy.name != "balanced":
         return work, strategy.name, False
@@ -517,12 +532,20 @@ def _plan_topic(
     own_moves = _moves(topic, work)
     best = (own_spread, 0, strategy.name)
     _undo_request(ctx, topic, work, mark)
+    if disk is not None:
+        disk.restore(disk_mark)
     for rank, name in enumerate(("kafka", "append"), start=1):
         other = _apply_request(ctx, strategy_named(name), topic, req, target_rf, state)
         other_spread = _spread_and_floor(ctx, topic, other)[0]
-        if _moves(topic, other) == own_moves:
+        fits = True
+        if disk is not None:  # a placement the disk guard refuses is not a candidate
+            disk.restore(disk_mark)
+            fits = disk.admits(_placements(topic, other))
+        if _moves(topic, other) == own_moves and fits:
             best = min(best, (other_spread, rank, name))
         _undo_request(ctx, topic, other, mark)
+        if disk is not None:
+            disk.restore(disk_mark)
     chosen = strategy_named(best[2])
     work = _apply_request(ctx, chosen, topic, req, target_rf, state)
     del ctx.fallbacks[mark:]  # another strategy's fallbacks to balanced are balanced's own picks
@@ -538,7 +561,15 @@ def make_plan(
 
     With `balanced`, a topic whose request only adds replicas gets the lowest replica spread
     any placement of the new replicas reaches (balance.py); a topic whose request lowers RF or
-    repairs racks is never worse than `kafka` or `append` on its spread."""
+    repairs racks is never worse than `kafka` or `append` on its spread.
+    The disk guard checks the result (planner/disk.py)."""
+    plan = _best_plan(snapshot, requests, options)
+    return finish_plan(plan, snapshot, options.disk_headroom, options.log_dirs)
+
+
+def _best_plan(
+    snapshot: ClusterSnapshot, requests: Sequence[TopicRequest], options: PlanOptions
+) -> Plan:
     if options.strategy not in STRATEGIES:
         raise UsageError(
             f"unknown strategy {options.strategy!r}; use one of {', '.join(STRATEGIES)}"
@@ -556,6 +587,9 @@ def make_plan(
             )
         )
     ctx = PlanContext.build(snapshot, eligible, options.seed)
+    ctx.disk = DiskGuard.build(
+        snapshot, options.disk_headroom, per_dir=options.log_dirs == "balanced"
+    )
     topics_by_name = {t.name: t for t in snapshot.topics}
     state, degraded_findings = _degraded(ctx, topics_by_name, requests, options)
     findings.extend(degraded_findings)

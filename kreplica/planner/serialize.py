@@ -29,8 +29,16 @@ def _entries(rows: list[tuple[str, int, tuple[int, ...]]]) -> dict[str, Any]:
 
 
 def reassignment_json(plan: Plan) -> dict[str, Any]:
-    """What `kafka-reassign-partitions --execute` takes: changed existing partitions only."""
-    return _entries([(c.topic, c.partition, c.after) for c in plan.reassignments])
+    """What `kafka-reassign-partitions --execute` takes: changed existing partitions only.
+    `log_dirs` names a dir where the plan chose one (PartitionChange.log_dirs), else "any"."""
+    out = _entries([(c.topic, c.partition, c.after) for c in plan.reassignments])
+    dirs = {(c.topic, c.partition): c.log_dirs for c in plan.reassignments if c.log_dirs}
+    if dirs:
+        for entry in out["partitions"]:
+            named = dirs.get((entry["topic"], entry["partition"]))
+            if named is not None:
+                entry["log_dirs"] = list(named)
+    return out
 
 
 def rollback_json(plan: Plan) -> dict[str, Any]:

@@ -41,7 +41,7 @@ def grow_balanced(
 ) -> None:
     """Append least-loaded replicas (fresh racks first) until `replicas` has `rf`."""
     while len(replicas) < rf:
-        chosen = pick_new_replica(ctx, topic, replicas)
+        chosen = pick_new_replica(ctx, topic, replicas, size)
         ctx.replace(topic, replicas, [*replicas, chosen], size)
         replicas.append(chosen)
 
@@ -245,7 +245,7 @@ class AppendStrategy:
         while len(replicas) < rf:
             chosen = next_in_ring(ctx, ring, replicas)
             if chosen is None:  # only when the ring is exhausted; reuse the picker's message
-                chosen = pick_new_replica(ctx, topic, replicas)
+                chosen = pick_new_replica(ctx, topic, replicas, size)
             ctx.replace(topic, replicas, [*replicas, chosen], size)
             replicas.append(chosen)
 

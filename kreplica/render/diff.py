@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kreplica.model import ClusterSnapshot, Finding, Plan
+from kreplica.render.disk import disk_view
 from kreplica.render.text import (
     change_words,
     diff_legend,
@@ -178,6 +179,7 @@ def plan_view(
         parts += [broker_table(plan, snapshot), Text("")]
         parts.append(Text(optimality_line(report)))
         parts.append(Text(totals_line(report), style="muted"))
+        parts += disk_view(report)
         fallbacks = report.get("fallbacks") or []
         if isinstance(fallbacks, list) and fallbacks:
             used = f"{plural(len(fallbacks), 'partition')} used a fallback placement"

@@ -6,6 +6,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from kreplica.model import ClusterSnapshot, Finding, Plan
+from kreplica.render.disk import disk_markdown
 from kreplica.render.text import (
     change_words,
     diff_legend,
@@ -60,6 +61,7 @@ def plan_markdown(
         f"- Strategy: {report.get('strategy', plan.strategy)}",
         f"- Movement: {optimality_line(report)}",
         f"- Totals: {totals_line(report)}",
+        *disk_markdown(report, table=False),
         "",
     ]
     if not plan.changes:
@@ -120,6 +122,7 @@ def plan_markdown(
                 + f" | {moved[0]} | {moved[1]} |"
             )
         lines.append("")
+        lines += disk_markdown(report, table=True)
     if impact is not None:
         from kreplica.render.impact import impact_markdown
 

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kreplica.errors import SourceError, UsageError
-from kreplica.model import Broker, ClusterSnapshot, Partition, Topic
+from kreplica.model import Broker, ClusterSnapshot, LogDir, Partition, Topic
 from kreplica.sources.assemble import (
     LiveSource,
     assemble_snapshot,
@@ -85,6 +85,67 @@ def broker_log_dirs(log_dirs: Iterable[Mapping[str, Any]]) -> dict[int, tuple[st
         for broker in log_dirs
         if "broker" in broker
     }
+
+
+def _figure(value: Any) -> int | None:
+    """A DescribeLogDirs byte figure: None when absent or -1 (versions before 4, Kafka < 3.3)."""
+    return int(value) if isinstance(value, int) and value >= 0 else None
+
+
+def broker_disks(log_dirs: Iterable[Mapping[str, Any]]) -> dict[int, tuple[LogDir, ...]]:
+    """Broker id → its log dirs with total and usable bytes (DescribeLogDirs v4, KIP-827), by
+    path, from kafka-python's describe_log_dirs result. An offline dir (an error code) is
+    listed without figures: nothing can be placed on it."""
+    out: dict[int, tuple[LogDir, ...]] = {}
+    for broker in log_dirs:
+        if "broker" not in broker:
+            continue
+        dirs = []
+        for d in broker.get("log_dirs") or []:
+            online = not d.get("error_code", 0)
+            total = _figure(d.get("total_bytes")) if online else None
+            usable = _figure(d.get("usable_bytes")) if online else None
+            dirs.append(LogDir(d["log_dir"], total, usable))
+        out[int(broker["broker"])] = tuple(sorted(dirs, key=lambda d: d.path))
+    return out
+
+
+def replica_placement(
+    log_dirs: Iterable[Mapping[str, Any]],
+) -> dict[tuple[str, int], dict[int, tuple[str, int]]]:
+    """(topic, partition) → {broker: (its dir, its replica's size)}, from kafka-python's
+    describe_log_dirs result. Future replicas (a dir move in progress) are skipped: the
+    replica still lives, and is still read, in its current dir."""
+    out: dict[tuple[str, int], dict[int, tuple[str, int]]] = {}
+    for broker in log_dirs:
+        if "broker" not in broker:
+            continue
+        broker_id = int(broker["broker"])
+        for log_dir in broker.get("log_dirs") or []:
+            if log_dir.get("error_code", 0):
+                continue
+            for topic in log_dir.get("topics") or []:
+                name = topic.get("name")
+                for partition in topic.get("partitions") or []:
+                    if partition.get("is_future_key"):
+                        continue
+                    key = (name, partition["partition_index"])
+                    size = int(partition.get("partition_size", 0))
+                    out.setdefault(key, {})[broker_id] = (log_dir["log_dir"], size)
+    return out
+
+
+def per_replica(
+    replicas: tuple[int, ...], placed: Mapping[int, tuple[str, int]] | None
+) -> tuple[tuple[str | None, ...] | None, tuple[int | None, ...] | None]:
+    """A partition's replica_dirs and replica_sizes (replicas' order), None when unknown."""
+    if not placed:
+        return None, None
+    found = [placed.get(b) for b in replicas]
+    return (
+        tuple(f[0] if f else None for f in found),
+        tuple(f[1] if f else None for f in found),
+    )
 
 
 # DescribeConfigs' ConfigSource names → where the effective value comes from (model's
@@ -457,14 +518,20 @@ class AdminSource(LiveSource):
         log_dirs = self._log_dirs(names)
         sizes = replica_sizes(log_dirs)
         dirs = broker_log_dirs(log_dirs)
+        disks = broker_disks(log_dirs)
+        placement = replica_placement(log_dirs)
         brokers = [
-            dataclasses.replace(b, log_dirs=dirs[b.id]) if b.id in dirs else b for b in brokers
+            dataclasses.replace(b, log_dirs=dirs[b.id], disks=disks.get(b.id))
+            if b.id in dirs
+            else b
+            for b in brokers
         ]
         result = []
         for name in names:
             parts = []
             for p in partitions[name]:
                 adding, removing = moving.get((name, p.partition), ((), ()))
+                own_dirs, own_sizes = per_replica(p.replicas, placement.get((name, p.partition)))
                 parts.append(
                     Partition(
                         topic=name,
@@ -475,6 +542,8 @@ class AdminSource(LiveSource):
                         size_bytes=sizes.get((name, p.partition)),
                         adding_replicas=adding,
                         removing_replicas=removing,
+                        replica_dirs=own_dirs,
+                        replica_sizes=own_sizes,
                     )
                 )
             effective, source = min_isr.get(name, (None, None))

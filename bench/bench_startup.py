@@ -62,12 +62,15 @@ def slowest_imports(argv: list[str], top: int) -> list[tuple[int, str]]:
 
 def measure(runs: int, names: list[str] | None = None) -> dict[str, list[float]]:
     """Wall seconds of `runs` fresh processes per command (after one untimed warming run);
-    bench/compare_kafka.py's compare_startup uses this too."""
-    results: dict[str, list[float]] = {}
-    for name in names or list(COMMANDS):
-        argv = COMMANDS[name]
-        time_once(argv)  # warm the page cache and .pyc files
-        results[name] = [time_once(argv) for _ in range(runs)]
+    bench/compare_kafka.py's compare_startup uses this too. The commands take turns, run by
+    run, so a busy spell on a shared machine slows all of them rather than one."""
+    chosen = names or list(COMMANDS)
+    for name in chosen:
+        time_once(COMMANDS[name])  # warm the page cache and .pyc files
+    results: dict[str, list[float]] = {name: [] for name in chosen}
+    for _ in range(runs):
+        for name in chosen:
+            results[name].append(time_once(COMMANDS[name]))
     return results
 
 

@@ -7,14 +7,20 @@ updates them at once, so later choices see the load earlier ones created.
 from __future__ import annotations
 
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from kreplica.model import ClusterSnapshot, Partition
 from kreplica.planner.evaluate import rack_key
 from kreplica.planner.loadindex import LeaderOrder, ReplicaOrder
+
+_REPLICAS = attrgetter("replicas")
+_SIZE = attrgetter("size_bytes")
+_FIRST = itemgetter(0)
 
 
 @dataclass
@@ -80,10 +86,40 @@ class PlanContext:
             random.Random(seed).shuffle(order)
         ctx.tiebreak = {b: i for i, b in enumerate(order)}
         ctx.rack_keys = {b: rack_key(ctx.racks, b) for b in order}
-        for topic in snapshot.topics:
-            for p in topic.partitions:
-                ctx._count(topic.name, p.replicas, p.size_bytes or 0, +1)
+        ctx._count_snapshot()
         return ctx
+
+    def _count_snapshot(self) -> None:
+        """The snapshot's counts, as `_count` of every partition would leave them (the same
+        keys, zero bytes included), counted a topic at a time in C (Counter over chained
+        replica tuples) instead of a Python call per partition."""
+        cluster = self.cluster_replicas
+        cluster_bytes = self.cluster_bytes
+        cluster_leaders = self.cluster_leaders
+        for topic in self.snapshot.topics:
+            if not topic.partitions:
+                continue
+            lists = list(map(_REPLICAS, topic.partitions))
+            counts = Counter(chain.from_iterable(lists))
+            topic_counts = self.topic_replicas[topic.name]
+            for b, n in counts.items():
+                topic_counts[b] += n
+                cluster[b] += n
+            for reps, size in zip(lists, map(_SIZE, topic.partitions), strict=True):
+                if size:
+                    for b in reps:
+                        cluster_bytes[b] += size
+                else:
+                    for b in reps:
+                        cluster_bytes[b] += 0
+            leaders = Counter(map(_FIRST, filter(None, lists)))
+            if leaders:
+                topic_leaders = self.topic_leaders[topic.name]
+                rack_leaders = self.topic_rack_leaders[topic.name]
+                for b, n in leaders.items():
+                    topic_leaders[b] += n
+                    rack_leaders[self.rack(b)] += n
+                    cluster_leaders[b] += n
 
     def rack(self, broker: int) -> str:
         key = self.rack_keys.get(broker)

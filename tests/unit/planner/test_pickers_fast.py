@@ -207,3 +207,29 @@ def test_no_eligible_broker_left_is_refused() -> None:
     ctx = PlanContext.build(snap, [0, 1], None)
     with pytest.raises(PlanInfeasible, match="no eligible broker left"):
         pick_new_replica(ctx, "t", [0, 1])
+
+
+@settings(deadline=None, max_examples=200)
+@given(cluster=clusters())
+def test_counting_the_snapshot_a_topic_at_a_time_is_counting_every_partition(
+    cluster: tuple[ClusterSnapshot, tuple[int, ...], int | None],
+) -> None:
+    snap, eligible, seed = cluster
+    fast = PlanContext.build(snap, eligible, seed)
+    ref = PlanContext.build(ClusterSnapshot(brokers=snap.brokers, topics=()), eligible, seed)
+    ref.snapshot = snap
+    for topic in snap.topics:
+        for p in topic.partitions:
+            ref.account(topic.name, p.replicas, p.size_bytes or 0, +1)
+    for name in (
+        "topic_replicas",
+        "topic_leaders",
+        "topic_rack_leaders",
+        "cluster_replicas",
+        "cluster_leaders",
+        "cluster_bytes",
+    ):
+        got, want = getattr(fast, name), getattr(ref, name)
+        assert {k: dict(v) if isinstance(v, dict) else v for k, v in got.items()} == {
+            k: dict(v) if isinstance(v, dict) else v for k, v in want.items()
+        }, name

@@ -735,11 +735,17 @@ def _imbalance_findings(
             "and new replicas on racks their partition lacks, no placement of the new ones "
             "does better; only moving existing replicas would, and this plan moves none"
         )
+    elif report["strategy"] == "balanced" and any(
+        c.removed for _, topic in uneven for c in by_topic[topic]
+    ):
+        why = (
+            "this is the most even of the balanced, kafka and append placements for these "
+            "moves; no existing replica moves to even them out"
+        )
     elif report["strategy"] == "balanced":
         why = (
-            "balanced spreads new partitions' leaders evenly first, and lowering RF or "
-            "repairing racks keeps the most even of the balanced, kafka and append "
-            "placements; no existing replica moves to even them out"
+            "balanced gives new partitions' leaders the lowest spread first, which leaves "
+            "their replicas less even here; no existing replica moves to even them out"
         )
     else:
         why = "--strategy balanced may place the new replicas more evenly"

@@ -314,3 +314,19 @@ def test_same_input_same_plan_byte_for_byte():
     requests = [TopicRequest("a", rf=3, partitions=50), TopicRequest("b", rf=3)]
     docs = {str(plan_document(make_plan(snap, requests), snap)) for _ in range(3)}
     assert len(docs) == 1
+
+
+def test_leaders_first_can_cost_replica_balance_and_the_note_says_so():
+    """The docstring's example: the lowest leader spread needs broker 18, which holds 3 of
+    the topic's 9 replicas already, to lead a new partition."""
+    racks = {4: "r1", 5: "r1", 8: "r1", 18: "r1", 14: "r2"}
+    snap = cluster(
+        {"t": [[8, 5, 18], [14, 18, 4], [4, 5, 18]]}, brokers=[4, 5, 8, 14, 18], racks=racks
+    )
+    plan = make_plan(snap, [TopicRequest("t", partitions=5)])
+    after = after_matrix(snap, plan, "t")
+    leaders = [reps[0] for reps in after]
+    assert sorted(leaders) == [4, 5, 8, 14, 18]  # leader spread 0
+    assert plan.report["topic_spread_after"]["t"] == 2
+    note = next(f for f in plan.findings if f.code == "imbalance")
+    assert "leaders the lowest spread first" in note.message

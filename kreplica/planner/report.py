@@ -17,6 +17,7 @@ from itertools import chain
 from operator import attrgetter, itemgetter
 from typing import Any
 
+from kreplica.gcpause import gc_paused
 from kreplica.model import ClusterSnapshot, Partition, PartitionChange
 from kreplica.planner.context import Fallback
 from kreplica.planner.evaluate import (
@@ -76,6 +77,29 @@ def _actual_leaders(snapshot: ClusterSnapshot, brokers: Iterable[int]) -> dict[i
 
 
 def build_report(
+    *,
+    snapshot: ClusterSnapshot,
+    strategy: str,
+    eligible: Sequence[int],
+    topics: Sequence[str],
+    changes: Sequence[PartitionChange],
+    lower_bound: LowerBound,
+    fallbacks: Sequence[Fallback],
+) -> dict[str, Any]:
+    """The report of a plan (see `_build_report`), built with the cyclic GC paused."""
+    with gc_paused():
+        return _build_report(
+            snapshot=snapshot,
+            strategy=strategy,
+            eligible=eligible,
+            topics=topics,
+            changes=changes,
+            lower_bound=lower_bound,
+            fallbacks=fallbacks,
+        )
+
+
+def _build_report(
     *,
     snapshot: ClusterSnapshot,
     strategy: str,

@@ -8,24 +8,27 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kreplica.errors import InputError
+from kreplica.gcpause import gc_paused
 from kreplica.model import ClusterSnapshot, Finding, Plan
 
 PLAN_FORMAT_VERSION = 1
 
 
 def _entries(rows: list[tuple[str, int, tuple[int, ...]]]) -> dict[str, Any]:
-    return {
-        "version": 1,
-        "partitions": [
-            {
-                "topic": topic,
-                "partition": partition,
-                "replicas": list(replicas),
-                "log_dirs": ["any"] * len(replicas),
-            }
-            for topic, partition, replicas in sorted(rows)
-        ],
-    }
+    rows.sort()
+    with gc_paused():  # a dict and two lists per partition: see kreplica/gcpause.py
+        return {
+            "version": 1,
+            "partitions": [
+                {
+                    "topic": topic,
+                    "partition": partition,
+                    "replicas": list(replicas),
+                    "log_dirs": ["any"] * len(replicas),
+                }
+                for topic, partition, replicas in rows
+            ],
+        }
 
 
 def reassignment_json(plan: Plan) -> dict[str, Any]:

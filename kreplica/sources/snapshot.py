@@ -7,13 +7,13 @@ A wrong type or value raises InputError naming the JSON path, e.g.
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from kreplica.errors import InputError
+from kreplica.gcpause import gc_paused
 from kreplica.model import Broker, ClusterSnapshot, LogDir, Partition, Topic
 from kreplica.userfiles import decode_json, read_user_file
 
@@ -23,16 +23,8 @@ FORMAT_VERSION = 1
 def load_snapshot(path: str | Path) -> ClusterSnapshot:
     p = Path(path)
     text = read_user_file(p, "snapshot file", fix="check the path")
-    # Parsing makes millions of acyclic objects (dicts, lists, Partitions): the cyclic
-    # collector would rescan them over and over while they are built (a tenth of the parse)
-    # and could free none of them. Paused for the parse only, then restored.
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():  # millions of acyclic objects: see kreplica/gcpause.py
         return parse_snapshot_text(text, origin=str(p))
-    finally:
-        if paused:
-            gc.enable()
 
 
 def parse_snapshot_text(text: str, *, origin: str = "snapshot") -> ClusterSnapshot:

@@ -34,8 +34,9 @@ def _entries(rows: list[tuple[str, int, tuple[int, ...]]]) -> dict[str, Any]:
 def reassignment_json(plan: Plan) -> dict[str, Any]:
     """What `kafka-reassign-partitions --execute` takes: changed existing partitions only.
     `log_dirs` names a dir where the plan chose one (PartitionChange.log_dirs), else "any"."""
-    out = _entries([(c.topic, c.partition, c.after) for c in plan.reassignments])
-    dirs = {(c.topic, c.partition): c.log_dirs for c in plan.reassignments if c.log_dirs}
+    moves = plan.reassignments  # a property that filters every change: read it once
+    out = _entries([(c.topic, c.partition, c.after) for c in moves])
+    dirs = {(c.topic, c.partition): c.log_dirs for c in moves if c.log_dirs}
     if dirs:
         for entry in out["partitions"]:
             named = dirs.get((entry["topic"], entry["partition"]))

@@ -117,10 +117,17 @@ def _size(n: int | None) -> str:
 
 
 def _lines(plan: Any, title: str, source: str, limit: int) -> list[str]:
+    # drain-dir must move every byte of the dir (a lower bound); balance-dirs moves at most the
+    # excess over the targets (a bound from above), so the two are worded apart.
+    bound = (
+        f"lower bound {_size(plan.lower_bound_bytes)}"
+        if plan.command == "drain-dir"
+        else f"at most the excess over the targets, {_size(plan.lower_bound_bytes)}"
+    )
     lines = [
         f"{title}  ({source})",
         f"{len(plan.moves)} replica move(s) between log dirs, {_size(plan.bytes_moved)} "
-        f"(lower bound {_size(plan.lower_bound_bytes)}); headroom {plan.headroom}",
+        f"({bound}); headroom {plan.headroom}",
         "",
         f"{'broker':<7}{'log dir':<44}{'replicas':>11}{'kafka bytes':>24}"
         f"{'usable now':>12}{'usable after':>14}",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,8 @@ def connect(spec: SourceSpec) -> Any:
     bootstrap = spec.bootstrap_server
     try:
         if spec.kind == "zookeeper":
-            zk = spec.open()
+            zk = replace(spec, bootstrap_server=None).open()
+        if zk is not None and not bootstrap:
             brokers = [b for b in zk.snapshot([]).brokers if b.alive and b.host and b.port]
             if not brokers:
                 raise UsageError(

@@ -12,7 +12,7 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -266,6 +266,10 @@ def resolve_source(
         raise UsageError(
             f"--cluster and {FLAG_NAMES[flagged[0]]} both given; pass exactly one cluster source"
         )
+    if flagged == ["zookeeper", "bootstrap_server"]:
+        # ZooKeeper for the assignment, the brokers for what it lacks (log dirs, disk figures)
+        spec = _with_source(base, "zookeeper", zookeeper, "command line")
+        return replace(spec, bootstrap_server=bootstrap_server)
     if len(flagged) > 1:
         names = " and ".join(FLAG_NAMES[k] for k in flagged)
         raise UsageError(f"{names} both given; pass exactly one cluster source")

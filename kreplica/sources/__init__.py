@@ -44,6 +44,31 @@ class SnapshotFileSource:
         pass
 
 
+class ZooKeeperWithBrokerDisks:
+    """--zookeeper with --bootstrap-server: the assignment from ZooKeeper, and from the brokers
+    what ZooKeeper does not hold (log dirs, disk figures, partition and replica sizes)."""
+
+    def __init__(self, zookeeper: AssignmentSource, admin: AssignmentSource) -> None:
+        self.zookeeper = zookeeper
+        self.admin = admin
+
+    def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
+        from kreplica.sources.admin import with_log_dirs
+
+        snapshot = self.zookeeper.snapshot(topics)
+        names = [t.name for t in snapshot.topics]
+        return with_log_dirs(snapshot, self.admin.describe_log_dirs(names))  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.zookeeper, name)  # anything else a ZooKeeper source offers
+
+    def close(self) -> None:
+        try:
+            self.admin.close()
+        finally:
+            self.zookeeper.close()
+
+
 def open_source(
     *,
     snapshot: str | Path | None = None,
@@ -53,7 +78,8 @@ def open_source(
     zk_auth: list[tuple[str, str]] | None = None,
     timeout_s: float = 15.0,
 ) -> AssignmentSource:
-    """Open exactly one source. `zookeeper` is HOST:PORT[,HOST:PORT...][/chroot];
+    """Open one source (or ZooKeeper plus a broker for the disk figures ZooKeeper lacks).
+    `zookeeper` is HOST:PORT[,HOST:PORT...][/chroot];
     `client_config` holds Kafka client properties (security.protocol, sasl.*, ssl.*)."""
     from kreplica.errors import UsageError
 
@@ -66,6 +92,17 @@ def open_source(
         )
         if v
     ]
+    if given == ["--zookeeper", "--bootstrap-server"]:
+        from kreplica.sources.admin import AdminSource
+        from kreplica.sources.zookeeper import ZooKeeperSource
+
+        assert zookeeper is not None and bootstrap_server is not None
+        return ZooKeeperWithBrokerDisks(
+            ZooKeeperSource(
+                zookeeper, auth=zk_auth, client_config=client_config, timeout_s=timeout_s
+            ),
+            AdminSource(bootstrap_server, client_config=client_config, timeout_s=timeout_s),
+        )
     if len(given) != 1:
         if not given:
             raise UsageError(

@@ -135,6 +135,37 @@ def replica_placement(
     return out
 
 
+def with_log_dirs(
+    snapshot: ClusterSnapshot, log_dirs: Iterable[Mapping[str, Any]]
+) -> ClusterSnapshot:
+    """The snapshot with what DescribeLogDirs adds and ZooKeeper does not hold: each broker's
+    log dirs and disk figures, each partition's size, each replica's dir and own size."""
+    sizes = replica_sizes(log_dirs)
+    dirs = broker_log_dirs(log_dirs)
+    disks = broker_disks(log_dirs)
+    placement = replica_placement(log_dirs)
+    brokers = tuple(
+        dataclasses.replace(b, log_dirs=dirs[b.id], disks=disks.get(b.id)) if b.id in dirs else b
+        for b in snapshot.brokers
+    )
+    topics = []
+    for topic in snapshot.topics:
+        parts = []
+        for p in topic.partitions:
+            key = (topic.name, p.partition)
+            own_dirs, own_sizes = per_replica(p.replicas, placement.get(key))
+            parts.append(
+                dataclasses.replace(
+                    p,
+                    size_bytes=sizes.get(key, p.size_bytes),
+                    replica_dirs=own_dirs,
+                    replica_sizes=own_sizes,
+                )
+            )
+        topics.append(dataclasses.replace(topic, partitions=tuple(parts)))
+    return dataclasses.replace(snapshot, brokers=brokers, topics=tuple(topics))
+
+
 def per_replica(
     replicas: tuple[int, ...], placed: Mapping[int, tuple[str, int]] | None
 ) -> tuple[tuple[str | None, ...] | None, tuple[int | None, ...] | None]:
@@ -489,6 +520,10 @@ class AdminSource(LiveSource):
             for tp, state in listed.items()
             if tp.topic in wanted
         }
+
+    def describe_log_dirs(self, names: list[str]) -> list[Mapping[str, Any]]:
+        """kafka-python's describe_log_dirs answer for these topics ([] when not allowed)."""
+        return self._log_dirs(names)
 
     def _log_dirs(self, names: list[str]) -> list[Mapping[str, Any]]:
         """kafka-python's describe_log_dirs answer for these topics ([] when not allowed)."""

@@ -2,7 +2,7 @@
 session clusters, 2 log dirs per broker): through --bootstrap-server every broker's log dirs
 come with total and usable bytes (DescribeLogDirs v4), and every replica with its dir and its
 own size; the snapshot file keeps them; --zookeeper alone has no disk data and the plan says
-"disk: unchecked"."""
+"disk: unchecked"; --zookeeper with --bootstrap-server reads the figures from the brokers."""
 
 from __future__ import annotations
 
@@ -83,3 +83,21 @@ def test_zookeeper_alone_has_no_disk_data(zk_cluster: SandboxInfo) -> None:
     )  # fmt: skip
     assert live.returncode == 0, live.stderr
     assert "disk: checked" in live.stdout
+
+
+def test_zookeeper_with_a_bootstrap_server_reads_both(zk_cluster: SandboxInfo) -> None:
+    # the assignment from ZooKeeper, the disk figures and sizes from the brokers
+    assert zk_cluster.zookeeper is not None
+    both = ["--zookeeper", zk_cluster.zookeeper, "--bootstrap-server", zk_cluster.bootstrap_servers]
+    snap = envelope(kreplica("snapshot", *both, "--output", "json"))["data"]["snapshot"]
+    assert snap["source"] == "zookeeper"
+    for broker in snap["brokers"]:
+        assert len(broker["log_dirs"]) == 2, broker
+        assert all(d["usable_bytes"] > 0 for d in broker["log_dirs"]), broker
+    orders = next(t for t in snap["topics"] if t["name"] == "orders")
+    for p in orders["partitions"]:
+        assert len(p["replica_dirs"]) == len(p["replicas"]), p
+        assert p["size_bytes"] == max(p["replica_sizes"]), p
+    plan = kreplica("expand", *both, "-t", "orders", "--rf", "3", "--dry-run")
+    assert plan.returncode == 0, plan.stderr
+    assert "disk: checked" in plan.stdout and "unchecked" not in plan.stdout

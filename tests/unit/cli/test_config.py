@@ -189,3 +189,15 @@ def test_shipped_example_client_properties_are_usable() -> None:
     python_config = kafka_python_config("b:9093", prod.client_config, 15)
     assert python_config["security_protocol"] == "SASL_SSL"
     assert python_config["ssl_cafile"]
+
+
+def test_zookeeper_with_bootstrap_server_keeps_both_and_other_pairs_are_refused() -> None:
+    # ZooKeeper for the assignment, the brokers for the disk figures ZooKeeper lacks
+    spec = resolve_source(zookeeper="zk:2181", bootstrap_server="kafka:9092", env={})
+    assert spec.kind == "zookeeper"
+    assert (spec.zookeeper, spec.bootstrap_server) == ("zk:2181", "kafka:9092")
+    assert spec.snapshot is None
+    for pair in ({"snapshot": "s.json", "zookeeper": "zk:2181"},
+                 {"snapshot": "s.json", "bootstrap_server": "kafka:9092"}):  # fmt: skip
+        with pytest.raises(UsageError, match="both given; pass exactly one cluster source"):
+            resolve_source(**pair, env={})  # type: ignore[arg-type]

@@ -396,8 +396,26 @@ def write_plan_files(
 ) -> dict[str, Path]:
     """PLAN.json (Kafka's format), PLAN.rollback.json and PLAN.kreplica.json beside it.
     Without `overwrite`, existing plan files (or an old plan's journal) are a usage error."""
-    from kreplica.executor.planfile import plan_siblings
     from kreplica.planner.serialize import plan_document, reassignment_json, rollback_json
+
+    return write_documents(
+        out,
+        lambda: {
+            "reassignment": reassignment_json(plan),
+            "rollback": rollback_json(plan),
+            "plan_document": plan_document(plan, snap),
+        },
+        overwrite=overwrite,
+    )
+
+
+def write_documents(
+    out: Path, documents: Callable[[], dict[str, Any]], *, overwrite: bool
+) -> dict[str, Path]:
+    """Write the plan files at `out` (`documents()` gives them by sibling key) once it is safe:
+    no existing plan files unless `overwrite`, never over an apply that did not finish, and
+    into a folder that exists."""
+    from kreplica.executor.planfile import plan_siblings
 
     paths = sibling_paths(out)
     journal = plan_siblings(out)["journal"]
@@ -419,18 +437,14 @@ def write_plan_files(
                 f"`kreplica cancel {out}`, or choose another name"
             )
         journal.unlink()  # a finished apply's journal belongs to the plan being overwritten
-    documents = {
-        "reassignment": reassignment_json(plan),
-        "rollback": rollback_json(plan),
-        "plan_document": plan_document(plan, snap),
-    }
     if not out.parent.exists():
         raise UsageError(
             f"--out {str(out)!r}: folder {str(out.parent)!r} does not exist; create it"
         )
+    contents = documents()
     for key, path in paths.items():
         try:
-            path.write_text(json.dumps(documents[key], indent=2) + "\n", encoding="utf-8")
+            path.write_text(json.dumps(contents[key], indent=2) + "\n", encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"cannot write {str(path)!r} ({exc.strerror}); check --out") from None
     return paths

@@ -8,7 +8,6 @@ confirmation through `kreplica apply` (AlterReplicaLogDirs, the dir throttle, jo
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,8 @@ from kreplica.cli.commands import (
     parse_broker_ids,
     print_json_data,
     read_cluster,
-    sibling_paths,
     source_spec,
+    write_documents,
 )
 from kreplica.cli.config import SourceSpec
 from kreplica.cli.options import Options, OutputFormat
@@ -62,44 +61,18 @@ def balance_dirs(opts: Options, *, brokers: str | None) -> None:
 
 
 def _write(plan: Any, snap: ClusterSnapshot, out: Path, *, overwrite: bool) -> dict[str, Path]:
-    from kreplica.executor.journal import Journal
-    from kreplica.executor.planfile import plan_siblings
     from kreplica.planner.dirs import plan_document, reassignment_json, replicas_of, rollback_json
 
-    paths = sibling_paths(out)
-    journal = plan_siblings(out)["journal"]
-    existing = [p for p in (*paths.values(), journal) if p.exists()]
-    if existing and not overwrite:
-        names = ", ".join(str(p) for p in existing)
-        raise UsageError(
-            f"--out {str(out)!r}: {names} exist(s) already; pass --force-out to overwrite, or "
-            "choose another name"
-        )
-    if journal.exists():
-        state = Journal(journal).state()
-        if not (state.finished or state.cancelled):
-            raise UsageError(
-                f"--out {str(out)!r}: {journal} shows an apply of the plan there that did not "
-                f"finish; continue it with `kreplica apply {out} --resume` or stop it with "
-                f"`kreplica cancel {out}`, or choose another name"
-            )
-        journal.unlink()
-    if not out.parent.exists():
-        raise UsageError(
-            f"--out {str(out)!r}: folder {str(out.parent)!r} does not exist; create it"
-        )
     replicas = replicas_of(snap)
-    documents = {
-        "reassignment": reassignment_json(plan, replicas),
-        "rollback": rollback_json(plan, replicas),
-        "plan_document": plan_document(plan, replicas, cluster_id=snap.cluster_id),
-    }
-    for key, where in paths.items():
-        try:
-            where.write_text(json.dumps(documents[key], indent=2) + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"--out: cannot write {where}: {exc.strerror or exc}") from None
-    return paths
+    return write_documents(
+        out,
+        lambda: {
+            "reassignment": reassignment_json(plan, replicas),
+            "rollback": rollback_json(plan, replicas),
+            "plan_document": plan_document(plan, replicas, cluster_id=snap.cluster_id),
+        },
+        overwrite=overwrite,
+    )
 
 
 def _default_path(plan: Any, snap: ClusterSnapshot) -> Path:

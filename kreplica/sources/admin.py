@@ -61,20 +61,10 @@ def _abandon(client: Any) -> None:
 def replica_sizes(log_dirs: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], int]:
     """(topic, partition) → size of its largest replica, from kafka-python's describe_log_dirs
     result (one entry per broker). Future replicas (a log-dir move in progress) are skipped."""
-    sizes: dict[tuple[str, int], int] = {}
-    for broker in log_dirs:
-        for log_dir in broker.get("log_dirs") or []:
-            if log_dir.get("error_code", 0):
-                continue  # an offline log dir has no sizes to report
-            for topic in log_dir.get("topics") or []:
-                name = topic.get("name")
-                for partition in topic.get("partitions") or []:
-                    if partition.get("is_future_key"):
-                        continue
-                    key = (name, partition["partition_index"])
-                    size = int(partition.get("partition_size", 0))
-                    sizes[key] = max(size, sizes.get(key, 0))
-    return sizes
+    return {
+        key: max(size for _, size in placed.values())
+        for key, placed in replica_placement(log_dirs).items()
+    }
 
 
 def broker_log_dirs(log_dirs: Iterable[Mapping[str, Any]]) -> dict[int, tuple[str, ...]]:
@@ -551,22 +541,11 @@ class AdminSource(LiveSource):
         configs, min_isr = self._topic_configs(names)
         moving = self._reassignments(names)
         log_dirs = self._log_dirs(names)
-        sizes = replica_sizes(log_dirs)
-        dirs = broker_log_dirs(log_dirs)
-        disks = broker_disks(log_dirs)
-        placement = replica_placement(log_dirs)
-        brokers = [
-            dataclasses.replace(b, log_dirs=dirs[b.id], disks=disks.get(b.id))
-            if b.id in dirs
-            else b
-            for b in brokers
-        ]
         result = []
         for name in names:
             parts = []
             for p in partitions[name]:
                 adding, removing = moving.get((name, p.partition), ((), ()))
-                own_dirs, own_sizes = per_replica(p.replicas, placement.get((name, p.partition)))
                 parts.append(
                     Partition(
                         topic=name,
@@ -574,11 +553,8 @@ class AdminSource(LiveSource):
                         replicas=p.replicas,
                         leader=p.leader,
                         isr=p.isr,
-                        size_bytes=sizes.get((name, p.partition)),
                         adding_replicas=adding,
                         removing_replicas=removing,
-                        replica_dirs=own_dirs,
-                        replica_sizes=own_sizes,
                     )
                 )
             effective, source = min_isr.get(name, (None, None))
@@ -591,10 +567,11 @@ class AdminSource(LiveSource):
                     min_isr_source=source,
                 )
             )
-        return assemble_snapshot(
+        snapshot = assemble_snapshot(
             brokers=brokers,
             topics=result,
             cluster_id=cluster_id,
             source=self.source_name,
             captured_at=captured_at,
         )
+        return with_log_dirs(snapshot, log_dirs)  # sizes, dirs and disk figures

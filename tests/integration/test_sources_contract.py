@@ -174,18 +174,21 @@ def test_repeatable(opened: tuple[AssignmentSource, SandboxInfo, str]) -> None:
 
 
 def _without_sizes(snapshot: ClusterSnapshot) -> ClusterSnapshot:
-    """What both sources can know: no sizes or log dirs (DescribeLogDirs), and no origin of a
-    min.insync.replicas that is not a topic override (ZooKeeper cannot see server.properties,
-    so it says Kafka's default is assumed where the AdminClient reads it)."""
+    """What both sources can know: no sizes, log dirs or disk figures (DescribeLogDirs), and no
+    origin of a min.insync.replicas that is not a topic override (ZooKeeper cannot see
+    server.properties, so it says Kafka's default is assumed where the AdminClient reads it)."""
     topics = tuple(
         replace(
             t,
-            partitions=tuple(replace(p, size_bytes=None) for p in t.partitions),
+            partitions=tuple(
+                replace(p, size_bytes=None, replica_dirs=None, replica_sizes=None)
+                for p in t.partitions
+            ),
             min_isr_source=None,
         )
         for t in snapshot.topics
     )
-    brokers = tuple(replace(b, log_dirs=None) for b in snapshot.brokers)
+    brokers = tuple(replace(b, log_dirs=None, disks=None) for b in snapshot.brokers)
     return replace(snapshot, brokers=brokers, topics=topics, source=None, captured_at=None)
 
 

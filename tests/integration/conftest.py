@@ -117,6 +117,7 @@ def produce(bootstrap: str, topic: str, total_bytes: int, *, record_bytes: int =
         )
         producer.poll(0)
     remaining = producer.flush(60)
+    producer.close()  # a producer left open logs to stderr once its cluster is gone
     if remaining or failures:
         raise RuntimeError(f"producing to {topic}: {remaining} undelivered, errors {failures[:3]}")
 

@@ -296,7 +296,9 @@ def produce_keyed(bootstrap: str, topic: str, count: int) -> dict[int, list[tupl
             topic, f"v{i:06d}".encode(), key=f"k{i % 37}".encode(), on_delivery=delivered
         )
         producer.poll(0)
-    assert producer.flush(60) == 0 and not errors, errors[:3]
+    remaining = producer.flush(60)
+    producer.close()  # a producer left open logs to stderr once its cluster is gone
+    assert remaining == 0 and not errors, errors[:3]
     out: dict[int, list[tuple[bytes, bytes]]] = {}
     for partition, _, key, value in sorted(acked):
         out.setdefault(partition, []).append((key, value))
@@ -382,6 +384,7 @@ class LoadProducer(threading.Thread):
                 self.sent += 1
             self.producer.poll(0.01)
         self.unflushed = self.producer.flush(120)
+        self.producer.close()  # a producer left open logs to stderr once its cluster is gone
 
 
 # --------------------------------------------------------------------------- 1. RF 1 -> 3 -> 2

@@ -492,7 +492,9 @@ def _produce(bootstrap: str, topic: str, partition: int, total: int) -> None:
     for _ in range(total // len(chunk)):
         producer.produce(topic, chunk, partition=partition)
         producer.poll(0)
-    assert producer.flush(30) == 0
+    remaining = producer.flush(30)
+    producer.close()  # a producer left open logs to stderr once its cluster is gone
+    assert remaining == 0
 
 
 def step_in_flight(op: Operator) -> None:

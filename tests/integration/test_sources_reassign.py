@@ -29,7 +29,9 @@ def _produce(bootstrap: str, topic: str, total: int) -> None:
     for _ in range(total // len(chunk)):
         producer.produce(topic, chunk, partition=0)
         producer.poll(0)
-    assert producer.flush(30) == 0
+    remaining = producer.flush(30)
+    producer.close()  # a producer left open logs to stderr once its cluster is gone
+    assert remaining == 0
 
 
 def _alter_configs(bootstrap: str, changes: list[tuple[str, str, dict[str, str | None]]]) -> None:

@@ -96,25 +96,36 @@ class _State:
         self.fresh: dict[int, frozenset[int]] = {}
         self.spill: dict[int, bool] = {}  # more units than fresh racks
         eligible_racks = frozenset(by_rack)
+        # partitions share few sets of fixed racks: each set's fresh racks are computed once
+        fresh_of: dict[frozenset[int], frozenset[int]] = {}
+        key_id: dict[int, int] = {}
+        count, base, rack_of, units_on = self.count, self.base, self.rack_of, self.units_on
         for pid in sorted(units.replicas):
             reps = units.replicas[pid]
             n_fixed = units.fixed.get(pid, len(reps))
             self.members[pid] = set(reps)
-            for b in reps[:n_fixed]:
-                if b in self.count:
-                    self.count[b] += 1
-                    self.base[b] += 1
+            fixed = reps[:n_fixed]
+            for b in fixed:
+                if b in count:
+                    count[b] += 1
+                    base[b] += 1
             if n_fixed >= len(reps):
                 continue
-            fixed_racks = {self._rack_key_id(b) for b in reps[:n_fixed]}
-            fresh = eligible_racks - fixed_racks
+            fixed_racks = frozenset(
+                key_id[b] if b in key_id else key_id.setdefault(b, self._rack_key_id(b))
+                for b in fixed
+            )
+            fresh = fresh_of.get(fixed_racks)
+            if fresh is None:
+                fresh = fresh_of[fixed_racks] = eligible_racks - fixed_racks
             self.fresh[pid] = fresh
             self.spill[pid] = len(reps) - n_fixed > len(fresh)
             per_rack: dict[int, int] = {}
             for b in reps[n_fixed:]:
-                self.count[b] += 1
-                self.units_on[b].add(pid)
-                per_rack[self.rack_of[b]] = per_rack.get(self.rack_of[b], 0) + 1
+                count[b] += 1
+                units_on[b].add(pid)
+                r = rack_of[b]
+                per_rack[r] = per_rack.get(r, 0) + 1
             self.rack_units[pid] = per_rack
         self.total_units = sum(len(v) for v in self.units_on.values())
         self.refused = False  # `admits` turned a move down: optimality is not proven
@@ -135,10 +146,12 @@ class _State:
         for pid, per_rack in self.rack_units.items():
             if len(self.members[pid]) != len(self.u.replicas[pid]):
                 return False
-            for rack in set(per_rack) | self.fresh[pid]:
-                lo, hi = self.rack_bounds(pid, rack)
-                if not lo <= per_rack.get(rack, 0) <= hi:
+            fresh = self.fresh[pid]
+            if self.spill[pid]:  # rack_bounds: every fresh rack at least one unit
+                if not fresh <= per_rack.keys():
                     return False
+            elif not per_rack.keys() <= fresh or any(n > 1 for n in per_rack.values()):
+                return False  # rack_bounds: a fresh rack one unit at most, any other none
         return True
 
     def path(
@@ -150,10 +163,16 @@ class _State:
         broker (which takes one), as the node sequence; None when there is none."""
         parent: dict[_Node, _Node | None] = {}
         queue: deque[_Node] = deque()
+        admits = self.u.admits
+        # Brokers not reached yet, per rack, in preference order: each is taken off once, so a
+        # rack node costs the brokers it reaches plus its partition's members, not the whole
+        # rack (without a guard; a guard refuses per partition, so then every broker is asked).
+        unreached = {r: dict.fromkeys(bs) for r, bs in self.rack_brokers.items()}
         for b in sources:
             node = ("b", b, 0)
             parent[node] = None
             queue.append(node)
+            unreached[self.rack_of[b]].pop(b, None)
         while queue:
             node = queue.popleft()
             kind, a, r = node
@@ -165,15 +184,22 @@ class _State:
                         queue.append(nxt)
             elif kind == "r":
                 members = self.members[a]
-                admits = self.u.admits
-                for b in self.rack_brokers[r]:
+                if admits is None:
+                    waiting = unreached[r]
+                    reached = [b for b in waiting if b not in members]
+                else:
+                    reached = []
+                    for b in self.rack_brokers[r]:
+                        if b in members or ("b", b, 0) in parent:
+                            continue
+                        if not admits(b, a):
+                            self.refused = True
+                            continue
+                        reached.append(b)
+                for b in reached:
                     nxt = ("b", b, 0)
-                    if b in members or nxt in parent:
-                        continue
-                    if admits is not None and not admits(b, a):
-                        self.refused = True
-                        continue
                     parent[nxt] = node
+                    unreached[r].pop(b, None)
                     if is_target(b):
                         return _unwind(parent, nxt)
                     queue.append(nxt)
@@ -223,6 +249,8 @@ class _State:
     def fit(self, lo: Mapping[int, int], hi: Mapping[int, int]) -> bool:
         """Move units until every eligible broker's count is within [lo, hi]; False when no
         placement of the units does that (the state is then a valid assignment still)."""
+        if self.u.admits is None and not any(self.spill.values()):
+            return _RackFit(self, lo, hi).run()
         brokers = sorted(lo, key=self.u.order)
         count = self.count
         while True:
@@ -242,6 +270,146 @@ class _State:
             if found is None:
                 return False
             self.augment(found)
+
+
+class _RackFit:
+    """`fit` when every partition gives each of its units a fresh rack of its own (no spill)
+    and no guard refuses a broker: a unit may then go to any broker of a rack the partition
+    may use (its other replicas are on other racks), so the problem splits in two. First the
+    racks: units move between racks along shortest paths of a graph with one node per rack
+    (A -> B while some partition has a unit on A and may use B), until every rack's total is
+    within the sum of its brokers' bounds; a rack that cannot get there proves the window
+    infeasible, as a broker would. Then each rack hands its units out within it. The result
+    is the one the broker-level search proves, found over racks instead of brokers."""
+
+    def __init__(self, state: _State, lo: Mapping[int, int], hi: Mapping[int, int]) -> None:
+        self.s = state
+        self.lo, self.hi = lo, hi
+        self.racks = state.all_racks
+        rack_brokers = state.rack_brokers
+        self.total = {r: sum(state.count[b] for b in rack_brokers[r]) for r in self.racks}
+        self.rack_lo = {r: sum(lo[b] for b in rack_brokers[r]) for r in self.racks}
+        self.rack_hi = {r: sum(hi[b] for b in rack_brokers[r]) for r in self.racks}
+        # movable[a][b]: partitions with a unit on rack a that may move it to rack b (ordered)
+        self.movable: dict[int, dict[int, dict[int, None]]] = {
+            a: {b: {} for b in self.racks} for a in self.racks
+        }
+        for pid in sorted(state.rack_units):
+            self._index(pid, add=True)
+
+    def _index(self, pid: int, add: bool) -> None:
+        on = self.s.rack_units[pid]
+        free = sorted(self.s.fresh[pid] - on.keys())
+        for a in on:
+            row = self.movable[a]
+            for b in free:
+                if add:
+                    row[b][pid] = None
+                else:
+                    row[b].pop(pid, None)
+
+    def run(self) -> bool:
+        s, lo, hi = self.s, self.lo, self.hi
+        if any(s.base[b] > hi[b] or lo[b] > hi[b] for b in lo):
+            return False  # fixed replicas alone break the window
+        total, rack_lo, rack_hi = self.total, self.rack_lo, self.rack_hi
+        while over := [r for r in self.racks if total[r] > rack_hi[r]]:
+            if not self._augment(over, lambda r: total[r] < rack_hi[r]):
+                return False
+        while under := {r for r in self.racks if total[r] < rack_lo[r]}:
+            donors = [r for r in self.racks if total[r] > rack_lo[r]]
+            if not self._augment(donors, under.__contains__):
+                return False
+        for r in self.racks:
+            self._within(s.rack_brokers[r])
+        return True
+
+    def _augment(self, sources: Sequence[int], is_target: Callable[[int], bool]) -> bool:
+        """Move one unit along a shortest rack path from a source to a target; False: none."""
+        parent: dict[int, int | None] = dict.fromkeys(sources)
+        queue = deque(sources)
+        end = None
+        while queue and end is None:
+            a = queue.popleft()
+            for b in self.racks:
+                if b not in parent and self.movable[a][b]:
+                    parent[b] = a
+                    if is_target(b):
+                        end = b
+                        break
+                    queue.append(b)
+        if end is None:
+            return False
+        hops: list[tuple[int, int]] = []
+        node = end
+        while (prev := parent[node]) is not None:
+            hops.append((prev, node))
+            node = prev
+        for a, b in reversed(hops):
+            pid = next(iter(self.movable[a][b]))
+            here = self._unit_on(pid, a)
+            self._move(pid, here, self._receiver(pid, b))
+        return True
+
+    def _unit_on(self, pid: int, rack: int) -> int:
+        """The broker of `rack` holding the partition's unit there (one at most: no spill)."""
+        reps = self.s.u.replicas[pid]
+        n_fixed = self.s.u.fixed.get(pid, len(reps))
+        return next(b for b in reps[n_fixed:] if self.s.rack_of[b] == rack)
+
+    def _receiver(self, pid: int, rack: int) -> int:
+        """The broker of `rack` a unit goes to: one below its floor, else one with room, else
+        any; the preferred (least loaded) first."""
+        s, lo, hi = self.s, self.lo, self.hi
+        members = s.members[pid]
+        candidates = [b for b in s.rack_brokers[rack] if b not in members]
+        return min(
+            candidates,
+            key=lambda b: (s.count[b] >= lo[b], s.count[b] >= hi[b]),
+        )
+
+    def _move(self, pid: int, here: int, there: int) -> None:
+        s = self.s
+        self._index(pid, add=False)
+        reps = s.u.replicas[pid]
+        reps[reps.index(here)] = there
+        s.members[pid].discard(here)
+        s.members[pid].add(there)
+        s.units_on[here].discard(pid)
+        s.units_on[there].add(pid)
+        s.count[here] -= 1
+        s.count[there] += 1
+        s._rack_add(pid, s.rack_of[here], -1)
+        s._rack_add(pid, s.rack_of[there], +1)
+        self.total[s.rack_of[here]] -= 1
+        self.total[s.rack_of[there]] += 1
+        self._index(pid, add=True)
+
+    def _within(self, brokers: Sequence[int]) -> None:
+        """Hand a rack's units out within it (its total is within its bounds): brokers above
+        their ceiling give units away, then brokers below their floor take some."""
+        s, lo, hi = self.s, self.lo, self.hi
+        count = s.count
+        for giver in brokers:
+            while count[giver] > hi[giver]:
+                self._shift(giver, [b for b in brokers if count[b] < hi[b]])
+        for taker in brokers:
+            while count[taker] < lo[taker]:
+                givers = sorted(
+                    (b for b in brokers if count[b] > lo[b]), key=lambda b: lo[b] - count[b]
+                )
+                self._shift(givers[0], [taker])
+
+    def _shift(self, giver: int, takers: Sequence[int]) -> None:
+        """Move one unit of `giver` to the first taker that does not hold its partition."""
+        s = self.s
+        order = sorted(takers, key=lambda b: (s.count[b] >= self.lo[b],))
+        for pid in sorted(s.units_on[giver]):
+            for b in order:
+                if b not in s.members[pid]:
+                    self._move(pid, giver, b)
+                    return
+        raise AssertionError("a rack's unit found no broker of its rack")
 
 
 def _unwind(parent: Mapping[_Node, _Node | None], end: _Node) -> list[_Node]:

@@ -147,6 +147,20 @@ class PlanContext:
         if self._replica_order is not None or self._leader_order is not None:
             self._refresh(topic, {*old, *new}, [*old[:1], *new[:1]])
 
+    def add_replica(
+        self, topic: str, replicas: Sequence[int], broker: int, size: int | None
+    ) -> None:
+        """`replace(topic, replicas, [*replicas, broker], size)`, touching only what changes
+        (the added broker's counts; the leader stays unless there was none)."""
+        if not replicas:
+            self.replace(topic, replicas, [broker], size)
+            return
+        self.topic_replicas[topic][broker] += 1
+        self.cluster_replicas[broker] += 1
+        self.cluster_bytes[broker] += size or 0
+        if self._replica_order is not None or self._leader_order is not None:
+            self._refresh(topic, (broker,), ())
+
     def _count(self, topic: str, replicas: Sequence[int], size: int, sign: int) -> None:
         tr = self.topic_replicas[topic]
         for b in replicas:

@@ -334,11 +334,17 @@ def _apply_request(
     ctx (undo_request reverses it)."""
     work: Work = {p.partition: list(p.replicas) for p in topic.partitions}
     partitions = {p.partition: p for p in topic.partitions}
-    for pid in sorted(work):
-        count = state.replace.get((topic.name, pid))
-        if count:
-            replace_dead(ctx, topic.name, partitions[pid], work[pid], count)
-    active = {pid: reps for pid, reps in work.items() if (topic.name, pid) not in state.skipped}
+    if state.replace:  # a healthy cluster skips these per-partition lookups
+        for pid in sorted(work):
+            count = state.replace.get((topic.name, pid))
+            if count:
+                replace_dead(ctx, topic.name, partitions[pid], work[pid], count)
+    skipped = state.skipped
+    active = (
+        {pid: reps for pid, reps in work.items() if (topic.name, pid) not in skipped}
+        if skipped
+        else work
+    )
     if req.rf is not None and any(len(r) != req.rf for r in active.values()):
         strategy.change_rf(ctx, topic, active, req.rf)
     if req.partitions is not None and req.partitions > len(topic.partitions):
@@ -418,9 +424,10 @@ def _grown_only(
     if req.fix_racks:
         return None
     fixed: dict[int, int] = {}
+    skipped = state.skipped
     for p in topic.partitions:
         reps = work[p.partition]
-        if (topic.name, p.partition) in state.skipped:
+        if skipped and (topic.name, p.partition) in skipped:
             fixed[p.partition] = len(reps)
         elif len(reps) < len(p.replicas):
             return None

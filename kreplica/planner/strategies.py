@@ -42,7 +42,7 @@ def grow_balanced(
     """Append least-loaded replicas (fresh racks first) until `replicas` has `rf`."""
     while len(replicas) < rf:
         chosen = pick_new_replica(ctx, topic, replicas, size)
-        ctx.replace(topic, replicas, [*replicas, chosen], size)
+        ctx.add_replica(topic, replicas, chosen, size)
         replicas.append(chosen)
 
 
@@ -246,7 +246,7 @@ class AppendStrategy:
             chosen = next_in_ring(ctx, ring, replicas)
             if chosen is None:  # only when the ring is exhausted; reuse the picker's message
                 chosen = pick_new_replica(ctx, topic, replicas, size)
-            ctx.replace(topic, replicas, [*replicas, chosen], size)
+            ctx.add_replica(topic, replicas, chosen, size)
             replicas.append(chosen)
 
     def change_rf(self, ctx: PlanContext, topic: Topic, work: Work, rf: int) -> None:

@@ -29,7 +29,7 @@ infeasible (max-flow min-cut), so trying the windows by increasing s gives the l
 
 from __future__ import annotations
 
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -90,15 +90,15 @@ class _State:
         self.all_racks = sorted(by_rack)
         self.count: dict[int, int] = dict.fromkeys(units.scope, 0)
         self.base: dict[int, int] = dict.fromkeys(units.scope, 0)
-        self.units_on: dict[int, set[int]] = {b: set() for b in units.eligible}
+        self.units_on: defaultdict[int, set[int]] = defaultdict(set)  # eligible brokers only
         self.members: dict[int, set[int]] = {}
         self.rack_units: dict[int, dict[int, int]] = {}
         self.fresh: dict[int, frozenset[int]] = {}
         self.spill: dict[int, bool] = {}  # more units than fresh racks
         eligible_racks = frozenset(by_rack)
         # partitions share few sets of fixed racks: each set's fresh racks are computed once
-        fresh_of: dict[frozenset[int], frozenset[int]] = {}
-        key_id: dict[int, int] = {}
+        fresh_of: dict[tuple[int, ...], frozenset[int]] = {}
+        key_id = dict(self.rack_of)  # an eligible broker's rack id is its _rack_key_id
         count, base, rack_of, units_on = self.count, self.base, self.rack_of, self.units_on
         for pid in sorted(units.replicas):
             reps = units.replicas[pid]
@@ -111,13 +111,15 @@ class _State:
                     base[b] += 1
             if n_fixed >= len(reps):
                 continue
-            fixed_racks = frozenset(
-                key_id[b] if b in key_id else key_id.setdefault(b, self._rack_key_id(b))
-                for b in fixed
-            )
+            try:
+                fixed_racks = tuple(map(key_id.__getitem__, fixed))
+            except KeyError:  # a fixed replica on an ineligible broker
+                for b in fixed:
+                    key_id.setdefault(b, self._rack_key_id(b))
+                fixed_racks = tuple(map(key_id.__getitem__, fixed))
             fresh = fresh_of.get(fixed_racks)
             if fresh is None:
-                fresh = fresh_of[fixed_racks] = eligible_racks - fixed_racks
+                fresh = fresh_of[fixed_racks] = eligible_racks.difference(fixed_racks)
             self.fresh[pid] = fresh
             self.spill[pid] = len(reps) - n_fixed > len(fresh)
             per_rack: dict[int, int] = {}

@@ -6,7 +6,7 @@ Strategies decide *what* changes (how many replicas, which partition); pickers d
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from itertools import chain
 
 from kreplica.errors import PlanInfeasible
@@ -44,14 +44,21 @@ def pick_new_replica(
     i = 0
     while i < n:
         # one group of equal load [i, j), in ring order; start after the last replica's position
-        t, c, by = entries[i][:3]
-        j = bisect_left(entries, (t, c, by, ring), i + 1)
-        start = (
-            i
-            if last_position is None
-            else bisect_left(entries, (t, c, by, last_position + 1), i, j)
-        )
-        for k in chain(range(start, j), range(i, start)):
+        head = entries[i]
+        t, c, by = head[0], head[1], head[2]
+        after = entries[i + 1] if i + 1 < n else None
+        walk: Iterable[int]
+        if after is None or after[0] != t or after[1] != c or after[2] != by:
+            j, walk = i + 1, (i,)  # a group of one (usual once cluster loads differ)
+        else:
+            j = bisect_left(entries, (t, c, by, ring), i + 1)
+            start = (
+                i
+                if last_position is None
+                else bisect_left(entries, (t, c, by, last_position + 1), i, j)
+            )
+            walk = chain(range(start, j), range(i, start))
+        for k in walk:
             b = entries[k][4]
             if b in replicas:
                 continue

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import json
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -449,7 +448,7 @@ def write_documents(
     contents = documents()
     for key, path in paths.items():
         try:
-            path.write_text(json.dumps(contents[key], indent=2) + "\n", encoding="utf-8")
+            path.write_text(output.file_text(contents[key]), encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"cannot write {str(path)!r} ({exc.strerror}); check --out") from None
     return paths

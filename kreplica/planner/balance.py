@@ -25,6 +25,11 @@ bounds. Starting from the greedy assignment (a flow that meets every bound but t
 lo_b to brokers below it, along shortest paths of the residual graph (breadth first, never
 built: its edges are read off the assignment). When no such path exists the window is
 infeasible (max-flow min-cut), so trying the windows by increasing s gives the lowest spread.
+
+The usual case (every unit on a fresh rack of its own, no guard) needs no broker-level search:
+a unit may then go to any broker of a rack it may use, so `_RackFit` solves the same window
+over racks (a graph of a few nodes) and then hands each rack's units out within it. A million
+partitions at 500 brokers spent most of their planning time in the broker-level search.
 """
 
 from __future__ import annotations

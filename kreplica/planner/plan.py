@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from kreplica.errors import PlanInfeasible, UsageError
-from kreplica.model import ClusterSnapshot, Finding, PartitionChange, Plan, Topic
+from kreplica.model import ClusterSnapshot, Finding, Partition, PartitionChange, Plan, Topic
 from kreplica.planner.balance import TopicUnits, balance_units, lowest_bound
 from kreplica.planner.context import PlanContext
 from kreplica.planner.degraded import (
@@ -194,11 +194,14 @@ def _min_isr_findings(topic: Topic, req: TopicRequest, options: PlanOptions) -> 
 
 
 def _state_findings(topic: Topic, ctx: PlanContext, req: TopicRequest) -> list[Finding]:
-    lagging = [
-        p.partition
-        for p in topic.partitions
-        if any(b not in ctx.live for b in p.in_sync) or p.out_of_sync
-    ]
+    live = ctx.live
+
+    def lags(p: Partition) -> bool:  # a replica out of sync, or an in-sync one on a dead broker
+        if p.isr is None or p.isr == p.replicas:  # all in sync (the usual case): no tuples built
+            return not live.issuperset(p.replicas)
+        return bool(p.out_of_sync) or not live.issuperset(p.in_sync)
+
+    lagging = [p.partition for p in topic.partitions if lags(p)]
     if not lagging:
         return []
     shown = _ids(lagging[:10]) + (", ..." if len(lagging) > 10 else "")

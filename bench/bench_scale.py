@@ -217,22 +217,12 @@ def line(row: dict[str, Any]) -> str:
     def pair(a: str, b: str) -> str:
         return f"{row[a]}/{row[b]}" if a in row else "-"
 
+    case = [size_name(row["partitions"]), row["brokers"], row["racks"], row["strategy"], row["op"]]
     if "error" in row and "replicas_added" not in row:
-        cells = [
-            size_name(row["partitions"]),
-            row["brokers"],
-            row["racks"],
-            row["strategy"],
-            row["op"],
-        ]
-        head = "  ".join(f"{c!s:>{w}}" for c, (_, w) in zip(cells, COLUMNS, strict=False))
+        head = "  ".join(f"{c!s:>{w}}" for c, (_, w) in zip(case, COLUMNS, strict=False))
         return f"{head}  error: {row['error']}"
     cells = [
-        size_name(row["partitions"]),
-        row["brokers"],
-        row["racks"],
-        row["strategy"],
-        row["op"],
+        *case,
         f"{row['wall_s']:.2f}",
         f"{row['cpu_s']:.2f}",
         f"{row['peak_rss_mib']:.0f}",

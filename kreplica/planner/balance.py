@@ -134,7 +134,6 @@ class _State:
                 r = rack_of[b]
                 per_rack[r] = per_rack.get(r, 0) + 1
             self.rack_units[pid] = per_rack
-        self.total_units = sum(len(v) for v in self.units_on.values())
         self.refused = False  # `admits` turned a move down: optimality is not proven
 
     def _rack_key_id(self, broker: int) -> int:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from kreplica.errors import PlanInfeasible, UsageError
 from kreplica.model import ClusterSnapshot, Finding, Partition, PartitionChange, Plan, Topic
@@ -412,12 +411,6 @@ def _moves(topic: Topic, work: Work) -> tuple[int, int]:
     return added, removed
 
 
-class _Disk(Protocol):
-    def fits(self, broker: int, size_bytes: int | None) -> bool: ...
-
-    def take(self, broker: int, size_bytes: int | None) -> None: ...
-
-
 def _grown_only(
     topic: Topic, req: TopicRequest, state: _Degraded, work: Work
 ) -> dict[int, int] | None:
@@ -461,7 +454,7 @@ def _balance_exact(ctx: PlanContext, topic: Topic, work: Work, fixed: dict[int, 
         )
 
     sizes = {p.partition: p.size_bytes for p in topic.partitions}
-    disk: _Disk | None = getattr(ctx, "disk", None)  # the disk guard, when there is one
+    disk: DiskGuard | None = ctx.disk
 
     def admits(broker: int, pid: int) -> bool:  # new partitions hold no data yet
         return disk is None or disk.fits(broker, sizes.get(pid))

@@ -11,7 +11,7 @@ once (Kafka keeps old and new replicas until the move completes).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter, itemgetter
@@ -24,7 +24,6 @@ from kreplica.planner.evaluate import (
     has_rack_violation,
     rack_count,
     rack_key,
-    replicas_per_broker,
     spread,
 )
 
@@ -50,56 +49,8 @@ def full_assignment(snapshot: ClusterSnapshot) -> Assignment:
     return {(t.name, p.partition): p.replicas for t in snapshot.topics for p in t.partitions}
 
 
-def _scope_brokers(eligible: Iterable[int], *assignments: Mapping[Any, Sequence[int]]) -> set[int]:
-    brokers = set(eligible)
-    for assignment in assignments:
-        for reps in assignment.values():
-            brokers.update(reps)
-    return brokers
-
-
-def _spread_over(assignment: Assignment, scope: set[int]) -> int:
-    """Replica spread over the brokers in `scope` only (replicas elsewhere do not count)."""
-    counts = replicas_per_broker(assignment, scope)
-    return spread({b: n for b, n in counts.items() if b in scope})
-
-
-def _actual_leaders(snapshot: ClusterSnapshot, brokers: Iterable[int]) -> dict[int, int]:
-    """Partitions each broker leads now (the preferred leader where the source has no leader;
-    an offline partition counts nowhere)."""
-    counts = dict.fromkeys(brokers, 0)
-    for t in snapshot.topics:
-        for p in t.partitions:
-            leader = p.current_leader
-            if leader is not None:
-                counts[leader] = counts.get(leader, 0) + 1
-    return dict(sorted(counts.items()))
-
-
+@gc_paused()  # millions of acyclic objects: see kreplica/gcpause.py
 def build_report(
-    *,
-    snapshot: ClusterSnapshot,
-    strategy: str,
-    eligible: Sequence[int],
-    topics: Sequence[str],
-    changes: Sequence[PartitionChange],
-    lower_bound: LowerBound,
-    fallbacks: Sequence[Fallback],
-) -> dict[str, Any]:
-    """The report of a plan (see `_build_report`), built with the cyclic GC paused."""
-    with gc_paused():
-        return _build_report(
-            snapshot=snapshot,
-            strategy=strategy,
-            eligible=eligible,
-            topics=topics,
-            changes=changes,
-            lower_bound=lower_bound,
-            fallbacks=fallbacks,
-        )
-
-
-def _build_report(
     *,
     snapshot: ClusterSnapshot,
     strategy: str,

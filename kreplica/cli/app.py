@@ -498,7 +498,7 @@ def snapshot(
 ) -> None:
     """Save brokers and assignments to a file.
 
-    Works with any source; the file is what --snapshot FILE reads (see README: snapshot format).
+    Works with any source; the file is what --snapshot FILE reads (format: docs/sources.md).
     A snapshot is JSON whatever --output says: without -o it goes to stdout as the file itself
     (table, markdown) or inside the envelope's data.snapshot (json); with -o, --output shapes
     the summary line.

@@ -46,7 +46,7 @@ InputOpt = Annotated[
 OutOpt = Annotated[Path, typer.Option("--out", metavar="DIR", help="Local folder for results.")]
 PolicyOpt = Annotated[
     Optional[Path],  # noqa: UP045
-    typer.Option("--policy", metavar="FILE", help="Policy file (TOML; see README: fleet)."),
+    typer.Option("--policy", metavar="FILE", help="Policy file (TOML; see docs/fleet.md)."),
 ]
 RfOpt = Annotated[
     Optional[int],  # noqa: UP045

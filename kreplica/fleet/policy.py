@@ -195,7 +195,7 @@ def load_policy(path: str | Path) -> Policy:
     if p.suffix.lower() in (".yaml", ".yml"):
         raise InputError(
             f"policy {str(p)!r}: YAML policies are not read (PyYAML is not a kreplica "
-            "dependency); write it as TOML (see README: fleet policy)"
+            "dependency); write it as TOML (see docs/fleet.md: policy file)"
         )
     text = read_user_file(p, "policy file", fix="check --policy")
     try:

@@ -35,6 +35,7 @@ from kreplica.planner.disk import DiskGuard, finish_plan
 from kreplica.planner.evaluate import spread
 from kreplica.planner.options import PlanOptions
 from kreplica.planner.report import LowerBound, build_report
+from kreplica.planner.spreadflow import Group, solve, split
 
 Key = tuple[str, int]
 BY = ("count", "bytes")
@@ -274,13 +275,17 @@ def drain_plan(
     *,
     topics: Sequence[str] | None = None,
     options: PlanOptions = PlanOptions(),
+    keep_rack_share: bool = False,
 ) -> Plan:
     """Move every replica off `brokers` (of `topics`, default all), one move per replica.
 
-    for each partition (topic, id order), each replica r on a drained broker:
-        candidates = live, not drained, not excluded, not in the partition
-        pick max(racks the partition spans after), then r's own rack, then least loaded
-             (topic replicas, cluster replicas, bytes, tie-break); r's position is kept
+    Destinations (the rack rule: a partition's new replicas take racks its staying replicas
+    do not use, one each, as many as it can, so no partition spans fewer racks):
+      default          the exact balance (spreadflow): replicas per staying broker as even
+                       as the rule allows, then each topic, then bytes; from a greedy start
+      keep_rack_share  per replica, the drained broker's own rack first, then least loaded
+    A partition the drained brokers led gets as preferred leader an in-sync staying replica
+    or its new one, chosen so preferred leaders per broker end as even as they can.
     Refused: unknown broker (exit 2); fewer brokers left than a partition's RF, or a rack
     emptied that a partition needs for its spread (exit 4).
     """
@@ -291,50 +296,32 @@ def drain_plan(
     live = snapshot.live_broker_ids()
     eligible = sorted(b for b in live if b not in drained and b not in options.exclude_brokers)
     run = _Run.start(snapshot, eligible, options, topics)
-    ctx = run.ctx
     touched = [k for k in sorted(run.parts) if any(b in drained for b in run.work[k])]
     touched = run.in_flight(touched, options)
     _refuse_drain(run, drained, touched)
+    if keep_rack_share:
+        for key in touched:
+            for r in list(run.work[key]):
+                if r in drained:
+                    run.move(key, r, _drain_pick(run, key, r, own_rack_first=True))
+    else:
+        _drain_balanced(run, drained, touched)
     led = 0
     for key in touched:
         part = run.parts[key]
-        count = 0
-        for r in list(run.work[key]):
-            if r not in drained:
-                continue
-            rest = [b for b in run.work[key] if b != r]
-            rest_racks = run.racks_of(rest)
-            own = ctx.rack(r)
-            candidates = [b for b in ctx.eligible if b not in run.work[key]]
-            # non-empty: _refuse_drain checked there are enough brokers; the disk guard
-            # may leave none
-            roomy = [b for b in candidates if run.fits(key, b)]
-            if not roomy and ctx.disk is not None:
-                raise PlanInfeasible(ctx.disk.refusal(candidates[0], part.size_bytes))
-            candidates = roomy
-            _, chosen = min(
-                (
-                    (
-                        -len(rest_racks | {ctx.rack(b)}),
-                        ctx.rack(b) != own,
-                        ctx.load_key(key[0], b),
-                    ),
-                    b,
-                )
-                for b in candidates
-            )
-            run.move(key, r, chosen)
-            count += 1
+        count = sum(1 for b in part.replicas if b in drained)
         led += part.current_leader in drained
         run.bound.add_partition(count, count, part.size_bytes)
+    changed = _drain_leaders(run, drained, touched)
     if led:
         run.findings.append(
             Finding(
                 "info",
                 "elect-after",
-                f"{led} partition(s) are led by a drained broker; each one's replacement takes "
-                "its place, and a preferred leader election after the move (`kreplica elect "
-                "PLAN.json`, run by `kreplica drain` after applying) restores leadership",
+                f"{led} partition(s) are led by a drained broker; each gets a staying in-sync "
+                "or new replica as preferred leader, and a preferred leader election after the "
+                "move (`kreplica elect PLAN.json`, run by `kreplica drain` after applying) "
+                "makes it lead",
             )
         )
     remaining = sum(1 for k in run.work for b in run.work[k] if b in drained)
@@ -343,10 +330,223 @@ def drain_plan(
         {
             **_spreads_without(run, drained),
             "drained_brokers": sorted(drained),
+            "keep_rack_share": keep_rack_share,
             "replicas_left_on_drained": remaining,
             "partitions_led_by_drained": led,
+            "preferred_leader_changes": changed,
+            "broker_replicas_before": _broker_counts(run, eligible, before=True),
+            "broker_replicas_after": _broker_counts(run, eligible, before=False),
         },
     )
+
+
+def _broker_counts(run: _Run, eligible: Sequence[int], *, before: bool) -> dict[str, int]:
+    """Replicas per staying broker (every topic counted; the context holds the after)."""
+    counts = {b: run.ctx.cluster_replicas[b] for b in eligible}
+    if before:
+        for key, part in run.parts.items():
+            for reps, sign in ((part.replicas, 1), (run.work[key], -1)):
+                for b in reps:
+                    if b in counts:
+                        counts[b] += sign
+    return {str(b): counts[b] for b in sorted(counts)}
+
+
+def _drain_pick(run: _Run, key: Key, r: int, *, own_rack_first: bool) -> int:
+    """One drained replica's destination, greedily: most racks for the partition, then (with
+    own_rack_first) r's rack, then least loaded (topic, cluster, bytes, tie-break)."""
+    ctx = run.ctx
+    rest = [b for b in run.work[key] if b != r]
+    rest_racks = run.racks_of(rest)
+    own = ctx.rack(r)
+    candidates = [b for b in ctx.eligible if b not in run.work[key]]
+    # non-empty: _refuse_drain checked there are enough brokers; the disk guard may leave none
+    roomy = [b for b in candidates if run.fits(key, b)]
+    if not roomy and ctx.disk is not None:
+        raise PlanInfeasible(ctx.disk.refusal(candidates[0], run.parts[key].size_bytes))
+    _, chosen = min(
+        (
+            (
+                -len(rest_racks | {ctx.rack(b)}),
+                own_rack_first and ctx.rack(b) != own,
+                ctx.load_key(key[0], b),
+            ),
+            b,
+        )
+        for b in roomy
+    )
+    return chosen
+
+
+def _drain_layers(
+    run: _Run, rest: Sequence[int], k: int, rack_brokers: Mapping[str, list[int]]
+) -> list[tuple[int, int, list[int]]]:
+    """The rack rule as layers (lo, hi, brokers) per partition: k units on racks the staying
+    replicas do not use, one each; with fewer such racks than units, each of them gets one
+    and the rest go anywhere (each broker once)."""
+    used = run.racks_of(rest)
+    fresh = [r for r in rack_brokers if r not in used]
+    if k <= len(fresh):
+        return [(0, 1, rack_brokers[r]) for r in fresh]
+    layers = []
+    for r, bs in rack_brokers.items():
+        free = [b for b in bs if b not in rest]
+        if free:
+            layers.append((int(r in fresh), min(k, len(free)), free))
+    return sorted(layers, key=lambda layer: -layer[0])
+
+
+def _drain_balanced(run: _Run, drained: frozenset[int], touched: Sequence[Key]) -> None:
+    """Destinations at the exact balance (spreadflow), the disk guard's refusals aside."""
+    ctx = run.ctx
+    rack_brokers: dict[str, list[int]] = {}
+    for b in sorted(ctx.eligible, key=ctx.rank):
+        rack_brokers.setdefault(ctx.rack(b), []).append(b)
+    groups: dict[tuple[str, tuple[int, ...], int], Group] = {}
+    for key in touched:
+        rest = tuple(sorted(b for b in run.work[key] if b not in drained))
+        k = len(run.work[key]) - len(rest)
+        gk = (key[0], rest, k)
+        if gk not in groups:
+            groups[gk] = Group(key[0], k, _drain_layers(run, rest, k, rack_brokers))
+        groups[gk].members.append(key)
+    flow_groups: list[Group] = []
+    by_hand: list[Key] = []
+    for g in groups.values():
+        if ctx.disk is not None:  # only brokers with room for the group's largest partition
+            big = max((run.parts[k].size_bytes or 0 for k in g.members), default=0)
+            g.layers = [
+                (lo, hi, kept)
+                for lo, hi, bs in g.layers
+                if (kept := [b for b in bs if ctx.disk.fits(b, big)])
+            ]
+            lows = sum(lo for lo, _, _ in g.layers)
+            room = sum(min(hi, len(bs)) for _, hi, bs in g.layers)
+            if room < g.units or lows < _drain_lows(g, run, rack_brokers):
+                by_hand.extend(g.members)
+                continue
+        g.members.sort(key=lambda k: (-(run.parts[k].size_bytes or 0), k))
+        flow_groups.append(g)
+    counts = {b: ctx.cluster_replicas[b] for b in ctx.eligible}
+    topic_base = {t: dict(ctx.topic_replicas[t]) for t in {g.topic for g in flow_groups}}
+    starts = _greedy_start(run, flow_groups, counts, topic_base)
+    base = {b: ctx.cluster_replicas[b] for b in ctx.eligible}
+    per_group = solve(flow_groups, base, topic_base)
+    for g, per, first in zip(flow_groups, per_group, starts, strict=True):
+        for key, dest in zip(g.members, split(g, per) if per else first, strict=True):
+            dest = sorted(dest, key=lambda b: (ctx.cluster_bytes[b], ctx.rank(b)))
+            for r in [b for b in run.work[key] if b in drained]:
+                new = dest.pop(0)
+                if not run.fits(key, new):
+                    new = _drain_pick(run, key, r, own_rack_first=False)
+                run.move(key, r, new)
+    for key in by_hand:
+        for r in [b for b in run.work[key] if b in drained]:
+            run.move(key, r, _drain_pick(run, key, r, own_rack_first=False))
+
+
+def _drain_lows(g: Group, run: _Run, rack_brokers: Mapping[str, list[int]]) -> int:
+    """Units the rule puts on fresh racks per partition (before the guard filtered them)."""
+    rest = [b for b in run.work[g.members[0]] if b in run.ctx.eligible_set]
+    layers = _drain_layers(run, rest, g.units, rack_brokers)
+    return sum(lo for lo, _, _ in layers)
+
+
+def _greedy_start(
+    run: _Run,
+    groups: Sequence[Group],
+    counts: dict[int, int],
+    topic_counts: Mapping[str, Mapping[int, int]],
+) -> list[list[list[int]]]:
+    """A placement following the rack rule, least loaded first: the flow's feasible start
+    (g.start), and per member the brokers chosen."""
+    rank = run.ctx.rank
+    topic_add: dict[tuple[str, int], int] = {}
+    out = []
+    for g in groups:
+        chosen_all = []
+        for _ in g.members:
+            chosen: list[int] = []
+            taken = [0] * len(g.layers)
+            while len(chosen) < g.units:
+                must = [i for i, (lo, _, _) in enumerate(g.layers) if taken[i] < lo]
+                pool = must or [i for i, (_, hi, _) in enumerate(g.layers) if taken[i] < hi]
+                b, i = min(
+                    (
+                        (
+                            counts[b],
+                            topic_counts[g.topic].get(b, 0) + topic_add.get((g.topic, b), 0),
+                            rank(b),
+                        ),
+                        b,
+                        i,
+                    )
+                    for i in pool
+                    for b in g.layers[i][2]
+                    if b not in chosen
+                )[1:]
+                chosen.append(b)
+                taken[i] += 1
+                counts[b] += 1
+                topic_add[(g.topic, b)] = topic_add.get((g.topic, b), 0) + 1
+                g.start[b] = g.start.get(b, 0) + 1
+            chosen_all.append(chosen)
+        out.append(chosen_all)
+    return out
+
+
+def _drain_leaders(
+    run: _Run, drained: frozenset[int], touched: Sequence[Key]
+) -> dict[str, list[int]]:
+    """Preferred leaders of the partitions a drained broker led first: an in-sync staying
+    replica or a new one each, spread as evenly as those choices allow (spreadflow); returns
+    partition -> [old, new] preferred leader for each one that changes."""
+    ctx = run.ctx
+    elig = ctx.eligible_set
+    groups: dict[tuple[str, tuple[int, ...]], Group] = {}
+    for key in touched:
+        part = run.parts[key]
+        if not part.replicas or part.replicas[0] not in drained:
+            continue
+        isr = set(part.in_sync)
+        cands = tuple(
+            sorted(b for b in run.work[key] if b in elig and (b in isr or b not in part.replicas))
+        )
+        if not cands:
+            continue
+        gk = (key[0], cands)
+        if gk not in groups:
+            groups[gk] = Group(key[0], 1, [(0, 1, list(cands))])
+        groups[gk].members.append(key)
+    base = {b: ctx.cluster_leaders[b] for b in ctx.eligible}
+    topic_base = {t: dict(ctx.topic_leaders[t]) for t in {g.topic for g in groups.values()}}
+    for g in groups.values():
+        for key in g.members:
+            lead = run.work[key][0]
+            if lead in base:  # counted apart: its choice is the flow's
+                base[lead] -= 1
+                topic_base[g.topic][lead] -= 1
+    counts = dict(base)
+    tcounts = {t: dict(c) for t, c in topic_base.items()}
+    for g in groups.values():
+        for key in g.members:
+            lead = run.work[key][0]
+            if lead not in g.layers[0][2]:
+                lead = min(g.layers[0][2], key=lambda b: (counts[b], tcounts[g.topic].get(b, 0)))
+            counts[lead] += 1
+            tcounts[g.topic][lead] = tcounts[g.topic].get(lead, 0) + 1
+            g.start[lead] = g.start.get(lead, 0) + 1
+    glist = list(groups.values())
+    changed: dict[str, list[int]] = {}
+    for g, per in zip(glist, solve(glist, base, topic_base), strict=True):
+        for key, (lead,) in zip(g.members, split(g, per), strict=True):
+            if run.work[key][0] != lead:
+                run.reorder(key, lead)
+    for key in touched:
+        old, new = run.parts[key].replicas, run.work[key]
+        if old and new and old[0] != new[0]:
+            changed[f"{key[0]}-{key[1]}"] = [old[0], new[0]]
+    return changed
 
 
 def _spreads_without(run: _Run, drained: frozenset[int]) -> dict[str, object]:

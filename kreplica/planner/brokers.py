@@ -334,22 +334,8 @@ def drain_plan(
             "replicas_left_on_drained": remaining,
             "partitions_led_by_drained": led,
             "preferred_leader_changes": changed,
-            "broker_replicas_before": _broker_counts(run, eligible, before=True),
-            "broker_replicas_after": _broker_counts(run, eligible, before=False),
         },
     )
-
-
-def _broker_counts(run: _Run, eligible: Sequence[int], *, before: bool) -> dict[str, int]:
-    """Replicas per staying broker (every topic counted; the context holds the after)."""
-    counts = {b: run.ctx.cluster_replicas[b] for b in eligible}
-    if before:
-        for key, part in run.parts.items():
-            for reps, sign in ((part.replicas, 1), (run.work[key], -1)):
-                for b in reps:
-                    if b in counts:
-                        counts[b] += sign
-    return {str(b): counts[b] for b in sorted(counts)}
 
 
 def _drain_pick(run: _Run, key: Key, r: int, *, own_rack_first: bool) -> int:

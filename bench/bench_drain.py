@@ -50,14 +50,12 @@ def shape_cluster(racks: Mapping[int, str | None], total: int) -> ClusterSnapsho
     )
 
 
-def _feasible(
-    groups: list[tuple[int, list[tuple[int, int, list[int]]], int]],
-    base: Mapping[int, int],
-    lo: int,
-    hi: int,
-) -> bool:
+Groups = list[tuple[int, list[tuple[int, int, list[int]]], int]]
+
+
+def _feasible(groups: Groups, base: Mapping[int, int], lo: int, hi: int, lower: bool) -> bool:
     """Is there a placement of the groups' units (n partitions, layers (lo, hi, brokers) per
-    partition, k units each) with every broker's base + units within [lo, hi]?"""
+    partition, k units each) with every broker's base + units <= hi (and >= lo if `lower`)?"""
     g = nx.DiGraph()
     total = 0
     demand: Counter[str] = Counter()
@@ -72,14 +70,16 @@ def _feasible(
             demand[node] -= n * llo
             for b in bs:
                 g.add_edge(node, f"b{b}", capacity=n)
+    needs = 0
     for b, c in base.items():
-        need = max(0, lo - c)
+        need = max(0, lo - c) if lower else 0
         room = hi - c
         if room < need:
             return False
         g.add_edge(f"b{b}", "sink", capacity=room - need)
         demand[f"b{b}"] += need
-    demand["sink"] += total - sum(max(0, lo - c) for c in base.values())
+        needs += need
+    demand["sink"] += total - needs
     for node, d in demand.items():
         g.add_node(node, demand=d)
     try:
@@ -89,20 +89,38 @@ def _feasible(
     return True
 
 
-def optimum(
-    groups: list[tuple[int, list[tuple[int, int, list[int]]], int]], base: Mapping[int, int]
-) -> int:
-    """The lowest max-min of base + units any placement reaches (windows by spread)."""
+def _window_exists(groups: Groups, base: Mapping[int, int], s: int) -> bool:
+    """Some level L with every broker within [L, L + s]. Routing the units under the ceilings
+    only gets easier as L rises and meeting the floors only harder (the reachable counts form
+    a polymatroid base), so the lowest L that routes is the one to check with floors."""
     units = sum(n * k for n, _, k in groups)
-    counts = sorted(base.values())
-    top = max(counts) + units
-    for s in range(0, top + 1):
-        for lo in range(max(0, (sum(counts) + units) // len(counts) - s), min(counts) + 1 + units):
-            if lo * len(counts) > sum(counts) + units:
-                break
-            if _feasible(groups, base, lo, lo + s):
-                return s
-    return top
+    total = sum(base.values()) + units
+    lo_l = max(0, -(-total // len(base)) - s, max(base.values()) - s)
+    hi_l = total // len(base)
+    if lo_l > hi_l:
+        return False
+    if not _feasible(groups, base, hi_l, hi_l + s, lower=False):
+        return False
+    while lo_l < hi_l:
+        mid = (lo_l + hi_l) // 2
+        if _feasible(groups, base, mid, mid + s, lower=False):
+            hi_l = mid
+        else:
+            lo_l = mid + 1
+    return _feasible(groups, base, lo_l, lo_l + s, lower=True)
+
+
+def optimum(groups: Groups, base: Mapping[int, int]) -> int:
+    """The lowest max-min of base + units any placement reaches (binary search on s)."""
+    units = sum(n * k for n, _, k in groups)
+    lo_s, hi_s = 0, max(base.values()) + units - min(base.values())
+    while lo_s < hi_s:
+        mid = (lo_s + hi_s) // 2
+        if _window_exists(groups, base, mid):
+            hi_s = mid
+        else:
+            lo_s = mid + 1
+    return lo_s
 
 
 def drain_groups(snap: ClusterSnapshot, drained: set[int]):  # type: ignore[no-untyped-def]

@@ -24,6 +24,7 @@ by drain and replace, and left alone by add-brokers and rebalance.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -299,20 +300,21 @@ def drain_plan(
     touched = [k for k in sorted(run.parts) if any(b in drained for b in run.work[k])]
     touched = run.in_flight(touched, options)
     _refuse_drain(run, drained, touched)
+    unplaced: list[tuple[Group, dict[int, int], tuple[int, ...]]] = []
     if keep_rack_share:
         for key in touched:
             for r in list(run.work[key]):
                 if r in drained:
                     run.move(key, r, _drain_pick(run, key, r, own_rack_first=True))
     else:
-        _drain_balanced(run, drained, touched)
+        unplaced = _drain_balanced(run, drained, touched)
     led = 0
     for key in touched:
         part = run.parts[key]
         count = sum(1 for b in part.replicas if b in drained)
         led += part.current_leader in drained
         run.bound.add_partition(count, count, part.size_bytes)
-    changed = _drain_leaders(run, drained, touched)
+    changed = _drain_leaders(run, drained, touched, unplaced)
     if led:
         run.findings.append(
             Finding(
@@ -382,23 +384,35 @@ def _drain_layers(
     return sorted(layers, key=lambda layer: -layer[0])
 
 
-def _drain_balanced(run: _Run, drained: frozenset[int], touched: Sequence[Key]) -> None:
-    """Destinations at the exact balance (spreadflow), the disk guard's refusals aside."""
+def _drain_balanced(
+    run: _Run, drained: frozenset[int], touched: Sequence[Key]
+) -> list[tuple[Group, dict[int, int], tuple[int, ...]]]:
+    """Destinations at the exact balance (spreadflow), the disk guard's refusals aside.
+
+    A group of partitions a drained broker led (one replica leaving each) is returned
+    unplaced, with its units per broker and its in-sync staying replicas: which partition
+    takes which broker is then chosen with the leaders (_drain_leaders), so that a broker short
+    of leaders gets the partitions it can lead. The others are placed here."""
     ctx = run.ctx
     rack_brokers: dict[str, list[int]] = {}
     for b in sorted(ctx.eligible, key=ctx.rank):
         rack_brokers.setdefault(ctx.rack(b), []).append(b)
-    groups: dict[tuple[str, tuple[int, ...], int], Group] = {}
+    groups: dict[tuple[str, tuple[int, ...], int, tuple[int, ...] | None], Group] = {}
     for key in touched:
+        part = run.parts[key]
         rest = tuple(sorted(b for b in run.work[key] if b not in drained))
         k = len(run.work[key]) - len(rest)
-        gk = (key[0], rest, k)
+        led = None
+        if k == 1 and part.replicas[0] in drained:
+            isr = set(part.in_sync)
+            led = tuple(b for b in rest if b in isr and b in ctx.eligible_set)
+        gk = (key[0], rest, k, led)
         if gk not in groups:
             groups[gk] = Group(key[0], k, _drain_layers(run, rest, k, rack_brokers))
         groups[gk].members.append(key)
-    flow_groups: list[Group] = []
+    flow_groups: list[tuple[Group, tuple[int, ...] | None]] = []
     by_hand: list[Key] = []
-    for g in groups.values():
+    for (_, _, _, led), g in groups.items():
         if ctx.disk is not None:  # only brokers with room for the group's largest partition
             big = max((run.parts[k].size_bytes or 0 for k in g.members), default=0)
             g.layers = [
@@ -412,23 +426,36 @@ def _drain_balanced(run: _Run, drained: frozenset[int], touched: Sequence[Key]) 
                 by_hand.extend(g.members)
                 continue
         g.members.sort(key=lambda k: (-(run.parts[k].size_bytes or 0), k))
-        flow_groups.append(g)
+        flow_groups.append((g, led))
+    glist = [g for g, _ in flow_groups]
     counts = {b: ctx.cluster_replicas[b] for b in ctx.eligible}
-    topic_base = {t: dict(ctx.topic_replicas[t]) for t in {g.topic for g in flow_groups}}
-    starts = _greedy_start(run, flow_groups, counts, topic_base)
+    topic_base = {t: dict(ctx.topic_replicas[t]) for t in {g.topic for g in glist}}
+    starts = _greedy_start(run, glist, counts, topic_base)
     base = {b: ctx.cluster_replicas[b] for b in ctx.eligible}
-    per_group = solve(flow_groups, base, topic_base)
-    for g, per, first in zip(flow_groups, per_group, starts, strict=True):
+    per_group = solve(glist, base, topic_base)
+    later = []
+    for (g, led), per, first in zip(flow_groups, per_group, starts, strict=True):
+        if led is not None:
+            later.append((g, per or dict(Counter(b for (b,) in first)), led))
+            continue
         for key, dest in zip(g.members, split(g, per) if per else first, strict=True):
-            dest = sorted(dest, key=lambda b: (ctx.cluster_bytes[b], ctx.rank(b)))
-            for r in [b for b in run.work[key] if b in drained]:
-                new = dest.pop(0)
-                if not run.fits(key, new):
-                    new = _drain_pick(run, key, r, own_rack_first=False)
-                run.move(key, r, new)
+            _drain_place(run, key, drained, dest)
     for key in by_hand:
         for r in [b for b in run.work[key] if b in drained]:
             run.move(key, r, _drain_pick(run, key, r, own_rack_first=False))
+    return later
+
+
+def _drain_place(run: _Run, key: Key, drained: frozenset[int], dest: Sequence[int]) -> None:
+    """The partition's drained replicas replaced by `dest` (fewest bytes first), in place;
+    a broker the disk guard refuses by then is swapped for a greedy pick."""
+    ctx = run.ctx
+    todo = sorted(dest, key=lambda b: (ctx.cluster_bytes[b], ctx.rank(b)))
+    for r in [b for b in run.work[key] if b in drained]:
+        new = todo.pop(0)
+        if not run.fits(key, new):
+            new = _drain_pick(run, key, r, own_rack_first=False)
+        run.move(key, r, new)
 
 
 def _drain_lows(g: Group, run: _Run, rack_brokers: Mapping[str, list[int]]) -> int:
@@ -482,17 +509,26 @@ def _greedy_start(
 
 
 def _drain_leaders(
-    run: _Run, drained: frozenset[int], touched: Sequence[Key]
+    run: _Run,
+    drained: frozenset[int],
+    touched: Sequence[Key],
+    unplaced: Sequence[tuple[Group, dict[int, int], tuple[int, ...]]] = (),
 ) -> dict[str, list[int]]:
     """Preferred leaders of the partitions a drained broker led first: an in-sync staying
     replica or a new one each, spread as evenly as those choices allow (spreadflow); returns
-    partition -> [old, new] preferred leader for each one that changes."""
+    partition -> [old, new] preferred leader for each one that changes.
+
+    An unplaced group (from _drain_balanced: its units per broker decided, not which
+    partition gets which) leads from its in-sync staying replicas (each partition has them
+    all) or from its new brokers, each as many times as the group sends units there; its
+    partitions are then handed the brokers to match."""
     ctx = run.ctx
     elig = ctx.eligible_set
+    waiting = {k for g, _, _ in unplaced for k in g.members}
     groups: dict[tuple[str, tuple[int, ...]], Group] = {}
     for key in touched:
         part = run.parts[key]
-        if not part.replicas or part.replicas[0] not in drained:
+        if key in waiting or not part.replicas or part.replicas[0] not in drained:
             continue
         isr = set(part.in_sync)
         cands = tuple(
@@ -505,7 +541,8 @@ def _drain_leaders(
             groups[gk] = Group(key[0], 1, [(0, 1, list(cands))])
         groups[gk].members.append(key)
     base = {b: ctx.cluster_leaders[b] for b in ctx.eligible}
-    topic_base = {t: dict(ctx.topic_leaders[t]) for t in {g.topic for g in groups.values()}}
+    topics = {g.topic for g in groups.values()} | {g.topic for g, _, _ in unplaced}
+    topic_base = {t: dict(ctx.topic_leaders[t]) for t in topics}
     for g in groups.values():
         for key in g.members:
             lead = run.work[key][0]
@@ -522,12 +559,29 @@ def _drain_leaders(
             counts[lead] += 1
             tcounts[g.topic][lead] = tcounts[g.topic].get(lead, 0) + 1
             g.start[lead] = g.start.get(lead, 0) + 1
-    glist = list(groups.values())
-    changed: dict[str, list[int]] = {}
-    for g, per in zip(glist, solve(glist, base, topic_base), strict=True):
-        for key, (lead,) in zip(g.members, split(g, per), strict=True):
+    flexible = []
+    for g, per, isr_rest in unplaced:
+        n = len(g.members)
+        caps = {**dict.fromkeys(isr_rest, n), **per}
+        # start: each partition led by its new replica (a feasible choice)
+        flexible.append(Group(g.topic, 1, [(0, 1, sorted(caps))], list(g.members), dict(per), caps))
+    glist = list(groups.values()) + flexible
+    solved = solve(glist, base, topic_base)
+    for g, lead_per in zip(groups.values(), solved, strict=False):
+        for key, (lead,) in zip(g.members, split(g, lead_per), strict=True):
             if run.work[key][0] != lead:
                 run.reorder(key, lead)
+    for (g, per, _), lead_per in zip(unplaced, solved[len(groups) :], strict=True):
+        # partitions led by a new broker b take b; the others the brokers left over
+        pairs = [(b, b) for b in sorted(per) for _ in range(lead_per.get(b, 0))]
+        left = [b for b in sorted(per) for _ in range(per[b] - lead_per.get(b, 0))]
+        leads = [r for r in sorted(lead_per) if r not in per for _ in range(lead_per[r])]
+        pairs += list(zip(left, leads, strict=True))
+        for key, (dest, lead) in zip(g.members, pairs, strict=True):
+            _drain_place(run, key, drained, [dest])
+            if lead in run.work[key] and run.work[key][0] != lead:
+                run.reorder(key, lead)
+    changed: dict[str, list[int]] = {}
     for key in touched:
         old, new = run.parts[key].replicas, run.work[key]
         if old and new and old[0] != new[0]:

@@ -7,7 +7,8 @@ broker, and a sink:
 
     group g -> (g, layer l)    [n_g * lo_l, n_g * hi_l]  a layer is a rack a partition may use,
                                                           lo/hi units per partition
-    (g, l) -> (topic, b)       n_g                        b on the layer (each partition once)
+    (g, l) -> (topic, b)       n_g                        b on the layer (each partition once,
+                                                          or g.caps[b])
     (topic, b) -> b            convex: (topic base + y)^2
     b -> sink                  convex: W * (base + x)^2   W above any topic cost: brokers first
 
@@ -34,6 +35,7 @@ class Group:
     layers: list[tuple[int, int, list[int]]]  # (lo, hi, brokers) per partition
     members: list[tuple[str, int]] = field(default_factory=list)  # partitions
     start: dict[int, int] = field(default_factory=dict)  # broker -> units (a feasible start)
+    caps: dict[int, int] | None = None  # broker -> units at most (default: one per partition)
 
 
 def _square(base: int, weight: int = 1) -> Callable[[int], int]:
@@ -78,7 +80,8 @@ def solve(
                     tb_node[key] = net.node()
                     tb_flow[key] = 0
                 x = g.start.get(b, 0)
-                arcs.append((net.arc(ln, tb_node[key], n, flow=x), b))
+                cap = n if g.caps is None else g.caps.get(b, n)
+                arcs.append((net.arc(ln, tb_node[key], cap, flow=x), b))
                 tb_flow[key] += x
                 b_flow[b] += x
         unit_arcs.append(arcs)

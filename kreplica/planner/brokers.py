@@ -475,8 +475,13 @@ def _greedy_start(
     (g.start), and per member the brokers chosen."""
     rank = run.ctx.rank
     topic_add: dict[tuple[str, int], int] = {}
-    out = []
-    for g in groups:
+    out: list[list[list[int]]] = [[] for _ in groups]
+    # the groups with the fewest brokers to choose from first: the others fill around them
+    order = sorted(
+        range(len(groups)), key=lambda i: (sum(len(bs) for _, _, bs in groups[i].layers), i)
+    )
+    for gi in order:
+        g = groups[gi]
         chosen_all = []
         for _ in g.members:
             chosen: list[int] = []
@@ -504,7 +509,7 @@ def _greedy_start(
                 topic_add[(g.topic, b)] = topic_add.get((g.topic, b), 0) + 1
                 g.start[b] = g.start.get(b, 0) + 1
             chosen_all.append(chosen)
-        out.append(chosen_all)
+        out[gi] = chosen_all
     return out
 
 
@@ -563,8 +568,17 @@ def _drain_leaders(
     for g, per, isr_rest in unplaced:
         n = len(g.members)
         caps = {**dict.fromkeys(isr_rest, n), **per}
-        # start: each partition led by its new replica (a feasible choice)
-        flexible.append(Group(g.topic, 1, [(0, 1, sorted(caps))], list(g.members), dict(per), caps))
+        start: dict[int, int] = {}
+        tc = tcounts[g.topic]
+        for _ in g.members:  # a greedy start: the least loaded candidate with room
+            lead = min(
+                (b for b in caps if start.get(b, 0) < caps[b]),
+                key=lambda b: (counts[b], tc.get(b, 0), ctx.rank(b)),
+            )
+            start[lead] = start.get(lead, 0) + 1
+            counts[lead] += 1
+            tc[lead] = tc.get(lead, 0) + 1
+        flexible.append(Group(g.topic, 1, [(0, 1, sorted(caps))], list(g.members), start, caps))
     glist = list(groups.values()) + flexible
     solved = solve(glist, base, topic_base)
     for g, lead_per in zip(groups.values(), solved, strict=False):

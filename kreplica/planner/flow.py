@@ -97,13 +97,33 @@ class Circulation:
                         queue.append(v)
         return _parent_cycle(parent)
 
+    def _step_cost(self, i: int, d: int) -> int | None:
+        """The marginal cost of one more unit on arc i in direction d; None: no room."""
+        a = self.arcs[i]
+        f = a.flow
+        if (d > 0 and f >= a.cap) or (d < 0 and f <= a.lower):
+            return None
+        return 0 if a.cost is None else a.cost(f + d) - a.cost(f)
+
     def cancel(self) -> int:
-        """Push one unit around negative cycles until there is none; returns how many."""
+        """Push units around negative cycles until there is none; returns how many pushes.
+        A cycle found is pushed again while it stays negative (its costs are convex, so it
+        only gets dearer): the search, the costly part, runs once for the run of pushes."""
         done = 0
         while (cycle := self.negative_cycle()) is not None:
-            for i, d in cycle:
-                self.arcs[i].flow += d
-            done += 1
+            while True:
+                total = 0
+                for i, d in cycle:
+                    c = self._step_cost(i, d)
+                    if c is None:
+                        total = 0
+                        break
+                    total += c
+                if total >= 0:
+                    break
+                for i, d in cycle:
+                    self.arcs[i].flow += d
+                done += 1
         return done
 
 

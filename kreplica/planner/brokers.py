@@ -570,10 +570,11 @@ def _drain_leaders(
         caps = {**dict.fromkeys(isr_rest, n), **per}
         start: dict[int, int] = {}
         tc = tcounts[g.topic]
-        for _ in g.members:  # a greedy start: the least loaded candidate with room
+        for _ in g.members:  # a greedy start: the least loaded candidate with room, on a
+            # tie the new replica (it takes the drained leader's place: the least change)
             lead = min(
                 (b for b in caps if start.get(b, 0) < caps[b]),
-                key=lambda b: (counts[b], tc.get(b, 0), ctx.rank(b)),
+                key=lambda b: (counts[b], tc.get(b, 0), b not in per, ctx.rank(b)),
             )
             start[lead] = start.get(lead, 0) + 1
             counts[lead] += 1

@@ -368,3 +368,30 @@ def test_circulation_reaches_the_min_cost_flow(seed: int) -> None:
         for j, a in zip(range(right), net.arcs[-right - 1 : -1], strict=True)
     )
     assert mine == best
+
+
+@pytest.mark.parametrize("racks", ["none", "even", "uneven"])
+@pytest.mark.parametrize("op", ["add-brokers", "rebalance"])
+def test_add_brokers_and_rebalance_keep_the_rules_with_a_dead_broker(op: str, racks: str) -> None:
+    """The drain's guarantees hold for the other operations: a dead broker receives nothing
+    and keeps what it has, no partition spans fewer racks."""
+    from kreplica.planner.brokers import add_brokers_plan, rebalance_plan
+
+    base = make_cluster(11, 7, racks, 3)
+    dead = 2
+    snap = ClusterSnapshot(
+        brokers=(
+            *(Broker(b.id, rack=b.rack, alive=b.id != dead) for b in base.brokers),
+            Broker(7, rack=base.racks().get(0)),  # a new, empty broker
+        ),
+        topics=base.topics,
+        cluster_id="gen",
+    )
+    plan = add_brokers_plan(snap, [7]) if op == "add-brokers" else rebalance_plan(snap)
+    assert plan.changes
+    before = {(t.name, p.partition): p.replicas for t in snap.topics for p in t.partitions}
+    for c in plan.changes:
+        old = before[(c.topic, c.partition)]
+        assert dead not in old  # a partition with a replica on the dead broker is left alone
+        assert dead not in c.after
+        assert len({rack(snap, b) for b in c.after}) >= len({rack(snap, b) for b in old})

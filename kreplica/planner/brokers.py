@@ -3,11 +3,13 @@
 Pure planner functions (standard library only, deterministic) returning the same `Plan` as
 `make_plan`, so the diff, the report with its lower bounds, the plan files and apply / verify /
 cancel work unchanged. A move replaces one replica by another broker *in the same position*,
-so a moved preferred leader's place goes to its replacement and followers stay followers.
+so followers stay followers; a drain may then put another replica first for its leader.
 
-    drain_plan       every replica on the drained brokers moves exactly once (the lower bound):
-                     to the least-loaded broker keeping the partition's rack spread, the
-                     drained broker's own rack first
+    drain_plan       every replica on the drained brokers moves exactly once (the lower bound),
+                     keeping each partition's rack spread: replicas per staying broker, then
+                     per topic, as even as that allows (spreadflow's exact min-cost flow), a
+                     drained leader's partition led so preferred leaders end as even as they
+                     can; keep_rack_share: the drained broker's own rack first, greedily
     add_brokers_plan the new brokers' deficit (their share by count or bytes) and no more:
                      replicas come from the most loaded old broker, small partitions first,
                      never losing a rack

@@ -318,18 +318,28 @@ def drain(
         Optional[str],  # noqa: UP045
         typer.Option("--topics", metavar="REGEX", help="Only topics whose whole name matches."),
     ] = None,
+    keep_rack_share: Annotated[
+        bool,
+        typer.Option(
+            "--keep-rack-share",
+            help="Keep each replica in its drained broker's rack where the rack has room "
+            "(per-rack bytes stay), even when that loads the rack's brokers unevenly.",
+        ),
+    ] = False,
     opts: Options,
 ) -> None:
     """Move every replica off brokers (decommission): one move per replica.
 
-    Each replica goes to the least-loaded broker that keeps its partition's rack spread (its
-    own rack first), in the same position; a preferred leader election after the apply moves
-    leadership to the replacements.
+    Destinations keep every partition's rack spread and leave replicas per staying broker as
+    even as that allows (then each topic, then bytes); a drained leader's partition gets the
+    preferred leader that evens out leaders. A preferred leader election runs after the apply.
     """
     from kreplica.cli import broker_cmd
 
     _begin(opts, "drain")
-    broker_cmd.drain(opts, brokers=brokers, topics=topic or [], regex=topics)
+    broker_cmd.drain(
+        opts, brokers=brokers, topics=topic or [], regex=topics, keep_rack_share=keep_rack_share
+    )
 
 
 DIR_PLAN = [

@@ -128,14 +128,23 @@ def elect_after(opts: Options, spec: Any) -> Any:
     return run
 
 
-def drain(opts: Options, *, brokers: str, topics: list[str], regex: str | None) -> None:
+def drain(
+    opts: Options,
+    *,
+    brokers: str,
+    topics: list[str],
+    regex: str | None,
+    keep_rack_share: bool = False,
+) -> None:
     from kreplica.planner.brokers import drain_plan
 
     ids = _ids(brokers, "--brokers")
     spec = source_spec(opts)
     snap = read_cluster(spec)
     names = _topic_names(snap, topics, regex)
-    plan = drain_plan(snap, ids, topics=names, options=_plan_options(opts))
+    plan = drain_plan(
+        snap, ids, topics=names, options=_plan_options(opts), keep_rack_share=keep_rack_share
+    )
     scope = "" if names is None else f" ({', '.join(names[:5])}{' ...' if len(names) > 5 else ''})"
     title = f"drain broker(s) {', '.join(map(str, sorted(ids)))}{scope}"
     show_plan(opts, spec, snap, plan, title, after_apply=elect_after(opts, spec))

@@ -7,6 +7,7 @@ Colour is a second channel only: every mark also exists as text (`*` leader, `+`
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
+from typing import Any
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -127,6 +128,29 @@ def broker_table(plan: Plan, snapshot: ClusterSnapshot) -> Table:
             _delta(lead_after, preferred),
             format_bytes(bytes_in) if sizes_known else "?",
             format_bytes(bytes_out) if sizes_known else "?",
+        )
+    # the spread (max - min) over the live brokers that stay, replicas and preferred leaders
+    # before and after: what a drain or rebalance evens out
+    drained: Any = report.get("drained_brokers") or ()
+    gone = {int(b) for b in drained}
+    stay = [b.id for b in snapshot.brokers if b.alive and b.id not in gone]
+    if stay:
+
+        def spread_of(key: str) -> int:
+            values = [per_broker(report, key, b) for b in stay]
+            return max(values) - min(values)
+
+        table.add_row(
+            "spread",
+            "",
+            str(spread_of("broker_replicas_before")),
+            "",
+            str(spread_of("broker_replicas_after")),
+            str(spread_of(preferred_key)),
+            str(spread_of("broker_leaders_after")),
+            "",
+            "",
+            end_section=False,
         )
     return table
 

@@ -84,10 +84,21 @@ def _moves(plan: Plan) -> int:
 
 
 def _positions_kept(snapshot: ClusterSnapshot, plan: Plan, moved: set[int] | None) -> None:
-    """Every replica that stays keeps its position (moved ones are replaced in place)."""
+    """Every replica that stays keeps its position (moved ones are replaced in place), but
+    for a drained leader's partition whose new preferred leader the drain chose (it is put
+    first, the others keep their order)."""
     before = _assignment(snapshot)
+    releaded = plan.report.get("preferred_leader_changes", {})
     for c in plan.changes:
         old = before[(c.topic, c.partition)]
+        if f"{c.topic}-{c.partition}" in releaded:
+            new_leader = c.after[0]
+            assert old[0] in (moved or ()), c
+            rest = list(c.after[1:])
+            kept = [b for b in old if b in rest]
+            assert kept == [b for b in rest if b in old], (c, old)
+            assert new_leader in old or new_leader in c.added
+            continue
         for i, b in enumerate(old):
             if moved is not None and b in moved:
                 assert c.after[i] != b
@@ -244,7 +255,11 @@ def test_drain_same_rack_first_and_leader_position() -> None:
     )
     plan = drain_plan(snap, [0])
     after = {c.partition: c.after for c in plan.changes}
-    assert after == {0: (3, 1, 2), 1: (1, 2, 3)}  # broker 3 is 0's rack; positions kept
+    # broker 3 is the only one of 0's rack; positions kept but the leader's: 1 and 3 lead
+    # a partition already, so 2 (in sync) takes it
+    assert after == {0: (2, 3, 1), 1: (1, 2, 3)}
+    assert plan.report["preferred_leader_changes"] == {"a-0": [0, 2]}
+    assert plan.report["leader_spread_after"] == 1
     assert plan.report["replicas_added"] == plan.report["lower_bound_replicas_added"] == 2
     assert any(f.code == "elect-after" for f in plan.findings)
 

@@ -1,0 +1,123 @@
+"""Exact balance for replicas that must go somewhere (a drain) and for preferred leaders.
+
+Units come in groups of interchangeable partitions: the same topic and the same choices
+(for a drain: the same replicas staying and the same number leaving; for leaders: the same
+candidates). The network, one node per group, per (group, layer), per (topic, broker), per
+broker, and a sink:
+
+    group g -> (g, layer l)    [n_g * lo_l, n_g * hi_l]  a layer is a rack a partition may use,
+                                                          lo/hi units per partition
+    (g, l) -> (topic, b)       n_g                        b on the layer (each partition once,
+                                                          or g.caps[b])
+    (topic, b) -> b            convex: (topic base + y)^2
+    b -> sink                  convex: W * (base + x)^2   W above any topic cost: brokers first
+
+solved from a feasible start by `flow.Circulation`. The result is split back into partitions
+round robin (`split`): each broker's units are consecutive and at most n_g, so they land on
+distinct partitions; a layer holding >= n_g units gives every partition one, <= n_g * hi
+at most hi to each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from kreplica.planner.flow import Circulation
+
+_BIG = 1 << 40
+
+
+@dataclass
+class Group:
+    topic: str
+    units: int  # per partition
+    layers: list[tuple[int, int, list[int]]]  # (lo, hi, brokers) per partition
+    members: list[tuple[str, int]] = field(default_factory=list)  # partitions
+    start: dict[int, int] = field(default_factory=dict)  # broker -> units (a feasible start)
+    caps: dict[int, int] | None = None  # broker -> units at most (default: one per partition)
+
+
+def _square(base: int, weight: int = 1) -> Callable[[int], int]:
+    return lambda x: weight * (base + x) * (base + x)
+
+
+def solve(
+    groups: Sequence[Group],
+    base: Mapping[int, int],
+    topic_base: Mapping[str, Mapping[int, int]],
+) -> list[dict[int, int]]:
+    """Per group, units per broker at the least cost (brokers' squares, then topics')."""
+    net = Circulation()
+    sink = net.node()
+    source = net.node()
+    brokers = sorted(base)
+    units_of: dict[str, int] = {}
+    for g in groups:
+        units_of[g.topic] = units_of.get(g.topic, 0) + g.units * len(g.members)
+    # W bounds every topic cost from above, so one unit of broker cost outweighs them all
+    weight = 1 + sum(
+        len(brokers) * (max(topic_base.get(t, {}).values(), default=0) + n) ** 2
+        for t, n in units_of.items()
+    )
+    node_b = {b: net.node() for b in brokers}
+    tb_node: dict[tuple[str, int], int] = {}
+    tb_flow: dict[tuple[str, int], int] = {}
+    b_flow = dict.fromkeys(brokers, 0)
+    unit_arcs: list[list[tuple[int, int]]] = []
+    for g in groups:
+        n = len(g.members)
+        gn = net.node()
+        net.arc(source, gn, n * g.units, flow=n * g.units, lower=n * g.units)
+        arcs = []
+        for lo, hi, layer in g.layers:
+            ln = net.node()
+            inflow = sum(g.start.get(b, 0) for b in layer)
+            net.arc(gn, ln, n * hi, flow=inflow, lower=n * lo)
+            for b in layer:
+                key = (g.topic, b)
+                if key not in tb_node:
+                    tb_node[key] = net.node()
+                    tb_flow[key] = 0
+                x = g.start.get(b, 0)
+                cap = n if g.caps is None else g.caps.get(b, n)
+                arcs.append((net.arc(ln, tb_node[key], cap, flow=x), b))
+                tb_flow[key] += x
+                b_flow[b] += x
+        unit_arcs.append(arcs)
+    for (t, b), node in sorted(tb_node.items(), key=lambda kv: kv[1]):
+        tbase = topic_base.get(t, {}).get(b, 0)
+        net.arc(node, node_b[b], _BIG, flow=tb_flow[(t, b)], cost=_square(tbase))
+    total = 0
+    for b in brokers:
+        net.arc(node_b[b], sink, _BIG, flow=b_flow[b], cost=_square(base[b], weight))
+        total += b_flow[b]
+    net.arc(sink, source, total, flow=total, lower=total)
+    net.cancel()
+    out = []
+    for arcs in unit_arcs:
+        per: dict[int, int] = {}
+        for i, b in arcs:
+            f = net.arcs[i].flow
+            if f:
+                per[b] = per.get(b, 0) + f
+        out.append(per)
+    return out
+
+
+def split(group: Group, per_broker: Mapping[int, int]) -> list[list[int]]:
+    """The group's units handed to its partitions (members order), round robin: layers in
+    order, each broker's units consecutive."""
+    n = len(group.members)
+    out: list[list[int]] = [[] for _ in range(n)]
+    i = 0
+    seen: set[int] = set()
+    for _, _, layer in group.layers:
+        for b in layer:
+            if b in seen:
+                continue
+            seen.add(b)
+            for _ in range(per_broker.get(b, 0)):
+                out[i % n].append(b)
+                i += 1
+    return out

@@ -124,6 +124,23 @@ def read_texts(spark: SparkSession, path: str) -> DataFrame:
     )
 
 
+def empty_files(spark: SparkSession, path: str) -> list[str]:
+    """The 0-byte files `read_texts` would read: Spark's whole-text reader drops them without
+    a row, so they are found here, by the same glob, through Hadoop's file system."""
+    if is_parquet(path):
+        return []
+    target = spark._jvm.org.apache.hadoop.fs.Path(spark_path(path))  # type: ignore[union-attr]
+    fs = target.getFileSystem(spark._jsc.hadoopConfiguration())
+    found = []
+    for status in fs.globStatus(target) or []:
+        children = fs.listStatus(status.getPath()) if status.isDirectory() else [status]
+        for child in children:
+            name = str(child.getPath().getName())
+            if child.isFile() and child.getLen() == 0 and not name.startswith(("_", ".")):
+                found.append(str(child.getPath().toString()))
+    return sorted(found)
+
+
 def parse_snapshots(texts: DataFrame, policy: Policy, *, layouts: bool = True) -> DataFrame:
     """One row per file: cluster_id, file, error (a file that does not parse), json."""
     shipped = policy.to_dict()

@@ -89,13 +89,14 @@ class OutFiles:
         except UsageError:
             raise
         except Exception as exc:  # Py4JJavaError: no such file system, denied, ...
-            first = _first_line(exc)
+            first = first_line(exc)
             raise UsageError(
                 f"--out {self.uri(rel)!r} cannot be written ({first}); {JARS_NEEDED}"
             ) from None
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """A Java exception's first line (its class and message), not py4j's whole trace."""
     java = getattr(exc, "java_exception", None)
     text = str(java.toString()) if java is not None else str(exc)
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]

@@ -7,22 +7,23 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from kreplica.errors import InputError, UsageError
+from kreplica.errors import InputError, SourceError, UsageError
 from kreplica.fleet import report
 from kreplica.fleet.adapter import SUMMARY_KEYS, PlanSettings
 from kreplica.fleet.frames import (
     Frames,
-    empty_files,
     explode_snapshots,
+    list_inputs,
     parse_snapshots,
     read_texts,
 )
-from kreplica.fleet.outfiles import OutFiles
+from kreplica.fleet.outfiles import OutFiles, first_line
 from kreplica.fleet.policy import Policy
 from kreplica.fleet.records import short_name
 from kreplica.fleet.transforms import FINDING_COLUMNS, LEVEL_RANK, broker_load, cluster_summary
@@ -48,14 +49,17 @@ def load(
     except Exception as exc:  # AnalysisException: path does not exist, not Parquet, ...
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UsageError(f"--input {input_path!r}: Spark cannot read it ({text})") from None
-    empty = [short_name(f) for f in empty_files(spark, input_path)]
+    listed = list_inputs(spark, input_path)
+    empty = [short_name(f) for f in listed.empty]
     snapshots = parse_snapshots(texts, policy, layouts=layouts).persist()
     try:
         meta = snapshots.select("cluster_id", "file", "error").collect()
     except Exception as exc:
         if "Path does not exist" in str(exc) or "PATH_NOT_FOUND" in str(exc):
             raise UsageError(f"--input {input_path!r} matches no snapshot files") from None
-        raise
+        raise SourceError(
+            f"--input {input_path!r}: Spark could not read the snapshots ({first_line(exc)})"
+        ) from None
     skipped = [{"file": r["file"], "error": r["error"]} for r in meta if r["error"] is not None]
     first: dict[str, str] = {}
     duplicates: list[str] = []
@@ -73,9 +77,17 @@ def load(
             first[r["cluster_id"]] = r["file"]
     # Spark's whole-text reader drops a 0-byte file without a row: named here instead
     skipped += [{"file": f, "error": f"{f}: empty file (0 bytes), not a snapshot"} for f in empty]
-    if not meta and empty:
+    read = {unquote(r["file"]) for r in meta}  # input_file_name() is %-encoded
+    unread = [short_name(f) for f in listed.files if unquote(short_name(f)) not in read]
+    unread += listed.broken
+    skipped += [
+        {"file": f, "error": f"{f}: cannot be read (missing, not permitted, or an I/O error)"}
+        for f in unread
+    ]
+    if not meta and (empty or unread):
+        what = "empty or unreadable" if empty and unread else "unreadable" if unread else "empty"
         raise InputError(
-            f"--input {input_path!r}: every snapshot file is empty (0 bytes), e.g. {empty[0]}"
+            f"--input {input_path!r}: every snapshot file is {what}, e.g. {(empty + unread)[0]}"
         )
     if not meta:
         raise UsageError(f"--input {input_path!r} matches no snapshot files")
@@ -84,7 +96,7 @@ def load(
     good = snapshots.where(F.col("error").isNull())
     if duplicates:
         good = good.where(~F.col("file").isin(duplicates))
-    files = len(meta) + len(empty)
+    files = len(meta) + len(empty) + len(unread)
     progress(f"read {files} snapshot(s): {len(first)} cluster(s), {len(skipped)} skipped")
     return Loaded(
         snapshots=good,

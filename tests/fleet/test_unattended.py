@@ -24,7 +24,8 @@ HALF = "half-written.json"
 
 @pytest.fixture(scope="module")
 def tiny_fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """2 synthetic clusters, a 0-byte file and a snapshot cut off half-way."""
+    """2 synthetic clusters, a 0-byte file, a snapshot cut off half-way and a symbolic link
+    to a file that is gone (Spark and Hadoop's listing both drop it without a word)."""
     from kreplica.fleet.synth import write_fleet
 
     folder = tmp_path_factory.mktemp("tiny-fleet")
@@ -32,6 +33,7 @@ def tiny_fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (folder / "empty.json").write_bytes(b"")
     text = (REPO / "examples" / "cluster.json").read_text()
     (folder / HALF).write_text(text[: len(text) // 2])
+    (folder / "gone.json").symlink_to(folder / "deleted.json")
     return folder
 
 
@@ -48,21 +50,22 @@ def test_audit_names_empty_and_half_written_exit_9(
     )
     assert result.code == ExitCode.PARTIAL, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and errors[0].startswith("error: 2 snapshot(s) skipped (")
-    assert "read 4 snapshot(s): 2 cluster(s), 2 skipped" in result.stderr
+    assert len(errors) == 1 and errors[0].startswith("error: 3 snapshot(s) skipped (")
+    assert "read 5 snapshot(s): 2 cluster(s), 3 skipped" in result.stderr
     assert f"skipped: {tiny_fleet / 'empty.json'}: empty file (0 bytes)" in result.stderr
     assert f"skipped: {tiny_fleet / HALF} is not valid JSON" in result.stderr
-    assert "### Skipped (2)" in result.stdout
+    assert f"skipped: {tiny_fleet / 'gone.json'}: cannot be read" in result.stderr
+    assert "### Skipped (3)" in result.stdout
     doc = json.loads((out / "audit-summary.json").read_text())
-    assert _skipped_files(doc) == ["empty.json", HALF]
-    assert doc["totals"]["clusters"] == 2 and doc["totals"]["skipped"] == 2
+    assert _skipped_files(doc) == ["empty.json", "gone.json", HALF]
+    assert doc["totals"]["clusters"] == 2 and doc["totals"]["skipped"] == 3
     # the URI's own folder, not ./file:/... under the working directory
     assert doc["findings"] == str(out / "findings")
     assert (out / "findings" / "_SUCCESS").is_file()
     assert not Path("file:").exists()
     marker = json.loads((out / DONE_MARKER).read_text())
     assert marker["kreplica_fleet"] == "audit" and marker["status"] == "partial"
-    assert (marker["clusters"], marker["skipped"]) == (2, 2)
+    assert (marker["clusters"], marker["skipped"]) == (2, 3)
     # written last: nothing in the run is newer than the marker
     newest = max(p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file())
     assert (out / DONE_MARKER).stat().st_mtime_ns == newest
@@ -79,8 +82,8 @@ def test_plan_json_envelope_is_partial_and_plans_land(
     assert result.code == ExitCode.PARTIAL, result.stderr
     envelope = result.json()
     assert envelope["status"] == "partial"
-    assert sorted(e["code"] for e in envelope["errors"]) == ["skipped", "skipped"]
-    assert _skipped_files(envelope["data"]) == ["empty.json", HALF]
+    assert [e["code"] for e in envelope["errors"]] == ["skipped"] * 3
+    assert _skipped_files(envelope["data"]) == ["empty.json", "gone.json", HALF]
     planned = [r for r in envelope["data"]["clusters"] if r["status"] == "ok"]
     assert planned, envelope["data"]["clusters"]
     for row in planned:
@@ -105,7 +108,7 @@ def test_a_failed_run_leaves_no_success_marker(spark: Any, tmp_path: Path) -> No
     result = run_cli(["fleet", "audit", "--input", str(empty), "--out", str(out)])
     assert result.code == ExitCode.USAGE
     assert result.stderr.splitlines()[-1] == (
-        f"error: --input '{empty}': every snapshot file is empty (0 bytes), e.g. {empty / 'a.json'}"
+        f"error: --input '{empty}': every snapshot file is empty, e.g. {empty / 'a.json'}"
     )
     assert not (out / DONE_MARKER).exists()
 

@@ -18,6 +18,7 @@ from kreplica.fleet.outfiles import OutFiles
 from kreplica.fleet.preflight import DONE_MARKER, OutDir
 from tests.unit.cli.conftest import run_cli
 
+pytestmark = pytest.mark.integration  # a JVM: not in the fast `-m "not integration"` loop
 REPO = Path(__file__).resolve().parents[2]
 HALF = "half-written.json"
 

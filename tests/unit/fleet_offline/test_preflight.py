@@ -274,3 +274,22 @@ def test_collect_out_under_a_file_is_one_line_exit_2(tmp_path: Path) -> None:
     assert result.stderr.splitlines() == [
         f"error: --out '{blocker / 'x'}' is under '{blocker}', a file; give a folder"
     ]
+
+
+def test_spark_submit_entry_point_checks_first_too(tmp_path: Path) -> None:
+    """`spark-submit job.py ...` (kreplica.fleet.job.main): the same pre-flight, no Spark."""
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    script = (
+        "import json, sys\n"
+        "from kreplica.fleet.job import main\n"
+        f"code = main(['plan', '--input', {str(tmp_path)!r}, '--out', {str(blocker)!r},"
+        " '--rf', '3', '--master', 'local[2]'])\n"
+        f"loaded = sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))\n"
+        "print(json.dumps([code, loaded]))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    assert json.loads(proc.stdout) == [ExitCode.USAGE, []]
+    assert proc.stderr == f"error: --out '{blocker}' is a file; give a folder\n"

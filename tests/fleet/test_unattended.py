@@ -32,8 +32,8 @@ def tiny_fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("tiny-fleet")
     write_fleet(folder, 2, 40, seed=5)
     (folder / "empty.json").write_bytes(b"")
-    text = (REPO / "examples" / "cluster.json").read_text()
-    (folder / HALF).write_text(text[: len(text) // 2])
+    # as docs/fleet.md makes it: head -c 400 examples/cluster.json > fleet/half-written.json
+    (folder / HALF).write_bytes((REPO / "examples" / "cluster.json").read_bytes()[:400])
     (folder / "gone.json").symlink_to(folder / "deleted.json")
     return folder
 
@@ -54,7 +54,11 @@ def test_audit_names_empty_and_half_written_exit_9(
     assert len(errors) == 1 and errors[0].startswith("error: 3 snapshot(s) skipped (")
     assert "read 5 snapshot(s): 2 cluster(s), 3 skipped" in result.stderr
     assert f"skipped: {tiny_fleet / 'empty.json'}: empty file (0 bytes)" in result.stderr
-    assert f"skipped: {tiny_fleet / HALF} is not valid JSON" in result.stderr
+    half_line = f"skipped: {tiny_fleet / HALF} is not valid JSON (line 21, column 4: "
+    assert half_line in result.stderr
+    # the line docs/fleet.md shows (paths shortened there) is the one printed
+    shown = half_line.replace(str(tiny_fleet), "fleet")
+    assert shown in (REPO / "docs" / "fleet.md").read_text()
     assert f"skipped: {tiny_fleet / 'gone.json'}: cannot be read" in result.stderr
     assert "### Skipped (3)" in result.stdout
     doc = json.loads((out / "audit-summary.json").read_text())

@@ -22,6 +22,7 @@ class ExitCode(IntEnum):
     IN_PROGRESS = 6  # a reassignment is already in flight
     VERIFY_FAILED = 7  # verification after apply, or `check` found error-level problems
     NOT_IMPLEMENTED = 8  # the command exists but this part is not built yet
+    PARTIAL = 9  # a fleet run finished without part of its input (named in its summary)
     INTERRUPTED = 130  # Ctrl-C
 
 
@@ -77,6 +78,14 @@ class ReassignmentInProgress(KreplicaError):
 class VerificationFailed(KreplicaError):
     exit_code = ExitCode.VERIFY_FAILED
     code = "verification-failed"
+
+
+class PartialResult(KreplicaError):
+    """A fleet command finished and wrote its results, but skipped part of its input (an
+    empty, unreadable or duplicate snapshot; a cluster collect could not read)."""
+
+    exit_code = ExitCode.PARTIAL
+    code = "partial"
 
 
 class NotImplementedYet(KreplicaError):

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from kreplica.cli import output
-from kreplica.errors import SourceError, UsageError
+from kreplica.errors import PartialResult, SourceError, UsageError
 
 
 class Output(enum.StrEnum):
@@ -43,7 +43,17 @@ InputOpt = Annotated[
         "hdfs://), or a Parquet dataset of snapshots.",
     ),
 ]
-OutOpt = Annotated[Path, typer.Option("--out", metavar="DIR", help="Local folder for results.")]
+# A str, not a Path: typer's Path would turn file:///x into file:/x under the working folder.
+OutOpt = Annotated[
+    str,
+    typer.Option(
+        "--out",
+        metavar="DIR",
+        help="Folder for results: a path, or a URI (file://, hdfs://, s3a://: the latter need "
+        "that file system's Hadoop jars).",
+    ),
+]
+LocalOutOpt = Annotated[str, typer.Option("--out", metavar="DIR", help="Local folder.")]
 PolicyOpt = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option("--policy", metavar="FILE", help="Policy file (TOML; see docs/fleet.md)."),
@@ -67,9 +77,12 @@ def _start(command: str, fmt: Output) -> None:
     output.STATE.output = fmt.value
 
 
-def _emit(command: str, data: Any) -> None:
-    sys.stdout.write(output.dumps(output.envelope(f"fleet {command}", data)))
+def _emit(
+    command: str, data: Any, errors: list[dict[str, str]] | None = None, status: str = ""
+) -> None:
+    sys.stdout.write(output.dumps(output.envelope(f"fleet {command}", data, errors, status=status)))
     sys.stdout.flush()
+    output.STATE.envelope_sent = True
 
 
 def _say(fmt: Output) -> Any:
@@ -114,20 +127,29 @@ def audit(
     replicas per broker above the policy's cap.
     """
     _start("audit", fmt)
-    from kreplica.fleet.job import load_fleet_policy, run_audit
+    from kreplica.fleet.job import load_fleet_policy, preflight, run_audit
 
     pol = load_fleet_policy(str(policy) if policy else None, rf=rf, min_insync=min_insync)
+    out_dir = preflight(master, out)
     say = _say(fmt)
     spark = _spark(master, say)
-    _report("audit", fmt, run_audit(spark, input_path, str(out), pol, worst=worst, progress=say))
+    _report("audit", fmt, run_audit(spark, input_path, out_dir, pol, worst=worst, progress=say))
 
 
 def _report(command: str, fmt: Output, doc: dict[str, Any]) -> None:
-    """The job's summary: the JSON envelope, or its markdown."""
+    """The job's summary: the JSON envelope, or its markdown; then exit 9 (one line) when
+    part of the input was skipped, so cron notices."""
+    from kreplica.fleet.job import partial_message
+
+    skipped = doc["skipped"]
+    message = partial_message(doc) if skipped else ""
     if fmt is Output.json:
-        _emit(command, _strip(doc))
+        errors = [{"code": "skipped", "message": s["error"]} for s in skipped]
+        _emit(command, _strip(doc), errors, status="partial" if skipped else "")
     else:
         sys.stdout.write(doc["markdown"])
+    if skipped:
+        raise PartialResult(message)
 
 
 @fleet_app.command()
@@ -159,22 +181,21 @@ def plan(
     """
     _start("plan", fmt)
     from kreplica.fleet.adapter import PlanSettings
-    from kreplica.fleet.job import load_fleet_policy, run_plan
+    from kreplica.fleet.job import load_fleet_policy, preflight, run_plan
 
     pol = load_fleet_policy(str(policy) if policy else None, rf=rf, min_insync=min_insync)
     if pol.empty:
         raise UsageError("nothing to plan: give --rf N or a --policy file with rf targets")
+    out_dir = preflight(master, out)
     say = _say(fmt)
     spark = _spark(master, say)
     settings = PlanSettings(force=force, skip_in_flight=skip_in_flight, replace_dead=replace_dead)
-    _report(
-        "plan", fmt, run_plan(spark, input_path, str(out), pol, settings=settings, progress=say)
-    )
+    _report("plan", fmt, run_plan(spark, input_path, out_dir, pol, settings=settings, progress=say))
 
 
 @fleet_app.command()
 def synth(
-    out: OutOpt,
+    out: LocalOutOpt,
     clusters: Annotated[int, typer.Option("--clusters", min=1, help="Number of clusters.")] = 10,
     partitions: Annotated[
         int, typer.Option("--partitions", min=1, help="Partitions over the whole fleet.")
@@ -185,23 +206,24 @@ def synth(
     """Write a synthetic fleet: DIR/<cluster_id>.json snapshots with realistic brokers, racks,
     RF mix, skewed sizes, and Kafka-placed, grown and hand-made layouts."""
     _start("synth", fmt)
+    from kreplica.fleet.preflight import local_out
     from kreplica.fleet.synth import write_fleet
 
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {str(out)!r} is a file; give a folder")
-    paths = write_fleet(out, clusters, partitions, seed)
-    data = {"out": str(out), "clusters": len(paths), "partitions": max(partitions, clusters)}
+    folder = local_out(out)
+    paths = write_fleet(folder, clusters, partitions, seed)
+    data = {"out": out, "clusters": len(paths), "partitions": max(partitions, clusters)}
     if fmt is Output.json:
         _emit("synth", data)
     else:
         sys.stdout.write(
-            f"wrote {len(paths)} snapshots ({data['partitions']} partitions) to {out}\n"
+            f"wrote {len(paths)} snapshots ({data['partitions']} partitions) to "
+            f"{os.path.normpath(out)}\n"
         )
 
 
 @fleet_app.command()
 def collect(
-    out: OutOpt,
+    out: LocalOutOpt,
     cluster: Annotated[
         Optional[list[str]],  # noqa: UP045
         typer.Option(
@@ -219,8 +241,9 @@ def collect(
 ) -> None:
     """Snapshot clusters of the config file into DIR/<cluster_id>.json, several at once.
 
-    A cluster that cannot be read is reported and skipped; the others still land (exit 3 only
-    when none did).
+    A cluster that cannot be read is reported and skipped; the others still land: exit 9
+    when some could not be read, 3 when none could. Two entries for the same cluster are a
+    usage error (exit 2): the cluster's file is written once, from the first.
     """
     _start("collect", fmt)
     from kreplica.cli.config import config_path, load_clusters, resolve_source
@@ -234,15 +257,29 @@ def collect(
     if not names:
         raise UsageError(f"no clusters in {str(path)!r}; add [clusters.NAME] tables")
     targets = []
+    seen: dict[str, str] = {}
     for name in names:
         spec = resolve_source(cluster=name, timeout_s=timeout)
-        targets.append(Target(name=name, address=f"{spec.kind} {spec.address}", open=spec.open))
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {str(out)!r} is a file; give a folder")
-    results = _collect_with_progress(targets, out, workers, run_collect, fmt)
+        address = f"{spec.kind} {spec.address}"
+        key = _same_source_key(spec.kind, spec.address)
+        if key in seen:
+            raise UsageError(
+                f"clusters {seen[key]!r} and {name!r} of {str(path)!r} read the same cluster "
+                f"({address}); remove one (each cluster's file would be written twice)"
+            )
+        seen[key] = name
+        targets.append(Target(name=name, address=address, open=spec.open))
+    from kreplica.fleet.preflight import local_out
+
+    folder = local_out(out)
+    results = _collect_with_progress(targets, folder, workers, run_collect, fmt)
     failed = [r for r in results if not r.ok]
+    same = [r for r in results if r.same_as]
+    partial = bool(failed) and len(failed) < len(results)
     if fmt is Output.json:
-        _emit("collect", {"out": str(out), "clusters": [r.as_dict() for r in results]})
+        errors = [{"code": "skipped", "message": f"{r.name}: {r.error}"} for r in failed]
+        status = "partial" if partial else ("error" if failed else "")
+        _emit("collect", {"out": out, "clusters": [r.as_dict() for r in results]}, errors, status)
     else:
         for r in results:
             if r.ok:
@@ -250,8 +287,28 @@ def collect(
                     f"{r.name}: {r.file} ({r.brokers} brokers, {r.topics} topics, "
                     f"{r.partitions} partitions)\n"
                 )
-    if failed and len(failed) == len(results):
+    if same:
+        r = same[0]
+        raise UsageError(
+            f"clusters {r.same_as!r} and {r.name!r} are the same cluster ({r.cluster_id}); "
+            f"its file was written once, from {r.same_as!r}: remove one of the entries"
+        )
+    if failed and not partial:
         raise SourceError(f"no cluster could be read ({failed[0].name}: {failed[0].error})")
+    if failed:
+        names_failed = ", ".join(r.name for r in failed)
+        raise PartialResult(
+            f"{len(failed)} of {len(results)} cluster(s) could not be read ({names_failed}; "
+            f"first: {failed[0].error}); the others are in {os.path.normpath(out)}"
+        )
+
+
+def _same_source_key(kind: str, address: str) -> str:
+    """Two config entries naming one source: the same file, or the same bootstrap servers
+    (in any order)."""
+    if kind == "snapshot":
+        return f"snapshot {os.path.realpath(address)}"
+    return f"{kind} {','.join(sorted(a.strip().lower() for a in address.split(',')))}"
 
 
 def _collect_with_progress(

@@ -8,6 +8,9 @@ the others still land.
 
 from __future__ import annotations
 
+import json
+import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kreplica.errors import KreplicaError
+from kreplica.fleet.preflight import DONE_MARKER
 from kreplica.fleet.report import safe_name
 from kreplica.sources.snapshot import write_snapshot
 
@@ -37,12 +41,27 @@ class Collected:
     topics: int = 0
     partitions: int = 0
     error: str | None = None
+    same_as: str | None = None  # another entry of this run read the same cluster first
 
     def as_dict(self) -> dict[str, Any]:
         return dict(vars(self))
 
 
-def _one(target: Target, out: Path) -> Collected:
+class _Claims:
+    """Which entry writes which file: the first to read a cluster; a second entry reading
+    the same cluster (another name, another address) must not overwrite it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner: dict[str, str] = {}
+
+    def claim(self, file: str, name: str) -> str | None:
+        with self._lock:
+            owner = self._owner.setdefault(file, name)
+        return None if owner == name else owner
+
+
+def _one(target: Target, out: Path, claims: _Claims) -> Collected:
     try:
         source = target.open()
         try:
@@ -51,6 +70,16 @@ def _one(target: Target, out: Path) -> Collected:
             source.close()
         name = safe_name(snapshot.cluster_id or target.name)
         path = out / f"{name}.json"
+        owner = claims.claim(path.name, target.name)
+        if owner is not None:
+            return Collected(
+                target.name,
+                target.address,
+                False,
+                cluster_id=snapshot.cluster_id,
+                error=f"the same cluster as {owner!r} ({snapshot.cluster_id}); not written twice",
+                same_as=owner,
+            )
         tmp = path.with_suffix(".json.tmp")
         write_snapshot(snapshot, tmp)
         tmp.replace(path)
@@ -82,11 +111,30 @@ def collect(
     """Snapshot every target, `workers` at a time; results in the targets' order."""
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, Collected] = {}
+    claims = _Claims()
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(targets) or 1))) as pool:
-        futures = {pool.submit(_one, t, out): t for t in targets}
+        futures = {pool.submit(_one, t, out, claims): t for t in targets}
         for future in as_completed(futures):
             result = future.result()
             results[futures[future].name] = result
             if on_done is not None:
                 on_done(result)
-    return [results[t.name] for t in targets]
+    ordered = [results[t.name] for t in targets]
+    _mark_done(out, ordered)
+    return ordered
+
+
+def _mark_done(out: Path, results: Sequence[Collected]) -> None:
+    """The success marker (as `fleet audit|plan` write theirs), last; not a *.json file, so
+    an audit of this folder does not read it."""
+    failed = [r.name for r in results if not r.ok]
+    doc = {
+        "kreplica_fleet": "collect",
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "clusters": len(results) - len(failed),
+        "skipped": failed,
+        "status": "ok" if not failed else ("partial" if len(failed) < len(results) else "failed"),
+    }
+    tmp = out / f".{DONE_MARKER}.tmp"
+    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(out / DONE_MARKER)

@@ -4,6 +4,7 @@ everything after that is Spark: `from_json` with a fixed schema and explodes."""
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 from dataclasses import dataclass
@@ -119,9 +120,44 @@ def read_texts(spark: SparkSession, path: str) -> DataFrame:
             ).alias("file"),
             F.to_json(F.struct(*cols)).alias("text"),
         )
-    return spark.read.text(spark_path(path), wholetext=True).select(
+    # a file that cannot be opened is skipped (and named by the caller, from `list_inputs`),
+    # not the end of the whole job
+    reader = spark.read.option("ignoreCorruptFiles", "true").option("ignoreMissingFiles", "true")
+    return reader.text(spark_path(path), wholetext=True).select(
         F.input_file_name().alias("file"), F.col("value").alias("text")
     )
+
+
+@dataclass
+class Listed:
+    """The files `read_texts` is given, listed by the same glob through Hadoop's file system:
+    Spark's whole-text reader drops a 0-byte file without a row, and (with the options
+    `read_texts` sets) a file it cannot open; both must be named, not lost."""
+
+    files: list[str]  # with bytes
+    empty: list[str]  # 0 bytes
+    broken: list[str]  # local symbolic links to nothing (Hadoop does not list them)
+
+
+def list_inputs(spark: SparkSession, path: str) -> Listed:
+    if is_parquet(path):
+        return Listed([], [], [])
+    pattern = spark_path(path)
+    target = spark._jvm.org.apache.hadoop.fs.Path(pattern)  # type: ignore[union-attr]
+    fs = target.getFileSystem(spark._jsc.hadoopConfiguration())
+    files: list[str] = []
+    empty: list[str] = []
+    for status in fs.globStatus(target) or []:
+        children = fs.listStatus(status.getPath()) if status.isDirectory() else [status]
+        for child in children:
+            name = str(child.getPath().getName())
+            if not child.isFile() or name.startswith(("_", ".")):
+                continue
+            (files if child.getLen() else empty).append(str(child.getPath().toString()))
+    broken = []
+    if not _URI.match(pattern):
+        broken = [f for f in glob.glob(pattern) if os.path.islink(f) and not os.path.exists(f)]
+    return Listed(sorted(files), sorted(empty), sorted(broken))
 
 
 def parse_snapshots(texts: DataFrame, policy: Policy, *, layouts: bool = True) -> DataFrame:

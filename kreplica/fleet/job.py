@@ -22,7 +22,9 @@ from typing import Any
 
 from kreplica.errors import ExitCode, KreplicaError, UsageError
 from kreplica.fleet.adapter import PlanSettings
+from kreplica.fleet.outfiles import OutFiles
 from kreplica.fleet.policy import Policy, load_policy, with_overrides
+from kreplica.fleet.preflight import OutDir, check_master, check_out
 
 DEFAULT_MASTER = "local[*]"
 WORST_CHARTED = 5
@@ -104,10 +106,13 @@ def build_session(
         spark = builder.getOrCreate()
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise SparkUnavailable(
-            f"Spark did not start ({first}); it needs Java 17 or newer (set JAVA_HOME) and "
-            "pip install 'kreplica[fleet]'"
-        ) from None
+        where = f"with --master {master}" if master is not None else "(spark-submit's master)"
+        if "Java gateway" in first:  # the JVM died before talking: Java itself, or its options
+            raise SparkUnavailable(
+                f"Spark did not start {where} ({first}); check the master URL, and that "
+                "Java 17 or newer runs (JAVA_HOME)"
+            ) from None
+        raise SparkUnavailable(f"Spark did not start {where}: {first}") from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -120,17 +125,24 @@ def load_fleet_policy(policy_file: str | None, *, rf: int | None, min_insync: in
     return with_overrides(base, rf=rf, min_insync=min_insync)
 
 
-def _local_out(out: str) -> Path:
-    if "://" in out and not out.startswith("file://"):
-        raise UsageError(
-            f"--out {out!r}: the fleet writes its reports to a local folder; give a path "
-            "(the input may be any URI Spark reads)"
-        )
-    path = Path(out.removeprefix("file://")).expanduser().absolute()
-    if path.exists() and not path.is_dir():
-        raise UsageError(f"--out {out!r} is a file; give a folder")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+def preflight(master: str | None, out: str) -> OutDir:
+    """What can be checked before Spark starts: the master answers, --out can be written."""
+    check_master(master)
+    return check_out(out)
+
+
+def _out(spark: Any, out: str | OutDir) -> OutFiles:
+    return OutFiles(spark, out if isinstance(out, OutDir) else check_out(out))
+
+
+def partial_message(doc: dict[str, Any]) -> str:
+    """The one line a run that skipped part of its input ends with (exit 9)."""
+    skipped = doc["skipped"]
+    more = f" and {len(skipped) - 1} more" if len(skipped) > 1 else ""
+    return (
+        f"{len(skipped)} snapshot(s) skipped ({skipped[0]['error']}{more}); the other "
+        f"clusters' results are written (the summary names the skipped files)"
+    )
 
 
 def _quiet(_: str) -> None:
@@ -140,7 +152,7 @@ def _quiet(_: str) -> None:
 def run_audit(
     spark: Any,
     input_path: str,
-    out: str,
+    out: str | OutDir,
     policy: Policy,
     *,
     worst: int = WORST_CHARTED,
@@ -154,7 +166,7 @@ def run_audit(
     return pipeline.audit(
         spark,
         input_path,
-        _local_out(out),
+        _out(spark, out),
         policy,
         worst=worst,
         layouts=layouts,
@@ -165,7 +177,7 @@ def run_audit(
 def run_plan(
     spark: Any,
     input_path: str,
-    out: str,
+    out: str | OutDir,
     policy: Policy,
     *,
     settings: PlanSettings = PlanSettings(),
@@ -180,7 +192,7 @@ def run_plan(
             "nothing to plan: give --rf N or a --policy file with rf (or racks) targets"
         )
     return pipeline.plan(
-        spark, input_path, _local_out(out), policy, settings=settings, progress=progress
+        spark, input_path, _out(spark, out), policy, settings=settings, progress=progress
     )
 
 
@@ -207,6 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         policy = load_fleet_policy(args.policy, rf=args.rf, min_insync=args.min_insync)
+        out = preflight(args.master, args.out)
         spark = build_session(args.master)
         started = time.monotonic()
 
@@ -214,12 +227,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write(f"[{time.monotonic() - started:7.1f}s] {text}\n")
 
         if args.command == "audit":
-            doc = run_audit(spark, args.input, args.out, policy, worst=args.worst, progress=say)
+            doc = run_audit(spark, args.input, out, policy, worst=args.worst, progress=say)
         else:
             doc = run_plan(
                 spark,
                 args.input,
-                args.out,
+                out,
                 policy,
                 settings=PlanSettings(
                     force=args.force,
@@ -229,6 +242,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 progress=say,
             )
         sys.stdout.write(doc["markdown"])
+        if doc["skipped"]:
+            sys.stderr.write(f"error: {partial_message(doc)}\n")
+            return int(ExitCode.PARTIAL)
         return 0
     except KreplicaError as exc:
         sys.stderr.write(f"error: {exc.message}\n")

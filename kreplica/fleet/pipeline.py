@@ -6,18 +6,26 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from kreplica.errors import UsageError
+from kreplica.errors import InputError, SourceError, UsageError
 from kreplica.fleet import report
 from kreplica.fleet.adapter import SUMMARY_KEYS, PlanSettings
-from kreplica.fleet.frames import Frames, explode_snapshots, parse_snapshots, read_texts
+from kreplica.fleet.frames import (
+    Frames,
+    explode_snapshots,
+    list_inputs,
+    parse_snapshots,
+    read_texts,
+)
+from kreplica.fleet.outfiles import OutFiles, first_line
 from kreplica.fleet.policy import Policy
+from kreplica.fleet.records import short_name
 from kreplica.fleet.transforms import FINDING_COLUMNS, LEVEL_RANK, broker_load, cluster_summary
 from kreplica.fleet.transforms import audit as audit_frames
 
@@ -41,13 +49,17 @@ def load(
     except Exception as exc:  # AnalysisException: path does not exist, not Parquet, ...
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UsageError(f"--input {input_path!r}: Spark cannot read it ({text})") from None
+    listed = list_inputs(spark, input_path)
+    empty = [short_name(f) for f in listed.empty]
     snapshots = parse_snapshots(texts, policy, layouts=layouts).persist()
     try:
         meta = snapshots.select("cluster_id", "file", "error").collect()
     except Exception as exc:
         if "Path does not exist" in str(exc) or "PATH_NOT_FOUND" in str(exc):
             raise UsageError(f"--input {input_path!r} matches no snapshot files") from None
-        raise
+        raise SourceError(
+            f"--input {input_path!r}: Spark could not read the snapshots ({first_line(exc)})"
+        ) from None
     skipped = [{"file": r["file"], "error": r["error"]} for r in meta if r["error"] is not None]
     first: dict[str, str] = {}
     duplicates: list[str] = []
@@ -63,6 +75,20 @@ def load(
             )
         else:
             first[r["cluster_id"]] = r["file"]
+    # Spark's whole-text reader drops a 0-byte file without a row: named here instead
+    skipped += [{"file": f, "error": f"{f}: empty file (0 bytes), not a snapshot"} for f in empty]
+    read = {unquote(r["file"]) for r in meta}  # input_file_name() is %-encoded
+    unread = [short_name(f) for f in listed.files if unquote(short_name(f)) not in read]
+    unread += listed.broken
+    skipped += [
+        {"file": f, "error": f"{f}: cannot be read (missing, not permitted, or an I/O error)"}
+        for f in unread
+    ]
+    if not meta and (empty or unread):
+        what = "empty or unreadable" if empty and unread else "unreadable" if unread else "empty"
+        raise InputError(
+            f"--input {input_path!r}: every snapshot file is {what}, e.g. {(empty + unread)[0]}"
+        )
     if not meta:
         raise UsageError(f"--input {input_path!r} matches no snapshot files")
     for s in sorted(skipped, key=lambda s: s["file"]):
@@ -70,7 +96,8 @@ def load(
     good = snapshots.where(F.col("error").isNull())
     if duplicates:
         good = good.where(~F.col("file").isin(duplicates))
-    progress(f"read {len(meta)} snapshot(s): {len(first)} cluster(s), {len(skipped)} skipped")
+    files = len(meta) + len(empty) + len(unread)
+    progress(f"read {files} snapshot(s): {len(first)} cluster(s), {len(skipped)} skipped")
     return Loaded(
         snapshots=good,
         persisted=snapshots,
@@ -86,7 +113,7 @@ def _finding_dict(row: Any) -> dict[str, Any]:
 def audit(
     spark: SparkSession,
     input_path: str,
-    out: Path,
+    out: OutFiles,
     policy: Policy,
     *,
     worst: int,
@@ -102,15 +129,14 @@ def audit(
     )
     load_df = broker_load(frames).persist()
     findings = audit_frames(frames, load_df).persist()
-    findings_path = out / "findings"
     (
         findings.repartition("cluster_id")
         .sortWithinPartitions("cluster_id", "level", "code", "topic", "broker")
         .write.mode("overwrite")
         .partitionBy("cluster_id")
-        .parquet(findings_path.as_uri())
+        .parquet(out.uri("findings"))
     )
-    progress(f"wrote findings to {findings_path} (Parquet, partitioned by cluster_id)")
+    progress(f"wrote findings to {out.shown('findings')} (Parquet, partitioned by cluster_id)")
     summary_rows: list[dict[str, Any]] = [
         r.asDict(recursive=True) for r in cluster_summary(findings, frames).collect()
     ]
@@ -136,9 +162,9 @@ def audit(
             loads.setdefault(r["cluster_id"], []).append(r.asDict())
         for cluster_id in charted:
             name = f"charts/{report.safe_name(cluster_id)}.png"
-            report.broker_chart(out / name, cluster_id, loads.get(cluster_id, []))
+            out.write_bytes(name, report.broker_chart(cluster_id, loads.get(cluster_id, [])))
             top.setdefault(cluster_id, [])
-        progress(f"charted the {len(charted)} worst cluster(s) in {out / 'charts'}")
+        progress(f"charted the {len(charted)} worst cluster(s) in {out.shown('charts')}")
     clusters = []
     for entry in summary_rows:
         entry["by_code"] = dict(sorted((entry.get("by_code") or {}).items()))
@@ -158,12 +184,13 @@ def audit(
         "totals": totals,
         "clusters": clusters,
         "skipped": loaded.skipped,
-        "findings": str(findings_path),
+        "findings": out.shown("findings"),
     }
-    report.write_json(out / "audit-summary.json", doc)
+    out.write_text("audit-summary.json", report.json_text(doc))
     markdown = report.audit_markdown(doc)
-    report.write_markdown(out / "audit-summary.md", markdown)
-    progress(f"wrote {out / 'audit-summary.json'} and {out / 'audit-summary.md'}")
+    out.write_text("audit-summary.md", markdown)
+    progress(f"wrote {out.shown('audit-summary.json')} and {out.shown('audit-summary.md')}")
+    _done(out, "audit", totals, loaded.skipped)
     for df in (findings, load_df, frames.partitions, frames.topics, frames.brokers):
         df.unpersist()
     loaded.persisted.unpersist()
@@ -220,7 +247,7 @@ def _iter_rows(df: DataFrame) -> Iterator[dict[str, Any]]:
 def plan(
     spark: SparkSession,
     input_path: str,
-    out: Path,
+    out: OutFiles,
     policy: Policy,
     *,
     settings: PlanSettings,
@@ -229,17 +256,16 @@ def plan(
     loaded = load(spark, input_path, policy, layouts=False, progress=progress)
     rows: list[dict[str, Any]] = []
     for row in _iter_rows(plan_frame(loaded.snapshots, policy, settings)):
-        folder = out / "plans" / report.safe_name(row["cluster_id"])
+        folder = f"plans/{report.safe_name(row['cluster_id'])}"
         reassignment = row.pop("reassignment")
         document = row.pop("plan_document")
         if reassignment is not None:
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / "reassignment.json").write_text(reassignment, encoding="utf-8")
-            (folder / "plan.json").write_text(document, encoding="utf-8")
+            out.write_text(f"{folder}/reassignment.json", reassignment)
+            out.write_text(f"{folder}/plan.json", document)
             new = json.loads(document).get("new_partitions", [])
             if new:
-                report.write_json(folder / "new_partitions.json", new)
-            row["files"] = str(folder)
+                out.write_text(f"{folder}/new_partitions.json", report.json_text(new))
+            row["files"] = out.shown(folder)
         else:
             row["files"] = None
         rows.append(row)
@@ -256,6 +282,7 @@ def plan(
             "partitions_changed",
             "partitions_created",
             "bytes_to_move",
+            "bytes_lower_bound",
         )
     }
     totals.update(
@@ -273,10 +300,17 @@ def plan(
         "clusters": rows,
         "skipped": loaded.skipped,
     }
-    progress(f"planned {len(rows)} cluster(s): plans in {out / 'plans'}")
-    report.write_json(out / "plan-summary.json", doc)
+    progress(f"planned {len(rows)} cluster(s): plans in {out.shown('plans')}")
+    out.write_text("plan-summary.json", report.json_text(doc))
     markdown = report.plan_markdown(doc)
-    report.write_markdown(out / "plan-summary.md", markdown)
-    progress(f"wrote {out / 'plan-summary.json'} and {out / 'plan-summary.md'}")
+    out.write_text("plan-summary.md", markdown)
+    progress(f"wrote {out.shown('plan-summary.json')} and {out.shown('plan-summary.md')}")
+    _done(out, "plan", totals, loaded.skipped)
     loaded.persisted.unpersist()
     return {**doc, "markdown": markdown}
+
+
+def _done(out: OutFiles, command: str, totals: dict[str, Any], skipped: list[Any]) -> None:
+    """The success marker, last: the run's counts and whether part of the input was skipped."""
+    counts: dict[str, Any] = {k: totals[k] for k in ("clusters", "skipped", "errors")}
+    out.mark_done(command, {**counts, "status": "partial" if skipped else "ok"})

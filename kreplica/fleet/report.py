@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 AUDIT_FORMAT = 1
@@ -28,11 +27,6 @@ def human_bytes(n: int | None) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{n} B"  # pragma: no cover
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
 
 
 def _md_cell(value: Any) -> str:
@@ -86,6 +80,16 @@ def audit_markdown(doc: Mapping[str, Any], *, limit: int = 20) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _versus(value: int | None, bound: int | None) -> str:
+    """How a total compares with its lower bound: "= lower bound 5", "> lower bound 5 (+2)"."""
+    if value is None or bound is None:
+        return "(no lower bound)"
+    if value == bound:
+        return f"= lower bound {bound}"
+    sign = ">" if value > bound else "<"
+    return f"{sign} lower bound {bound} ({value - bound:+d})"
+
+
 def plan_markdown(doc: Mapping[str, Any], *, limit: int = 50) -> str:
     rows = doc["clusters"]
     t = doc["totals"]
@@ -93,10 +97,13 @@ def plan_markdown(doc: Mapping[str, Any], *, limit: int = 50) -> str:
         "## kreplica fleet plan",
         "",
         f"{t['clusters']} clusters planned ({t['with_changes']} with changes, {t['errors']} "
-        f"refused); adds {t['replicas_added']} replicas = lower bound "
-        f"{t['lower_bound_replicas_added']}; removes {t['replicas_removed']} = lower bound "
-        f"{t['lower_bound_replicas_removed']}; {t['existing_replicas_moved']} existing replicas "
-        f"moved; {human_bytes(t['bytes_to_move'])} to copy; {t['skipped']} snapshot(s) skipped",
+        f"refused); adds {t['replicas_added']} replicas "
+        f"{_versus(t['replicas_added'], t['lower_bound_replicas_added'])}; removes "
+        f"{t['replicas_removed']} "
+        f"{_versus(t['replicas_removed'], t['lower_bound_replicas_removed'])}; "
+        f"{t['existing_replicas_moved']} existing replicas "
+        f"moved; {human_bytes(t['bytes_to_move'])} to copy (lower bound "
+        f"{human_bytes(t.get('bytes_lower_bound'))}); {t['skipped']} snapshot(s) skipped",
         "",
         "| Cluster | Status | Reassigned | Created | Added (bound) | Removed (bound) | Moved "
         "| Bytes to copy (bound) |",
@@ -120,16 +127,14 @@ def plan_markdown(doc: Mapping[str, Any], *, limit: int = 50) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_json(path: Path, doc: Any) -> None:
-    _write(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+def json_text(doc: Any) -> str:
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
-def write_markdown(path: Path, text: str) -> None:
-    _write(path, text)
+def broker_chart(cluster_id: str, brokers: Sequence[Mapping[str, Any]]) -> bytes:
+    """Replicas and leaders per broker of one cluster, as PNG bytes (matplotlib, Agg)."""
+    import io
 
-
-def broker_chart(path: Path, cluster_id: str, brokers: Sequence[Mapping[str, Any]]) -> None:
-    """Replicas and leaders per broker of one cluster, as a PNG (matplotlib, Agg backend)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -153,6 +158,7 @@ def broker_chart(path: Path, cluster_id: str, brokers: Sequence[Mapping[str, Any
     ax.set_title(f"{cluster_id}: replicas and leaders per broker")
     ax.legend()
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png")
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
     plt.close(fig)
+    return buffer.getvalue()

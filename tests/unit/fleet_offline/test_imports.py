@@ -46,6 +46,8 @@ print(json.dumps({{"code": code, "loaded": loaded}}))
         "kreplica.fleet.synth",
         "kreplica.fleet.report",
         "kreplica.fleet.collect",
+        "kreplica.fleet.preflight",
+        "kreplica.fleet.outfiles",
     ],
 )
 def test_pure_fleet_modules_load_only_stdlib(module: str) -> None:

@@ -79,3 +79,13 @@ def test_missing_policy_file(tmp_path: Path) -> None:
 def test_empty_policy() -> None:
     assert Policy().empty
     assert not Policy(rf=3).empty
+
+
+def test_the_docs_policy_file_ships_and_loads() -> None:
+    """docs/fleet.md shows examples/policy.toml verbatim, and it loads."""
+    repo = Path(__file__).resolve().parents[3]
+    shipped = (repo / "examples" / "policy.toml").read_text()
+    assert f"```toml\n{shipped}```" in (repo / "docs" / "fleet.md").read_text()
+    policy = load_policy(str(repo / "examples" / "policy.toml"))
+    assert policy.target("orders").racks == 3
+    assert policy.cluster("synth-0003", None).drain == {4}

@@ -1,0 +1,139 @@
+"""Unattended runs on Spark: empty and half-written snapshots are named and make the run exit
+9 (the rest is written), `--out` may be a file:// URI (or any Hadoop URI: its writer is
+tested on file:), and the success marker is written last and removed by a run that fails.
+
+A tiny fleet (2 clusters, 40 partitions) keeps the Spark work small; the CLI runs in-process
+and reuses the session's JVM."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kreplica.errors import ExitCode, UsageError
+from kreplica.fleet.outfiles import OutFiles
+from kreplica.fleet.preflight import DONE_MARKER, OutDir
+from tests.unit.cli.conftest import run_cli
+
+pytestmark = pytest.mark.integration  # a JVM: not in the fast `-m "not integration"` loop
+REPO = Path(__file__).resolve().parents[2]
+HALF = "half-written.json"
+
+
+@pytest.fixture(scope="module")
+def tiny_fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """2 synthetic clusters, a 0-byte file, a snapshot cut off half-way and a symbolic link
+    to a file that is gone (Spark and Hadoop's listing both drop it without a word)."""
+    from kreplica.fleet.synth import write_fleet
+
+    folder = tmp_path_factory.mktemp("tiny-fleet")
+    write_fleet(folder, 2, 40, seed=5)
+    (folder / "empty.json").write_bytes(b"")
+    # as docs/fleet.md makes it: head -c 400 examples/cluster.json > fleet/half-written.json
+    (folder / HALF).write_bytes((REPO / "examples" / "cluster.json").read_bytes()[:400])
+    (folder / "gone.json").symlink_to(folder / "deleted.json")
+    return folder
+
+
+def _skipped_files(doc: dict[str, Any]) -> list[str]:
+    return sorted(Path(s["file"]).name for s in doc["skipped"])
+
+
+def test_audit_names_empty_and_half_written_exit_9(
+    spark: Any, tiny_fleet: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "audit"
+    result = run_cli(
+        ["fleet", "audit", "--input", str(tiny_fleet), "--out", out.as_uri(), "--worst", "1"]
+    )
+    assert result.code == ExitCode.PARTIAL, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: 3 snapshot(s) skipped (")
+    assert "read 5 snapshot(s): 2 cluster(s), 3 skipped" in result.stderr
+    assert f"skipped: {tiny_fleet / 'empty.json'}: empty file (0 bytes)" in result.stderr
+    half_line = f"skipped: {tiny_fleet / HALF} is not valid JSON (line 21, column 4: "
+    assert half_line in result.stderr
+    # the line docs/fleet.md shows (paths shortened there) is the one printed
+    shown = half_line.replace(str(tiny_fleet), "fleet")
+    assert shown in (REPO / "docs" / "fleet.md").read_text()
+    assert f"skipped: {tiny_fleet / 'gone.json'}: cannot be read" in result.stderr
+    assert "### Skipped (3)" in result.stdout
+    doc = json.loads((out / "audit-summary.json").read_text())
+    assert _skipped_files(doc) == ["empty.json", "gone.json", HALF]
+    assert doc["totals"]["clusters"] == 2 and doc["totals"]["skipped"] == 3
+    # the URI's own folder, not ./file:/... under the working directory
+    assert doc["findings"] == str(out / "findings")
+    assert (out / "findings" / "_SUCCESS").is_file()
+    assert not Path("file:").exists()
+    marker = json.loads((out / DONE_MARKER).read_text())
+    assert marker["kreplica_fleet"] == "audit" and marker["status"] == "partial"
+    assert (marker["clusters"], marker["skipped"]) == (2, 3)
+    # written last: nothing in the run is newer than the marker
+    newest = max(p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file())
+    assert (out / DONE_MARKER).stat().st_mtime_ns == newest
+
+
+def test_plan_json_envelope_is_partial_and_plans_land(
+    spark: Any, tiny_fleet: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "plan"
+    result = run_cli(
+        ["fleet", "plan", "--input", str(tiny_fleet / "*.json"), "--out", str(out), "--rf", "3",
+         "--force", "--replace-dead", "--output", "json"]
+    )  # fmt: skip
+    assert result.code == ExitCode.PARTIAL, result.stderr
+    envelope = result.json()
+    assert envelope["status"] == "partial"
+    assert [e["code"] for e in envelope["errors"]] == ["skipped"] * 3
+    assert _skipped_files(envelope["data"]) == ["empty.json", "gone.json", HALF]
+    planned = [r for r in envelope["data"]["clusters"] if r["status"] == "ok"]
+    assert planned, envelope["data"]["clusters"]
+    for row in planned:
+        if row["files"]:
+            assert (Path(row["files"]) / "reassignment.json").is_file()
+    marker = json.loads((out / DONE_MARKER).read_text())
+    assert marker["kreplica_fleet"] == "plan" and marker["status"] == "partial"
+    totals = envelope["data"]["totals"]
+    summary = (out / "plan-summary.md").read_text()
+    added, bound = totals["replicas_added"], totals["lower_bound_replicas_added"]
+    relation = "=" if added == bound else ">"
+    assert f"adds {added} replicas {relation} lower bound {bound}" in summary
+
+
+def test_a_failed_run_leaves_no_success_marker(spark: Any, tmp_path: Path) -> None:
+    out = tmp_path / "again"
+    out.mkdir()
+    (out / DONE_MARKER).write_text('{"status": "ok"}')  # a previous run's
+    empty = tmp_path / "only-empty"
+    empty.mkdir()
+    (empty / "a.json").write_bytes(b"")
+    result = run_cli(["fleet", "audit", "--input", str(empty), "--out", str(out)])
+    assert result.code == ExitCode.USAGE
+    assert result.stderr.splitlines()[-1] == (
+        f"error: --input '{empty}': every snapshot file is empty, e.g. {empty / 'a.json'}"
+    )
+    assert not (out / DONE_MARKER).exists()
+
+
+def test_hadoop_writer_on_a_file_uri(spark: Any, tmp_path: Path) -> None:
+    """The writer used for hdfs:// and s3a://, driven through Hadoop's FileSystem on file:."""
+    target = tmp_path / "remote"
+    files = OutFiles(spark, OutDir(uri=target.as_uri(), local=None))
+    files.write_text("plans/c1/plan.json", '{"a": 1}\n')
+    files.write_bytes("charts/c1.png", b"\x89PNG\x00\x01")
+    files.mark_done("plan", {"clusters": 1, "skipped": 0, "status": "ok"})
+    assert (target / "plans" / "c1" / "plan.json").read_text() == '{"a": 1}\n'
+    assert (target / "charts" / "c1.png").read_bytes() == b"\x89PNG\x00\x01"
+    assert json.loads((target / DONE_MARKER).read_text())["status"] == "ok"
+    assert files.shown("plans") == f"{target.as_uri()}/plans"
+
+
+def test_hadoop_writer_without_the_file_system_is_one_line(spark: Any) -> None:
+    with pytest.raises(UsageError) as caught:
+        OutFiles(spark, OutDir(uri="nosuchfs://bucket/fleet", local=None))
+    message = caught.value.message
+    assert "\n" not in message and "nosuchfs://bucket/fleet" in message
+    assert "nosuchfs" in message.split("(", 1)[1] and "Hadoop jars" in message

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kreplica.errors import InputError, KreplicaError
-from kreplica.impact.javacoll import JavaHashMap, JavaHashSet, TopicPartition, java_str_key
+from kreplica.impact.javacoll import JavaHashMap, JavaHashSet, TopicPartition
+from kreplica.kafka.javalang import java_sort_key
 
 DEFAULT_GENERATION = -1
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
@@ -199,8 +200,8 @@ def _partitions_per_topic(group: GroupSpec, members: list[GroupMember]) -> list[
 def _member_key(m: GroupMember) -> tuple[int, bytes]:
     """``MemberInfo.compareTo``: static members (by instance id) before dynamic (by id)."""
     if m.instance is not None:
-        return 0, java_str_key(m.instance)
-    return 1, java_str_key(m.id)
+        return 0, java_sort_key(m.instance)
+    return 1, java_sort_key(m.id)
 
 
 def _range(group: GroupSpec) -> Assignment:
@@ -229,7 +230,7 @@ def _round_robin(group: GroupSpec) -> Assignment:
     members = _subscriptions(group)
     result: Assignment = {m.id: [] for m in members}
     ring = sorted(members, key=_member_key)
-    topics = sorted({t for m in members for t in m.topics}, key=java_str_key)
+    topics = sorted({t for m in members for t in m.topics}, key=java_sort_key)
     at = 0
     for topic in topics:
         for p in range(group.topics.get(topic, 0)):
@@ -291,7 +292,7 @@ class _SortedSubscriptions:
         self.items: list[tuple[int, bytes, str]] = []
 
     def _key(self, c: str) -> tuple[int, bytes, str]:
-        return len(self.current[c]), java_str_key(c), c
+        return len(self.current[c]), java_sort_key(c), c
 
     def add(self, c: str) -> None:
         import bisect
@@ -427,7 +428,7 @@ class _Sticky:
         under: list[str] = []
         exact: list[str] = []
         for consumer, owned_list in owned_by.items():
-            owned = sorted(owned_list, key=lambda tp: (tp[1], java_str_key(tp[0])))
+            owned = sorted(owned_list, key=lambda tp: (tp[1], java_sort_key(tp[0])))
             for tp in doubly:
                 if tp in owned:
                     owned.remove(tp)
@@ -452,8 +453,8 @@ class _Sticky:
                 if over < expected_over:
                     exact.append(consumer)
         unassigned = self._constrained_unassigned(assigned)
-        under.sort(key=java_str_key)
-        exact.sort(key=java_str_key)
+        under.sort(key=java_sort_key)
+        exact.sort(key=java_sort_key)
         transferring = self.transferring if self.transferring is not None else {}
 
         def give(tp: TopicPartition, consumer: str) -> int:
@@ -496,11 +497,11 @@ class _Sticky:
         return assignment
 
     def _constrained_unassigned(self, assigned: list[TopicPartition]) -> list[TopicPartition]:
-        topics = sorted(self.partitions_per_topic, key=java_str_key)
+        topics = sorted(self.partitions_per_topic, key=java_sort_key)
         everything = [(t, p) for t in topics for p in range(self.partitions_per_topic[t])]
         if not assigned:
             return everything
-        order = sorted(assigned, key=lambda tp: (java_str_key(tp[0]), tp[1]))
+        order = sorted(assigned, key=lambda tp: (java_sort_key(tp[0]), tp[1]))
         return _walk_unassigned(everything, order)
 
     # GeneralAssignmentBuilder
@@ -517,7 +518,7 @@ class _Sticky:
             current.setdefault(m.id, [])
         owner: dict[TopicPartition, str] = {tp: c for c, lst in current.items() for tp in lst}
         sorted_topics = sorted(
-            topic_consumers, key=lambda t: (len(topic_consumers[t]), java_str_key(t))
+            topic_consumers, key=lambda t: (len(topic_consumers[t]), java_sort_key(t))
         )
         all_partitions = [(t, p) for t in sorted_topics for p in range(per_topic[t])]
         subs = _SortedSubscriptions(current)
@@ -554,7 +555,7 @@ class _Sticky:
             lst[:] = kept
         if assigned:
             order = sorted(
-                assigned, key=lambda tp: (len(topic_consumers[tp[0]]), java_str_key(tp[0]), tp[1])
+                assigned, key=lambda tp: (len(topic_consumers[tp[0]]), java_sort_key(tp[0]), tp[1])
             )
             unassigned = _walk_unassigned(all_partitions, order)
         else:
@@ -709,11 +710,13 @@ def compare(
     new = owners(after)
     moved = sorted(
         (tp for tp, member in new.items() if tp in old and old[tp] != member),
-        key=lambda tp: (java_str_key(tp[0]), tp[1]),
+        key=lambda tp: (java_sort_key(tp[0]), tp[1]),
     )
-    added = sorted((tp for tp in new if tp not in old), key=lambda tp: (java_str_key(tp[0]), tp[1]))
+    added = sorted(
+        (tp for tp in new if tp not in old), key=lambda tp: (java_sort_key(tp[0]), tp[1])
+    )
     unassigned = sorted(
-        (tp for tp in old if tp not in new), key=lambda tp: (java_str_key(tp[0]), tp[1])
+        (tp for tp in old if tp not in new), key=lambda tp: (java_sort_key(tp[0]), tp[1])
     )
     total = len(new)
     members = len(after) or 1

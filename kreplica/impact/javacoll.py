@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Generic, TypeVar
 
 from kreplica.errors import NotImplementedYet
+from kreplica.kafka.javalang import java_string_hash
 
 TopicPartition = tuple[str, int]
 K = TypeVar("K", str, TopicPartition)
@@ -25,12 +26,8 @@ _MAX_CAPACITY = 1 << 30
 
 
 def string_hash(text: str) -> int:
-    """``String.hashCode`` over UTF-16 code units, as an unsigned 32-bit value."""
-    h = 0
-    units = text.encode("utf-16-be")
-    for i in range(0, len(units), 2):
-        h = (31 * h + ((units[i] << 8) | units[i + 1])) & _INT
-    return h
+    """``String.hashCode`` as an unsigned 32-bit value (the bits HashMap spreads)."""
+    return java_string_hash(text) & _INT
 
 
 def key_hash(key: str | TopicPartition) -> int:
@@ -38,11 +35,6 @@ def key_hash(key: str | TopicPartition) -> int:
         return string_hash(key)
     topic, partition = key  # TopicPartition.hashCode
     return (31 * ((31 + partition) & _INT) + string_hash(topic)) & _INT
-
-
-def java_str_key(text: str) -> bytes:
-    """Sort key giving ``String.compareTo`` order (UTF-16 code units, not code points)."""
-    return text.encode("utf-16-be")
 
 
 def table_size_for(capacity: int) -> int:

@@ -18,10 +18,8 @@ one place counts change. Pure (standard library only).
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from kreplica.planner.context import PlanContext
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 ReplicaEntry = tuple[int, int, int, int, int]  # topic, cluster, bytes, position, broker
 LeaderEntry = tuple[int, int, int, int, int, int, int]  # ... rank, broker
@@ -30,12 +28,38 @@ LeaderEntry = tuple[int, int, int, int, int, int, int]  # ... rank, broker
 RackHead = tuple[int, int, LeaderEntry, str]
 
 
+class LoadCounts(Protocol):
+    """What the views read of a planning run (PlanContext has it), so this module does not
+    import context.py, which imports it. Counts are defaultdicts: a missing key reads 0."""
+
+    @property
+    def eligible(self) -> Sequence[int]: ...
+    @property
+    def use_bytes(self) -> bool: ...
+    @property
+    def tiebreak(self) -> Mapping[int, int]: ...
+    @property
+    def topic_replicas(self) -> Mapping[str, Mapping[int, int]]: ...
+    @property
+    def topic_leaders(self) -> Mapping[str, Mapping[int, int]]: ...
+    @property
+    def topic_rack_leaders(self) -> Mapping[str, Mapping[str, int]]: ...
+    @property
+    def cluster_replicas(self) -> Mapping[int, int]: ...
+    @property
+    def cluster_leaders(self) -> Mapping[int, int]: ...
+    @property
+    def cluster_bytes(self) -> Mapping[int, int]: ...
+    def rack(self, broker: int) -> str: ...
+    def rank(self, broker: int) -> int: ...
+
+
 class ReplicaOrder:
     """The eligible brokers of one topic in pick_new_replica's load order."""
 
     __slots__ = ("entries", "entry_of", "racks", "ring", "topic")
 
-    def __init__(self, ctx: PlanContext, topic: str) -> None:
+    def __init__(self, ctx: LoadCounts, topic: str) -> None:
         self.topic = topic
         self.ring = len(ctx.tiebreak)
         self.entry_of: dict[int, ReplicaEntry] = {b: self.entry(ctx, b) for b in ctx.eligible}
@@ -44,7 +68,7 @@ class ReplicaOrder:
         # fresh rack is left and the first broker in load order wins
         self.racks = frozenset(ctx.rack(b) for b in ctx.eligible)
 
-    def entry(self, ctx: PlanContext, b: int) -> ReplicaEntry:
+    def entry(self, ctx: LoadCounts, b: int) -> ReplicaEntry:
         return (
             ctx.topic_replicas[self.topic][b],
             ctx.cluster_replicas[b],
@@ -53,7 +77,7 @@ class ReplicaOrder:
             b,
         )
 
-    def update(self, ctx: PlanContext, b: int) -> None:
+    def update(self, ctx: LoadCounts, b: int) -> None:
         old = self.entry_of.get(b)
         if old is None:  # not eligible: never picked
             return
@@ -73,7 +97,7 @@ class LeaderOrder:
 
     __slots__ = ("by_rack", "entry_of", "head_of", "heads", "rack_of", "topic")
 
-    def __init__(self, ctx: PlanContext, topic: str) -> None:
+    def __init__(self, ctx: LoadCounts, topic: str) -> None:
         self.topic = topic
         self.rack_of = {b: ctx.rack(b) for b in ctx.eligible}
         self.entry_of: dict[int, LeaderEntry] = {b: self.entry(ctx, b) for b in ctx.eligible}
@@ -86,7 +110,7 @@ class LeaderOrder:
             self.head_of[rack] = self._head(ctx, rack)
         self.heads: list[RackHead] = sorted(self.head_of.values())
 
-    def entry(self, ctx: PlanContext, b: int) -> LeaderEntry:
+    def entry(self, ctx: LoadCounts, b: int) -> LeaderEntry:
         return (
             ctx.topic_leaders[self.topic][b],
             ctx.topic_replicas[self.topic][b],
@@ -97,14 +121,14 @@ class LeaderOrder:
             b,
         )
 
-    def _head(self, ctx: PlanContext, rack: str) -> RackHead:
+    def _head(self, ctx: LoadCounts, rack: str) -> RackHead:
         first = self.by_rack[rack][0]
         return (first[0], ctx.topic_rack_leaders[self.topic][rack], first, rack)
 
     def best(self) -> int | None:
         return self.heads[0][2][-1] if self.heads else None
 
-    def update(self, ctx: PlanContext, b: int) -> None:
+    def update(self, ctx: LoadCounts, b: int) -> None:
         old = self.entry_of.get(b)
         if old is None:
             return
@@ -118,7 +142,7 @@ class LeaderOrder:
             if entries[0] is new or self.head_of[rack][2] is old:
                 self.update_rack(ctx, rack)
 
-    def update_rack(self, ctx: PlanContext, rack: str) -> None:
+    def update_rack(self, ctx: LoadCounts, rack: str) -> None:
         old = self.head_of.get(rack)
         if old is None:  # no eligible broker on it
             return

@@ -4,9 +4,9 @@ depends on it.
 A HashMap iterates bucket by bucket (bucket = spread hash & (capacity - 1)); inside a bucket in
 the order the keys went in (resizes split buckets keeping that order, removals unlink). So the
 order is fully given by the capacity and each present key's insertion sequence, which is what
-this models, with Java's capacity rules (lazy table, ``new HashMap<>(n)``, copy constructors,
-load factor 0.75, a small table doubling instead of treeifying). A bucket that would become a
-red-black tree (9 colliding keys in a table of 64 or more) iterates differently: refused.
+this models, with Java's capacity rules (lazy table, ``new HashMap<>(n)``, load factor 0.75,
+a small table doubling instead of treeifying). A bucket that would become a red-black tree
+(9 colliding keys in a table of 64 or more) iterates differently: refused.
 """
 
 from __future__ import annotations
@@ -49,18 +49,6 @@ class JavaHashMap(Generic[K, V]):
         self._seq = 0
         self._capacity = 0
         self._threshold = 0 if initial_capacity is None else table_size_for(initial_capacity)
-
-    @classmethod
-    def copy_of(cls, items: Iterable[tuple[K, V]], size: int) -> JavaHashMap[K, V]:
-        """``new HashMap<>(map)`` (putMapEntries on an empty map)."""
-        result: JavaHashMap[K, V] = cls()
-        if size > 0:
-            wanted = int(size / 0.75 + 1.0)
-            if wanted > result._threshold:
-                result._threshold = table_size_for(wanted)
-        for key, value in items:
-            result.put(key, value)
-        return result
 
     def _resize(self) -> None:
         old_cap, old_thr = self._capacity, self._threshold

@@ -36,10 +36,6 @@ def settle(assignor: str, group: GroupSpec) -> tuple[Assignment, int]:
     return result, rounds
 
 
-def _as_sets(assignment: Assignment) -> dict[str, set[tuple[str, int]]]:
-    return {m: set(v) for m, v in assignment.items()}
-
-
 def group_impact(
     group_id: str,
     assignor: str | None,

@@ -48,10 +48,6 @@ def _ids(ids: Iterable[int]) -> str:
     return ", ".join(map(str, sorted(ids)))
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
 def known_brokers(snapshot: ClusterSnapshot) -> set[int]:
     """Listed brokers plus any id a replica names (a dead broker whose registration is gone)."""
     ids = set(snapshot.broker_ids())

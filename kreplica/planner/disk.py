@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kreplica.errors import PlanInfeasible, UsageError
-from kreplica.model import ClusterSnapshot, LogDir, Partition, PartitionChange, Plan
+from kreplica.model import ClusterSnapshot, Partition, PartitionChange, Plan
 
 LOG_DIR_MODES: tuple[str, ...] = ("any", "balanced")
 REMOTE_STORAGE = "remote.storage.enable"
@@ -285,17 +285,6 @@ def _remote_topics(snapshot: ClusterSnapshot, plan: Plan) -> list[str]:
     )
 
 
-def disk_allows(
-    plan: Plan, snapshot: ClusterSnapshot, headroom: Headroom, log_dirs: str = "any"
-) -> bool:
-    """Does the plan pass the disk guard? (For choosing between candidate plans.)"""
-    try:
-        finish_plan(plan, snapshot, headroom, log_dirs)
-    except PlanInfeasible:
-        return False
-    return True
-
-
 def finish_plan(
     plan: Plan,
     snapshot: ClusterSnapshot,
@@ -448,11 +437,3 @@ def recheck(
                 if d.received and d.room < 0:
                     return _refusal(broker, f"dir {d.path}", d.incoming, d.usable, d.keep), None
     return guard.first_overflow(per_dir=False), None
-
-
-def log_dir_of(disks: tuple[LogDir, ...] | None, path: str) -> LogDir | None:
-    """The broker's dir with this path, if listed."""
-    for d in disks or ():
-        if d.path == path:
-            return d
-    return None

@@ -39,7 +39,6 @@ import os
 import secrets
 import shutil
 import subprocess
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -432,9 +431,3 @@ def readonly_ready(bootstrap: str, sec: Security, admin_factory: Any) -> bool:
         return False
     ops = {op.name for op in (described.authorized_operations or [])}
     return {"DESCRIBE", "DESCRIBE_CONFIGS"} <= ops and "ALTER" not in ops
-
-
-def merged_config(base: Mapping[str, Any], sec: Security, user: str = "admin") -> dict[str, Any]:
-    config = dict(base)
-    config.update(librdkafka_config(sec, user))
-    return config

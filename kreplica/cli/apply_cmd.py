@@ -112,13 +112,14 @@ def _console(stderr: bool = False) -> Any:
 def run_apply(opts: Options, spec: SourceSpec, plan_path: Path) -> dict[str, Any]:
     """Apply the plan at `plan_path` (and its plan document) with progress; returns the
     result as the JSON envelope's data."""
-    from kreplica.executor.apply import Applier
+    from kreplica.executor.apply import Applier, require_moves
     from kreplica.executor.journal import Journal
     from kreplica.executor.planfile import load_plan_file, plan_siblings
     from kreplica.render.progress import ProgressPrinter
 
     options = apply_options(opts)  # bad flags fail before anything connects
     plan = load_plan_file(plan_path)
+    require_moves(plan)  # before connecting: an empty plan is refused with nothing touched
     journal = Journal(plan_siblings(plan_path)["journal"])
     json_mode = opts.output is OutputFormat.json
     printer = ProgressPrinter(_console(stderr=json_mode), json_lines=json_mode)
@@ -157,9 +158,16 @@ def run_apply(opts: Options, spec: SourceSpec, plan_path: Path) -> dict[str, Any
         "nothing_to_do": result.nothing_to_do,
         "leaders_off_preferred": [f"{t}-{p}" for t, p in result.leaders_off],
         "dir_moved": [f"{t}-{p}@{b}" for t, p, b in result.dir_moved],
+        "completed_while_down": [f"{t}-{p}" for t, p in result.completed_meanwhile],
     }
     if not json_mode:
         out = _console()
+        if result.completed_meanwhile:
+            out.print(
+                f"{len(result.completed_meanwhile)} partition(s) finished their move while no "
+                "kreplica was running (journalled as completed)",
+                markup=False,
+            )
         if result.nothing_to_do:
             out.print(f"{plan_path}: nothing to do, the plan is applied already", markup=False)
         else:

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from kreplica.errors import (
     ExitCode,
+    InputError,
     KreplicaError,
     ReassignmentInProgress,
     SourceError,
@@ -37,7 +38,7 @@ from kreplica.errors import (
 from kreplica.executor.authz import CLUSTER, Need, apply_needs, throttle_needs
 from kreplica.executor.dirmoves import DirKey, ReplicaLog, is_done
 from kreplica.executor.dirmoves import copied as dir_copied
-from kreplica.executor.journal import Journal
+from kreplica.executor.journal import Journal, fold
 from kreplica.executor.moves import Move
 from kreplica.executor.options import ApplyOptions
 from kreplica.executor.planfile import PlanFile
@@ -115,6 +116,8 @@ class ApplyResult:
     leaders_off: list[Key] = field(default_factory=list)  # leading off the preferred replica
     dir_moved: list[DirKey] = field(default_factory=list)  # replicas moved between log dirs
     dir_bytes: int = 0
+    # submitted by an earlier run, found done on resume (they finished while no kreplica ran)
+    completed_meanwhile: list[Key] = field(default_factory=list)
 
 
 @dataclass
@@ -170,6 +173,7 @@ class Applier:
     # -- the whole run -----------------------------------------------------------------------
 
     def run(self) -> ApplyResult:
+        require_moves(self.plan)
         with self.journal.lock():  # one apply, resume or cancel of a plan at a time
             cancel_marker(self.journal).unlink(missing_ok=True)  # an old request is not ours
             try:
@@ -225,8 +229,12 @@ class Applier:
         for warning in check.warnings:
             self.emit({"event": "warning", "message": warning})
         dir_todo = self._dir_todo(snapshot, result)
+        # submitted by an apply that died, finished while no kreplica watched: journal them
+        meanwhile = [k for k in check.done if k in set(fold(events).pending)]
+        result.completed_meanwhile = meanwhile
         if not check.todo and not check.waiting and not check.create and not dir_todo:
             result.nothing_to_do = True
+            self._journal_complete(meanwhile)
             if events and not any(e.get("event") == "finish" for e in events):
                 self.restore_throttles()
                 self.journal.append({"event": "finish", "already_done": len(check.done)})
@@ -246,6 +254,7 @@ class Applier:
                 "via": self.submitter.name,
             }
         )
+        self._journal_complete(meanwhile)
         sizes = {(t.name, p.partition): p.size_bytes for t in snapshot.topics for p in t.partitions}
         waiting = [  # what the journal says was submitted, as it was submitted
             Move(
@@ -305,6 +314,13 @@ class Applier:
         return result
 
     # -- pieces ------------------------------------------------------------------------------
+
+    def _journal_complete(self, keys: Sequence[Key]) -> None:
+        for key in keys:
+            self.journal.append(
+                {"event": "complete", "topic": key[0], "partition": key[1], "while_down": True}
+            )
+            self.emit({"event": "partition-done", "partition": _key_text(key)})
 
     def _require_permissions(self, check: Preflight, dir_todo: Mapping[DirKey, str]) -> None:
         """Refuse before any write when this principal may not do what the plan needs (a
@@ -850,6 +866,16 @@ def restore_journal_throttles(
     journal.append({"event": "throttle-restored", "configs": len(changes)})
     emit({"event": "throttle-restored", "configs": len(changes)})
     return len(changes)
+
+
+def require_moves(plan: PlanFile) -> None:
+    """An empty plan is refused: applying it would report success and hide a broken plan
+    generator."""
+    if not plan.targets and not plan.new_partitions and not plan.dirs:
+        raise InputError(
+            f"{plan.path} lists no partition to move or create: the plan is empty; check "
+            "what wrote it (nothing was applied)"
+        )
 
 
 def cancel_marker(journal: Journal) -> Path:

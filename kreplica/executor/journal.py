@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -349,17 +349,31 @@ class Journal:
             yield
             return
         lock_path = self.path.with_name(self.path.name + ".lock")
-        fd = os.open(lock_path, os.O_WRONLY | os.O_CREAT, 0o644)
-        try:
+        while True:
+            fd = os.open(lock_path, os.O_WRONLY | os.O_CREAT, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
+                os.close(fd)
                 raise ReassignmentInProgress(
                     f"another kreplica holds {str(lock_path)!r}: an apply or cancel of this plan "
                     "is running; wait for it or stop it first"
                 ) from None
+            # The holder before us removes the file as it lets go: a lock taken on a file no
+            # longer at this path guards nothing, so take it again on the one there now.
+            try:
+                same = os.stat(lock_path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        try:
             yield
         finally:
+            # removed while still held, so no lock file is left behind (refused or not)
+            with suppress(OSError):
+                lock_path.unlink()
             os.close(fd)
 
 

@@ -199,3 +199,48 @@ def test_a_stall_is_reported_again_when_a_broker_goes_down(tmp_path: Path) -> No
     stalls = [e for e in applier.events if e["event"] == "stall"]  # type: ignore[attr-defined]
     assert [s["down"] for s in stalls] == [[], [2]]
     assert "broker(s) 2 are down" in stalls[1]["hint"]
+
+
+def test_an_empty_plan_is_refused_and_leaves_no_lock_file(tmp_path: Path) -> None:
+    from kreplica.errors import InputError
+
+    cluster = SimulatedCluster(START)
+    applier = _applier(tmp_path, cluster)
+    applier.plan = PlanFile(tmp_path / "plan.json", {}, {}, {}, {"kreplica_plan": 1})
+    with pytest.raises(InputError, match="the plan is empty") as err:
+        applier.run()
+    assert err.value.exit_code == 2 and "\n" not in str(err.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no journal, no lock
+
+
+def test_a_refused_apply_leaves_no_lock_file(tmp_path: Path) -> None:
+    cluster = SimulatedCluster(START, polls=1000)
+    cluster.moving[("t", 0)] = [(9,), 1000, START[("t", 0)]]  # someone else moves it
+    with pytest.raises(KreplicaError):
+        _applier(tmp_path, cluster).run()
+    assert not list(tmp_path.glob("*.lock"))
+
+
+def test_resume_journals_what_finished_while_kreplica_was_down(tmp_path: Path) -> None:
+    cluster = SimulatedCluster(START, polls=1000)
+    applier = _applier(tmp_path, cluster, max_partitions=2)
+    calls = {"n": 0}
+
+    def crash(seconds: float) -> None:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+
+    applier.clock = _Clock(sleep=crash)
+    with pytest.raises(KeyboardInterrupt):
+        applier.run()
+    first_wave = sorted(cluster.moving)
+    for state in cluster.moving.values():  # they finish while no kreplica runs
+        state[1] = 0
+    cluster.snapshot()
+    assert not cluster.moving
+    result = _applier(tmp_path, cluster, resume=True).run()
+    assert sorted(result.completed_meanwhile) == first_wave
+    state = Journal(tmp_path / "plan.journal.jsonl").state()
+    assert state.pending == [] and sorted(state.completed) == sorted(TARGET)
+    assert not list(tmp_path.glob("*.lock"))

@@ -22,6 +22,7 @@ class ExitCode(IntEnum):
     IN_PROGRESS = 6  # a reassignment is already in flight
     VERIFY_FAILED = 7  # verification after apply, or `check` found error-level problems
     NOT_IMPLEMENTED = 8  # the command exists but this part is not built yet
+    UNSAFE_CANCEL = 9  # cancel refused: partitions would fall under min.insync.replicas
     INTERRUPTED = 130  # Ctrl-C
 
 
@@ -82,3 +83,10 @@ class VerificationFailed(KreplicaError):
 class NotImplementedYet(KreplicaError):
     exit_code = ExitCode.NOT_IMPLEMENTED
     code = "not-implemented"
+
+
+class UnsafeCancel(KreplicaError):
+    """Cancelling now would leave partitions with too few live in-sync replicas."""
+
+    exit_code = ExitCode.UNSAFE_CANCEL
+    code = "unsafe-cancel"

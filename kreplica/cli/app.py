@@ -549,12 +549,28 @@ def verify(*, plan_file: PlanFileArg, opts: Options) -> None:
 
 @app.command()
 @shared(SOURCE, OUTPUT)
-def cancel(*, plan_file: PlanFileArg, opts: Options) -> None:
-    """Stop a plan's moves in flight. They return to their old replicas; throttles are restored."""
+def cancel(
+    *,
+    plan_file: PlanFileArg,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Cancel even where a partition would keep fewer live in-sync replicas than "
+            "its min.insync.replicas (recorded in the journal).",
+        ),
+    ] = False,
+    opts: Options,
+) -> None:
+    """Stop a plan's moves in flight. They return to their old replicas; throttles are restored.
+
+    Refused (exit 9, nothing changed) when a partition would be left under its
+    min.insync.replicas, e.g. an original replica's broker is down.
+    """
     from kreplica.cli import apply_cmd, commands
 
     _begin(opts, "cancel")
-    apply_cmd.cancel(opts, commands.source_spec(opts), plan_file)
+    apply_cmd.cancel(opts, commands.source_spec(opts), plan_file, force=force)
 
 
 @app.command()

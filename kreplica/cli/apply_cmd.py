@@ -263,7 +263,7 @@ def _verify_line(plan_path: Path, differences: list[Any], total: int) -> str:
     )
 
 
-def cancel(opts: Options, spec: SourceSpec, plan_path: Path) -> None:
+def cancel(opts: Options, spec: SourceSpec, plan_path: Path, *, force: bool = False) -> None:
     from kreplica.executor.apply import cancel_plan
     from kreplica.executor.journal import Journal
     from kreplica.executor.planfile import load_plan_file, plan_siblings
@@ -275,7 +275,9 @@ def cancel(opts: Options, spec: SourceSpec, plan_path: Path) -> None:
             f"interrupted: part of the cancel may have been sent; `kreplica cancel {plan_path}` "
             f"again finishes it, `kreplica verify {plan_path}` shows where things are"
         )
-        cancelled, running = cancel_plan(connection.cluster, plan, journal)
+        cancelled, running = cancel_plan(
+            connection.cluster, plan, journal, _warn_stderr, force=force
+        )
     names = [f"{t}-{p}" for t, p in cancelled]
     if opts.output is OutputFormat.json:
         output.emit_envelope({"plan": str(plan_path), "cancelled": names, "apply_running": running})
@@ -291,6 +293,12 @@ def cancel(opts: Options, spec: SourceSpec, plan_path: Path) -> None:
             else "kreplica's throttles restored"
         )
         _console().print(f"{plan_path}: {text}; {after}", markup=False)
+
+
+def _warn_stderr(event: dict[str, Any]) -> None:
+    """Warnings of a command without a progress display, on stderr."""
+    if event.get("event") == "warning":
+        _console(stderr=True).print(f"warning: {event['message']}", markup=False)
 
 
 def elect(opts: Options, spec: SourceSpec, plan_path: Path | None, topics: list[str]) -> None:

@@ -18,6 +18,7 @@ the journal without submitting anything twice. `cancel` stops the moves and rest
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,10 +33,12 @@ from kreplica.errors import (
     SourceError,
     StalePlan,
     UnknownTopicError,
+    UnsafeCancel,
     UsageError,
     VerificationFailed,
 )
 from kreplica.executor.authz import CLUSTER, Need, apply_needs, throttle_needs
+from kreplica.executor.cancelguard import cancel_risks, refusal_text
 from kreplica.executor.dirmoves import DirKey, ReplicaLog, is_done
 from kreplica.executor.dirmoves import copied as dir_copied
 from kreplica.executor.journal import Journal, fold
@@ -180,7 +183,11 @@ class Applier:
                 return self._run()
             except _Cancelled:
                 in_flight = self.cluster.in_flight()
-                self.journal.append({"event": "cancel", "partitions": []})
+                event: dict[str, Any] = {"event": "cancel", "partitions": []}
+                forced = _marker_forced(cancel_marker(self.journal))
+                if forced:  # `cancel --force` overrode the guard: on the record
+                    event["forced"] = forced
+                self.journal.append(event)
                 still = sorted(k for k in self.plan.targets if k in in_flight)
                 if still:  # submitted after the cancel looked: cancel those too
                     self.cluster.alter_reassignments(dict.fromkeys(still))
@@ -883,6 +890,16 @@ def cancel_marker(journal: Journal) -> Path:
     return journal.path.with_name(journal.path.name + ".cancel")
 
 
+def _marker_forced(marker: Path) -> list[Any]:
+    """The partitions a `cancel --force` put at risk, as its marker file names them."""
+    try:
+        data = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    forced = data.get("forced") if isinstance(data, dict) else None
+    return list(forced) if isinstance(forced, list) else []
+
+
 def cancel_dir_moves(cluster: Cluster, plan: PlanFile) -> list[DirKey]:
     """Stop the plan's moves between log dirs still running: AlterReplicaLogDirs back to the
     dir each replica is in (the broker drops the future log), as Kafka's tool cancels them."""
@@ -901,14 +918,38 @@ def cancel_dir_moves(cluster: Cluster, plan: PlanFile) -> list[DirKey]:
 
 
 def cancel_plan(
-    cluster: Cluster, plan: PlanFile, journal: Journal, emit: Emit = lambda e: None
+    cluster: Cluster,
+    plan: PlanFile,
+    journal: Journal,
+    emit: Emit = lambda e: None,
+    *,
+    force: bool = False,
 ) -> tuple[list[Key], bool]:
     """Stop the plan's moves still in flight (KIP-455 cancel: they return to their old
     replicas) and restore the throttles kreplica set. When an apply of this plan is running
     (it holds the journal's lock), it is asked to stop and restores the throttles itself.
+
+    Refused (UnsafeCancel, nothing changed) when a partition would keep fewer live in-sync
+    replicas than its min.insync.replicas (`cancel_risks`); `force` cancels anyway and the
+    journal records the partitions it put at risk.
     Returns the partitions cancelled and whether a running apply was asked to stop."""
     in_flight = cluster.in_flight()
     ours = sorted(k for k in plan.targets if k in in_flight)
+    risks = (
+        cancel_risks(cluster.snapshot(plan.topics), in_flight, ours, plan.before) if ours else []
+    )
+    if risks and not force:
+        raise UnsafeCancel(refusal_text(risks))
+    forced = [r.as_dict() for r in risks]
+    for risk in risks:
+        emit(
+            {
+                "event": "warning",
+                "message": f"--force: {risk.name} returns to {list(risk.original)} with "
+                f"{len(risk.kept)} live in-sync replica(s), under min.insync.replicas "
+                f"{risk.needed}",
+            }
+        )
     require = getattr(cluster, "require", None)
     if require is not None:  # refused before anything is cancelled or restored
         _, set_by_us = _journal_throttles(journal.read())
@@ -918,7 +959,13 @@ def cancel_plan(
     try:
         with journal.lock():
             if ours:
-                journal.append({"event": "cancel", "partitions": [_key_text(k) for k in ours]})
+                event: dict[str, Any] = {
+                    "event": "cancel",
+                    "partitions": [_key_text(k) for k in ours],
+                }
+                if forced:
+                    event["forced"] = forced
+                journal.append(event)
                 cluster.alter_reassignments(dict.fromkeys(ours))
             dirs_back = cancel_dir_moves(cluster, plan)
             if dirs_back:
@@ -930,7 +977,7 @@ def cancel_plan(
             moved_dirs = sorted({(t, p) for t, p, _ in dirs_back} - set(ours))
             return ours + moved_dirs, False
     except ReassignmentInProgress:  # an apply holds the lock: it writes the journal
-        cancel_marker(journal).write_text("cancel\n", encoding="utf-8")
+        cancel_marker(journal).write_text(json.dumps({"forced": forced}) + "\n", encoding="utf-8")
         if ours:
             cluster.alter_reassignments(dict.fromkeys(ours))
         dirs_back = cancel_dir_moves(cluster, plan)  # the apply sends them back too: harmless

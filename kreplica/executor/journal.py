@@ -26,7 +26,8 @@ Event types and their keys (keys not listed are kept and ignored by `state`):
 * `throttle-restored`: the throttles kreplica set were restored. Optional `configs` (count);
   everything recorded by earlier `throttle-set` events counts as restored.
 * `cancel`: the plan's moves were cancelled. Optional `partitions` ["topic-p", ...] or
-  [{"topic", "partition"}].
+  [{"topic", "partition"}]; `forced` [{partition, original, kept, min_insync_replicas, down}]
+  when `cancel --force` overrode the guard for those partitions.
 * `finish`: the apply ended with every partition as planned.
 * `error`: the apply stopped on an error. `message`, optional `code`.
 

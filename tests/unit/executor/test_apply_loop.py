@@ -244,3 +244,29 @@ def test_resume_journals_what_finished_while_kreplica_was_down(tmp_path: Path) -
     state = Journal(tmp_path / "plan.journal.jsonl").state()
     assert state.pending == [] and sorted(state.completed) == sorted(TARGET)
     assert not list(tmp_path.glob("*.lock"))
+
+
+def test_cancel_that_would_leave_too_few_in_sync_replicas_is_refused_unless_forced(
+    tmp_path: Path,
+) -> None:
+    from kreplica.errors import ExitCode, UnsafeCancel
+
+    cluster = SimulatedCluster(START, polls=1000)
+    applier = _applier(tmp_path, cluster, throttle=1000)
+    applier.clock = _Clock(sleep=lambda s: (_ for _ in ()).throw(KeyboardInterrupt))
+    with pytest.raises(KeyboardInterrupt):
+        applier.run()
+    moving = dict(cluster.moving)
+    assert moving
+    cluster.down = {START[k][0] for k in moving}  # every original replica's broker is down
+    journal = Journal(tmp_path / "plan.journal.jsonl")
+    before = journal.read()
+    with pytest.raises(UnsafeCancel) as err:
+        cancel_plan(cluster, applier.plan, journal)
+    assert err.value.exit_code == ExitCode.UNSAFE_CANCEL
+    assert cluster.moving == moving and journal.read() == before  # nothing changed
+    assert cluster.configs_set and any(cluster.configs_set.values())
+    cancelled, _ = cancel_plan(cluster, applier.plan, journal, force=True)
+    assert sorted(cancelled) == sorted(moving) and not cluster.moving
+    (event,) = [e for e in journal.read() if e["event"] == "cancel"]
+    assert sorted(f["partition"] for f in event["forced"]) == sorted(f"{t}-{p}" for t, p in moving)

@@ -42,6 +42,7 @@ from kreplica.executor.cancelguard import cancel_risks, refusal_text
 from kreplica.executor.dirmoves import DirKey, ReplicaLog, is_done
 from kreplica.executor.dirmoves import copied as dir_copied
 from kreplica.executor.journal import Journal, fold
+from kreplica.executor.kafka_cluster import BrokerDown
 from kreplica.executor.moves import Move
 from kreplica.executor.options import ApplyOptions
 from kreplica.executor.planfile import PlanFile
@@ -142,7 +143,7 @@ def _journal_throttles(
     previous: dict[Resource, dict[str, str]] = {}
     ours: dict[Resource, dict[str, str]] = {}
     for event in events:
-        if event.get("event") == "throttle-set":
+        if event.get("event") in ("throttle-set", "throttle-pending"):
             resource = (str(event["kind"]), str(event["name"]))
             previous.setdefault(resource, dict(event.get("previous") or {}))
             ours.setdefault(resource, {}).update(event.get("values") or {})
@@ -172,6 +173,7 @@ class Applier:
         self.options = options
         self.emit = emit
         self.clock = clock or _Clock()
+        self._error_journalled = False
 
     # -- the whole run -----------------------------------------------------------------------
 
@@ -181,6 +183,9 @@ class Applier:
             cancel_marker(self.journal).unlink(missing_ok=True)  # an old request is not ours
             try:
                 return self._run()
+            except KreplicaError as exc:
+                self._stopped_on_error(exc)
+                raise
             except _Cancelled:
                 in_flight = self.cluster.in_flight()
                 event: dict[str, Any] = {"event": "cancel", "partitions": []}
@@ -638,10 +643,34 @@ class Applier:
                 }
             )
 
+    def _stopped_on_error(self, exc: KreplicaError) -> None:
+        """Any error once the journal exists: on the record, and the throttles this apply set
+        come off when nothing of the plan moves any more (best effort: what cannot be
+        restored now stays in the journal, set or pending, for resume, cancel or
+        `throttles --clear`). Moves still running keep their throttle."""
+        if self._error_journalled or not self.journal.exists():
+            return
+        self.journal.append({"event": "error", "message": str(exc), "code": exc.code})
+        if not _journal_throttles(self.journal.read())[1]:
+            return
+        try:
+            in_flight = self.cluster.in_flight()
+            if not any(key in in_flight for key in self.plan.targets):
+                self.restore_throttles()
+        except KreplicaError as again:
+            self.emit(
+                {
+                    "event": "warning",
+                    "message": f"the throttles this apply set stay for now ({again}); "
+                    "they are in the journal: kreplica throttles --clear restores them",
+                }
+            )
+
     def _submit_refused(self, exc: KreplicaError) -> None:
         """The cluster refused a submission (e.g. the znode exists: exit 6). When nothing of
         this plan is moving, the throttles this apply set serve no move: restore them."""
         self.journal.append({"event": "error", "message": str(exc), "code": exc.code})
+        self._error_journalled = True
         if isinstance(exc, ReassignmentInProgress):
             # refused as a whole (the znode exists): nothing of this wave was submitted, and
             # earlier waves are done, so nothing of this apply moves
@@ -857,6 +886,8 @@ def restore_journal_throttles(
         return 0
     for _ in range(5):
         current = _read_throttles(cluster, ours)
+        for resource in ours:  # a down broker no way could read: it holds what we set
+            current.setdefault(resource, dict(ours[resource]))
         unseen = [
             (resource, key)
             for resource, values in ours.items()
@@ -868,11 +899,67 @@ def restore_journal_throttles(
             break
         sleep(1.0)
     changes = restore_plan(previous, current, ours)
+    done = 0
+    via: dict[str, str] = {}  # broker -> the way its configs went, when not the Admin API
+    pending: dict[Resource, str] = {}  # could not be written now: why
     for (kind, name), changed in sorted(changes.items()):
-        cluster.alter_configs(kind, name, changed)
-    journal.append({"event": "throttle-restored", "configs": len(changes)})
-    emit({"event": "throttle-restored", "configs": len(changes)})
-    return len(changes)
+        try:
+            cluster.alter_configs(kind, name, changed)
+        except BrokerDown as exc:
+            pending[(kind, name)] = str(exc)
+            continue
+        done += 1
+        path = getattr(cluster, "last_path", None)
+        if kind == "broker" and path and path != "the Admin API":
+            via[name] = path
+    journal.append({"event": "throttle-restored", "configs": done, "via": via})
+    for (kind, name), reason in sorted(pending.items()):
+        # still ours to restore: resume, cancel, `throttles --clear` or the next command that
+        # sees the broker back clears it
+        journal.append(
+            {
+                "event": "throttle-pending",
+                "kind": kind,
+                "name": name,
+                "previous": {
+                    k: v for k, v in previous.get((kind, name), {}).items() if v is not None
+                },
+                "values": dict(ours[(kind, name)]),
+                "reason": reason,
+            }
+        )
+    emit(
+        {
+            "event": "throttle-restored",
+            "configs": done,
+            "via": via,
+            "pending": {f"{k} {n}": why for (k, n), why in sorted(pending.items())},
+        }
+    )
+    return done
+
+
+def clear_pending_throttles(cluster: Cluster, journals: Iterable[Journal], emit: Emit) -> int:
+    """Throttles a restore could not write (their broker was down) and that are the only ones
+    left of their journal: restore them now if their brokers are back. Returns configs put
+    back. A journal an apply holds is skipped."""
+    live: set[int] | None = None
+    done = 0
+    for journal in journals:
+        state = journal.state()
+        if not state.throttles_pending or set(state.throttles_pending) != set(state.throttles_set):
+            continue
+        if live is None:
+            live = set(getattr(cluster, "live_broker_ids", lambda: set())())
+        brokers = {int(n) for k, n in state.throttles_pending if k == "broker"}
+        if not brokers & live:
+            continue
+        try:
+            with journal.lock():
+                done += restore_journal_throttles(cluster, journal, emit)
+        except ReassignmentInProgress:
+            continue
+    return done
 
 
 def require_moves(plan: PlanFile) -> None:

@@ -23,8 +23,13 @@ Event types and their keys (keys not listed are kept and ignored by `state`):
   list. `topic`, `partition`, optional `replicas`.
 * `wave-done`: `wave` (number), optional `partitions` (count).
 * `create`: new partitions are being created. `topic`, `partitions` [ids].
-* `throttle-restored`: the throttles kreplica set were restored. Optional `configs` (count);
-  everything recorded by earlier `throttle-set` events counts as restored.
+* `throttle-restored`: the throttles kreplica set were restored. Optional `configs` (count),
+  `via` {broker id: "ZooKeeper /config/brokers/4" or "the KRaft controller at HOST:PORT"} for
+  brokers that were down; everything recorded by earlier `throttle-set` events counts as
+  restored, except what `throttle-pending` events right after it name.
+* `throttle-pending`: a restore could not write this resource (its broker is down and no other
+  way was open): the same keys as `throttle-set` plus `reason`; it counts as set until the next
+  `throttle-restored`.
 * `cancel`: the plan's moves were cancelled. Optional `partitions` ["topic-p", ...] or
   [{"topic", "partition"}]; `forced` [{partition, original, kept, min_insync_replicas, down}]
   when `cancel --force` overrode the guard for those partitions.
@@ -60,6 +65,7 @@ EVENTS = (
     "wave-done",
     "create",
     "throttle-restored",
+    "throttle-pending",
     "cancel",
     "finish",
     "error",
@@ -101,6 +107,8 @@ class JournalState:
     throttles_previous: dict[Resource, dict[str, str | None]] = field(default_factory=dict)
     throttles_set: dict[Resource, dict[str, str]] = field(default_factory=dict)
     throttles_restored: bool = False  # a restore came after the last throttle-set
+    # of those, the ones a restore could not write (broker down): resource -> why
+    throttles_pending: dict[Resource, str] = field(default_factory=dict)
     cancelled: bool = False  # a cancel came after the last start
     cancelled_partitions: list[Key] = field(default_factory=list)
     finished: bool = False  # a finish came after the last start
@@ -150,7 +158,7 @@ def fold(events: list[dict[str, Any]]) -> JournalState:
                 state.plan_fingerprint = str(fingerprint)
             if state.cluster_id is None and event.get("cluster_id") is not None:
                 state.cluster_id = str(event["cluster_id"])
-        elif kind == "throttle-set":
+        elif kind in ("throttle-set", "throttle-pending"):
             resource = (str(event["kind"]), str(event["name"]))
             values = event.get("values") or {}
             previous = event.get("previous") or {}
@@ -162,9 +170,12 @@ def fold(events: list[dict[str, Any]]) -> JournalState:
                     known_previous[config] = None if old is None else str(old)
                 known_set[config] = str(value)
             state.throttles_restored = False
+            if kind == "throttle-pending":
+                state.throttles_pending[resource] = str(event.get("reason", ""))
         elif kind == "throttle-restored":
             state.throttles_previous = {}
             state.throttles_set = {}
+            state.throttles_pending = {}
             state.throttles_restored = True
         elif kind == "submit":
             key = _key(event["topic"], event["partition"])

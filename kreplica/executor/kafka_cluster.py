@@ -123,16 +123,7 @@ class KafkaCluster:
 
     def in_flight(self) -> dict[Key, InFlight]:
         """Every reassignment the controller is running, cluster-wide."""
-        from kafka.errors import KafkaError
-
-        try:
-            listed = self.source.kafka_python_admin().list_partition_reassignments(
-                timeout_ms=self._timeout_ms()
-            )
-        except KafkaError as exc:
-            raise SourceError(
-                f"Kafka at {self.bootstrap} failed to list reassignments: {exc}"
-            ) from None
+        listed = self.source.list_reassignments()
         return {
             (tp.topic, tp.partition): InFlight(
                 tuple(state.get("replicas") or ()),

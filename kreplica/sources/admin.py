@@ -365,6 +365,33 @@ class AdminSource(LiveSource):
         """User:NAME of the SASL login in the client config (None without SASL)."""
         return principal_name(self._client_config)
 
+    def reset_kafka_python(self) -> None:
+        """Drop kafka-python's client: the next call connects afresh and looks the controller
+        up again (kafka-python keeps sending to a controller that died)."""
+        client, self._kafka_python = self._kafka_python, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+
+    def list_reassignments(self) -> Any:
+        """ListPartitionReassignments, asked again of a fresh client once when it fails (the
+        controller may have moved); SourceError naming the controller otherwise."""
+        _import_kafka_python()
+        from kafka.errors import KafkaError
+
+        for attempt in range(2):
+            client = self._kafka_python_client()
+            try:
+                return client.list_partition_reassignments(timeout_ms=int(self._timeout_s * 1000))
+            except KafkaError as exc:
+                self.reset_kafka_python()
+                if attempt == 1:
+                    raise SourceError(
+                        f"the controller of the cluster at {self._bootstrap} did not list "
+                        f"reassignments ({exc}); a controller failover takes seconds: retry"
+                    ) from None
+        raise AssertionError("unreachable")
+
     def confluent_admin(self) -> Any:
         return self._admin_client()
 
@@ -490,17 +517,7 @@ class AdminSource(LiveSource):
         self, names: list[str]
     ) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
         """(topic, partition) → (adding, removing) for reassignments in flight."""
-        _import_kafka_python()
-        from kafka.errors import KafkaError
-
-        try:
-            listed = self._kafka_python_client().list_partition_reassignments(
-                timeout_ms=int(self._timeout_s * 1000)
-            )
-        except KafkaError as exc:
-            raise SourceError(
-                f"Kafka at {self._bootstrap} failed to list reassignments: {exc}"
-            ) from None
+        listed = self.list_reassignments()
         wanted = set(names)
         return {
             (tp.topic, tp.partition): (

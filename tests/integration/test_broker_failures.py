@@ -1,0 +1,298 @@
+"""The executor when a broker fails mid-move (issue 22), on real clusters of this module only.
+
+One private sandbox per mode (Kafka 3.9 ZooKeeper mode, Kafka 4.x KRaft: nodes 1-3 are the
+KRaft voters), 5 brokers on racks a, b, c, a, b. Each test kills a broker with SIGKILL while
+`kreplica apply` moves a small, throttled topic with an acks=all producer writing to it; the
+killed broker is started again before the next test (`_all_up`). Every acknowledged record is
+read back at the end of each test.
+
+1. cancel with an original replica's broker down (KAFKA-14424): refused with exit 9, one line
+   naming the partition and the broker, nothing changed; once the broker is back the cancel
+   goes through and the old replicas are back.
+2. a receiving broker killed, then cancel: the running apply stops with exit 7 (not "cannot
+   reach Kafka at <bootstrap>"), every throttle comes off, the dead broker's through ZooKeeper
+   (ZooKeeper mode) or the KRaft controller; after its restart it has no throttle.
+3. `throttles` with a broker down names it (KRaft: unread; ZooKeeper mode: read from ZooKeeper)
+   instead of "none", and `--clear --all` removes its throttle for good.
+4. ZooKeeper mode: the active controller killed mid-move: apply waits for the new controller
+   and finishes (exit 0).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kreplica import sandbox
+from kreplica.errors import ExitCode
+from kreplica.sandbox import SandboxInfo
+from kreplica.testing import TopicSpec, create_topics
+from tests.integration.conftest import private_cluster, produce, wait_broker_dead
+from tests.integration.test_apply import (
+    Kafka,
+    LoadProducer,
+    Operator,
+    _collect_lines,
+    _envelope,
+    _ok,
+    consume_all,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
+
+BROKERS = 5
+RATE_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+
+
+@pytest.fixture(scope="module", params=["zk", "kraft"])
+def cluster(request: pytest.FixtureRequest) -> Iterator[SandboxInfo]:
+    with private_cluster("failures", request.param, brokers=BROKERS) as info:
+        yield info
+
+
+@pytest.fixture(scope="module")
+def kafka(cluster: SandboxInfo) -> Iterator[Kafka]:
+    client = Kafka(cluster)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def op(cluster: SandboxInfo, tmp_path: Path) -> Iterator[Operator]:
+    yield Operator(cluster, tmp_path)
+    _all_up(cluster)
+
+
+def _all_up(info: SandboxInfo) -> None:
+    """Start every killed broker again (a no-op for running ones)."""
+    for broker in range(1, BROKERS + 1):
+        sandbox.start_broker(info.name, broker)
+
+
+def _source(op: Operator) -> list[str]:
+    """ZooKeeper mode through ZooKeeper (the way to a down broker's configs), else brokers."""
+    if op.info.zookeeper:
+        return ["--zookeeper", op.info.zookeeper]
+    return ["--bootstrap-server", op.info.bootstrap_servers]
+
+
+def _write_plan(op: Operator, name: str, targets: dict[tuple[str, int], list[int]]) -> str:
+    rows = [{"topic": t, "partition": p, "replicas": r} for (t, p), r in sorted(targets.items())]
+    (op.cwd / name).write_text(json.dumps({"version": 1, "partitions": rows}))
+    return name
+
+
+def _topic(op: Operator, name: str, assignment: dict[int, list[int]], data_bytes: int) -> None:
+    create_topics(
+        op.info.bootstrap_servers,
+        [TopicSpec(name, assignment=assignment, configs={"min.insync.replicas": "2"})],
+    )
+    produce(op.info.bootstrap_servers, name, data_bytes)
+
+
+def _broker_throttles(kafka: Kafka, broker: int) -> dict[str, str]:
+    """The throttle rates set on a live broker, read by Kafka's AdminClient."""
+    return kafka.throttles([]).get(f"broker {broker}", {})
+
+
+def _every_ack_read_back(op: Operator, load: LoadProducer, topic: str) -> dict[str, int]:
+    load.stop.set()
+    load.join(150)
+    consumed = consume_all(op.info.bootstrap_servers, topic)
+    seqs = {int(v[:10]) for records in consumed.values() for _, v in records if len(v) == 200}
+    lost = set(load.acked) - seqs
+    counts = {"acked": len(load.acked), "failed": len(load.failed), "lost": len(lost)}
+    op.log.append(f"producer on {topic}: {counts}")
+    assert load.acked, "the producer got no acknowledgement at all"
+    assert not lost, sorted(lost)[:10]
+    return counts
+
+
+class LightProducer(LoadProducer):
+    """LoadProducer's acks=all, idempotent producer at about 100 records (20 KB) a second, so
+    that a throttled move still ends on this shared machine."""
+
+    def run(self) -> None:
+        pad = b"." * 190
+        while not self.stop.is_set():
+            for _ in range(5):
+                self.producer.produce(
+                    self.topic,
+                    b"%010d" % self.sent + pad,
+                    key=b"%d" % (self.sent % 97),
+                    on_delivery=self._delivered,
+                )
+                self.sent += 1
+            self.producer.poll(0.05)
+        self.unflushed = self.producer.flush(120)
+        self.producer.close()
+
+
+def _stop(op: Operator, broker: int) -> None:
+    sandbox.stop_broker(op.info.name, broker)
+    wait_broker_dead(op.info, broker)
+
+
+# --------------------------------------------------------------------- 1. the cancel guard
+
+
+def test_cancel_with_an_original_replica_down_is_refused(op: Operator, kafka: Kafka) -> None:
+    topic = "guard"
+    _topic(op, topic, {0: [4, 5], 1: [5, 4]}, 2 * 1024 * 1024)
+    before = kafka.replicas(topic)
+    plan = _write_plan(op, "g.json", {(topic, 0): [1, 2], (topic, 1): [2, 3]})
+    load = LightProducer(op.info.bootstrap_servers, topic)
+    load.start()
+    apply = op.start("apply", plan, "--throttle", "20KB/s", *_source(op))
+    try:
+        op.wait_journal(plan, "submit", apply)
+        kafka.wait("the moves in flight", lambda: {(topic, 0), (topic, 1)} <= kafka.in_flight())
+        _stop(op, 4)  # an original replica of both partitions
+        refused = op.run("cancel", plan, *_source(op))
+        op.log.append(f"cancel with broker 4 down: [{refused.returncode}] {refused.stderr.strip()}")
+        assert refused.returncode == ExitCode.UNSAFE_CANCEL, refused.stdout + refused.stderr
+        lines = refused.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: cancel refused"), lines
+        assert f"{topic}-0" in lines[0] and "broker(s) 4" in lines[0], lines[0]
+        # nothing changed: both still moving, no cancel journalled, the apply runs on
+        assert {(topic, 0), (topic, 1)} <= kafka.in_flight()
+        assert not any(e["event"] == "cancel" for e in op.journal(plan))
+        assert apply.poll() is None
+
+        sandbox.start_broker(op.info.name, 4)
+        kafka.wait(
+            "broker 4 back in sync",
+            lambda: all(4 in isr for _, (_, _, isr) in kafka.partitions(topic).items()),
+        )
+        _ok(op.run("cancel", plan, *_source(op)))
+        apply.communicate(timeout=120)
+    finally:
+        if apply.poll() is None:
+            apply.kill()
+            apply.communicate()
+    assert apply.returncode == ExitCode.VERIFY_FAILED  # stopped by the cancel
+    kafka.wait("no move in flight", lambda: not ({(topic, 0), (topic, 1)} & kafka.in_flight()))
+    assert kafka.replicas(topic) == before
+    _every_ack_read_back(op, load, topic)
+    print("\n".join(op.log))
+
+
+# --------------------------------------------------------------- 2. throttles always come off
+
+
+def test_throttles_come_off_a_receiving_broker_that_died(op: Operator, kafka: Kafka) -> None:
+    topic = "receiver"
+    _topic(op, topic, {0: [1, 2], 1: [2, 3]}, 2 * 1024 * 1024)
+    plan = _write_plan(op, "r.json", {(topic, 0): [1, 2, 5], (topic, 1): [2, 3, 5]})
+    load = LightProducer(op.info.bootstrap_servers, topic)
+    load.start()
+    apply = op.start("apply", plan, "--throttle", "20KB/s", *_source(op))
+    lines = _collect_lines(apply)
+    try:
+        op.wait_journal(plan, "submit", apply)
+        kafka.wait("the moves in flight", lambda: {(topic, 0), (topic, 1)} <= kafka.in_flight())
+        assert _broker_throttles(kafka, 5), "broker 5 is throttled while it receives"
+        _stop(op, 5)
+        cancel = _ok(op.run("cancel", plan, *_source(op)))  # safe: the originals are in sync
+        op.log.append(f"cancel: {cancel.stdout.strip()}")
+        apply.wait(timeout=150)
+    finally:
+        if apply.poll() is None:
+            apply.kill()
+        apply.wait()
+    time.sleep(0.5)  # the reader threads take the last lines
+    text = "".join(lines)
+    op.log.append(f"apply exit {apply.returncode}: {text.strip().splitlines()[-3:]}")
+    assert apply.returncode == ExitCode.VERIFY_FAILED, text  # cancelled, not exit 3
+    assert "cannot reach Kafka at" not in text
+    way = "ZooKeeper /config/brokers/5" if op.info.zookeeper else "the KRaft controller at"
+    assert f"broker 5 is down: its throttle was cleared through {way}" in text, text
+    restored = [e for e in op.journal(plan) if e["event"] == "throttle-restored"]
+    assert restored and "5" in restored[-1]["via"], restored
+    assert not any(e["event"] == "throttle-pending" for e in op.journal(plan))
+    assert kafka.throttles([topic]) == {}  # every live broker and the topic
+
+    sandbox.start_broker(op.info.name, 5)  # its throttle does not come back with it
+    assert _broker_throttles(kafka, 5) == {}
+    listed = _envelope(_ok(op.run("throttles", *_source(op), "--output", "json")))
+    assert listed["throttles"] == [] and listed["unread_brokers"] == []
+    _every_ack_read_back(op, load, topic)
+    print("\n".join(op.log))
+
+
+def test_throttles_name_a_down_broker_and_clear_all_reaches_it(op: Operator, kafka: Kafka) -> None:
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    entries = [
+        ConfigEntry(key, "300000", incremental_operation=AlterConfigOpType.SET) for key in RATE_KEYS
+    ]
+    resource = ConfigResource(ResourceType.BROKER, "4", incremental_configs=entries)
+    for future in kafka.admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=30)
+    kafka.wait("broker 4 throttled", lambda: bool(_broker_throttles(kafka, 4)))
+    _stop(op, 4)
+
+    listed = _envelope(_ok(op.run("throttles", *_source(op), "--output", "json")))
+    shown = op.run("throttles", *_source(op))
+    op.log.append(f"throttles with broker 4 down: {shown.stdout.strip()}")
+    if op.info.zookeeper:  # read from /config/brokers/4
+        assert {(r["name"], r["config"]) for r in listed["throttles"]} == {
+            ("4", key) for key in RATE_KEYS
+        }
+    else:  # nothing can read it: named, never "none"
+        assert listed["unread_brokers"] == [4], listed
+        assert "broker(s) 4 down: their throttles could not be read" in shown.stdout
+        assert "no replication throttles are set\n" not in shown.stdout
+
+    cleared = _ok(op.run("throttles", "--clear", "--all", *_source(op)))
+    op.log.append(f"--clear --all: {cleared.stdout.strip()} / {cleared.stderr.strip()}")
+    if not op.info.zookeeper:
+        assert "broker 4 is down: its throttles were removed through the KRaft" in cleared.stderr
+
+    sandbox.start_broker(op.info.name, 4)
+    assert _broker_throttles(kafka, 4) == {}, "the throttle came back with the broker"
+    print("\n".join(op.log))
+
+
+# ------------------------------------------------------------ 4. the controller killed mid-move
+
+
+def test_active_controller_killed_mid_move_is_waited_out(op: Operator, kafka: Kafka) -> None:
+    if not op.info.zookeeper:
+        pytest.skip("ZooKeeper mode: a KRaft controller quorum fails over without the brokers")
+    controller = kafka.admin.describe_cluster(request_timeout=15).result().controller.id
+    others = [b for b in range(1, BROKERS + 1) if b != controller]
+    topic = "failover"
+    _topic(op, topic, {0: others[:2]}, 4 * 1024 * 1024)
+    plan = _write_plan(op, "f.json", {(topic, 0): [*others[:2], others[2]]})
+    load = LightProducer(op.info.bootstrap_servers, topic)
+    load.start()
+    apply = op.start(
+        "apply", plan, "--throttle", "200KB/s", "--bootstrap-server", op.info.bootstrap_servers
+    )
+    lines = _collect_lines(apply)
+    try:
+        op.wait_journal(plan, "submit", apply)
+        _stop(op, controller)
+        apply.wait(timeout=300)
+    finally:
+        if apply.poll() is None:
+            apply.kill()
+        apply.wait()
+    time.sleep(0.5)
+    text = "".join(lines)
+    op.log.append(f"controller {controller} killed: apply exit {apply.returncode}")
+    assert apply.returncode == 0, text
+    assert kafka.replicas(topic) == {(topic, 0): [*others[:2], others[2]]}
+    assert kafka.throttles([topic]) == {}
+    _every_ack_read_back(op, load, topic)
+    print("\n".join(op.log))

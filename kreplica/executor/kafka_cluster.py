@@ -16,6 +16,7 @@ lists and cancels znode-submitted moves through KIP-455 too).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -25,6 +26,7 @@ from kreplica.executor.throttles import BROKER_KEYS, TOPIC_KEYS
 from kreplica.model import ClusterSnapshot
 
 Key = tuple[str, int]
+FAILOVER_S = 60.0  # how long a write waits for a controller to answer again (a failover)
 
 
 class ExecutorError(KreplicaError):
@@ -342,7 +344,12 @@ class KafkaCluster:
     def alter_reassignments(self, targets: Mapping[Key, Sequence[int] | None]) -> None:
         """KIP-455: start (replicas) or cancel (None) reassignments; any refusal is raised."""
         from kafka import TopicPartition
-        from kafka.errors import KafkaError
+        from kafka.errors import (
+            KafkaConnectionError,
+            KafkaError,
+            KafkaTimeoutError,
+            NotControllerError,
+        )
 
         if not targets:
             return
@@ -350,14 +357,28 @@ class KafkaCluster:
             TopicPartition(topic, partition): (list(replicas) if replicas is not None else None)
             for (topic, partition), replicas in sorted(targets.items())
         }
-        try:
-            results = self.source.kafka_python_admin().alter_partition_reassignments(
-                request, timeout_ms=self._timeout_ms()
-            )
-        except KafkaError as exc:
-            raise ExecutorError(
-                f"Kafka at {self.bootstrap} refused the reassignment request: {exc}"
-            ) from None
+        results = None
+        deadline = time.monotonic() + FAILOVER_S
+        while results is None:
+            try:
+                results = self.source.kafka_python_admin().alter_partition_reassignments(
+                    request, timeout_ms=self._timeout_ms()
+                )
+            except (KafkaConnectionError, KafkaTimeoutError, NotControllerError) as exc:
+                # the controller died or moved: ask again, of a fresh client that looks the
+                # new one up (the same targets again change nothing)
+                self.source.reset_kafka_python()
+                if time.monotonic() > deadline:
+                    raise ExecutorError(
+                        f"no controller of the cluster at {self.bootstrap} took the "
+                        f"reassignment request within {FAILOVER_S:g}s ({exc}); check the "
+                        "brokers, then kreplica apply --resume"
+                    ) from None
+                time.sleep(1.0)
+            except KafkaError as exc:
+                raise ExecutorError(
+                    f"the controller refused the reassignment request: {exc}"
+                ) from None
         failed = sorted(
             (f"{tp.topic}-{tp.partition}", error.__name__)
             for tp, error in (results or {}).items()

@@ -544,10 +544,29 @@ class AdminSource(LiveSource):
         except ClusterAuthorizationFailedError:
             return []  # optional: a principal without DESCRIBE on the cluster has no sizes
         except KafkaError as exc:
-            raise SourceError(
-                f"Kafka at {self._bootstrap} failed to describe log dirs: {exc}"
-            ) from None
+            who = self._failed_brokers(names) or f"Kafka at {self._bootstrap}"
+            raise SourceError(f"{who} failed to describe log dirs: {exc}") from None
         return answer
+
+    def _failed_brokers(self, names: list[str]) -> str | None:
+        """After a request to every broker failed: ask each alone, and name those that do not
+        answer ("broker 4 (HOST:PORT)"), so the error points at the broker, not the bootstrap
+        address. None when that cannot be told."""
+        from kafka.errors import KafkaError
+
+        try:
+            nodes = self._admin_client().list_topics(timeout=self._timeout_s).brokers
+        except Exception:
+            return None
+        failed = []
+        for broker_id, node in sorted(nodes.items()):
+            try:
+                self._kafka_python_client().describe_log_dirs(
+                    topic_partitions=names or {}, brokers=[broker_id]
+                )
+            except KafkaError:
+                failed.append(f"broker {broker_id} ({node.host}:{node.port})")
+        return ", ".join(failed) or None
 
     def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
         captured_at = utc_timestamp(datetime.now(UTC))

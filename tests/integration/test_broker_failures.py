@@ -31,7 +31,7 @@ from kreplica import sandbox
 from kreplica.errors import ExitCode
 from kreplica.sandbox import SandboxInfo
 from kreplica.testing import TopicSpec, create_topics
-from tests.integration.conftest import private_cluster, produce, wait_broker_dead
+from tests.integration.conftest import private_cluster, produce
 from tests.integration.test_apply import (
     Kafka,
     LoadProducer,
@@ -62,15 +62,24 @@ def kafka(cluster: SandboxInfo) -> Iterator[Kafka]:
 
 
 @pytest.fixture
-def op(cluster: SandboxInfo, tmp_path: Path) -> Iterator[Operator]:
+def op(cluster: SandboxInfo, kafka: Kafka, tmp_path: Path) -> Iterator[Operator]:
     yield Operator(cluster, tmp_path)
-    _all_up(cluster)
+    _all_up(cluster, kafka)
 
 
-def _all_up(info: SandboxInfo) -> None:
-    """Start every killed broker again (a no-op for running ones)."""
+def _all_up(info: SandboxInfo, kafka: Kafka) -> None:
+    """Start every killed broker again (a no-op for running ones) and cancel what a failed
+    test left moving, so the next test starts from a healthy, idle cluster."""
     for broker in range(1, BROKERS + 1):
         sandbox.start_broker(info.name, broker)
+    left = kafka.in_flight()
+    if left:
+        from kafka import TopicPartition
+
+        kafka._kp.alter_partition_reassignments(
+            {TopicPartition(t, p): None for t, p in left}, timeout_ms=15000
+        )
+        kafka.wait("nothing in flight", lambda: not kafka.in_flight())
 
 
 def _source(op: Operator) -> list[str]:
@@ -132,9 +141,15 @@ class LightProducer(LoadProducer):
         self.producer.close()
 
 
-def _stop(op: Operator, broker: int) -> None:
-    sandbox.stop_broker(op.info.name, broker)
-    wait_broker_dead(op.info, broker)
+def _stop(op: Operator, kafka: Kafka, broker: int, topic: str | None = None) -> None:
+    """SIGKILL the broker; wait until the cluster lists it dead and `topic`'s ISRs dropped it
+    (other topics may keep it: an ISR never shrinks below its last member)."""
+    sandbox.stop_broker(op.info.name, broker, wait=True)
+    if topic is not None:
+        kafka.wait(
+            f"broker {broker} out of the ISRs of {topic}",
+            lambda: all(broker not in isr for _, _, isr in kafka.partitions(topic).values()),
+        )
 
 
 # --------------------------------------------------------------------- 1. the cancel guard
@@ -142,16 +157,19 @@ def _stop(op: Operator, broker: int) -> None:
 
 def test_cancel_with_an_original_replica_down_is_refused(op: Operator, kafka: Kafka) -> None:
     topic = "guard"
-    _topic(op, topic, {0: [4, 5], 1: [5, 4]}, 2 * 1024 * 1024)
+    # 8 MiB a partition at 200 KB/s: the moves outlast the test, yet broker 4 catches up
+    # within seconds once back (a slower throttle starves it: it is throttled as a follower
+    # out of sync, sharing the leader's rate with the new replicas)
+    _topic(op, topic, {0: [4, 5], 1: [5, 4]}, 16 * 1024 * 1024)
     before = kafka.replicas(topic)
     plan = _write_plan(op, "g.json", {(topic, 0): [1, 2], (topic, 1): [2, 3]})
     load = LightProducer(op.info.bootstrap_servers, topic)
     load.start()
-    apply = op.start("apply", plan, "--throttle", "20KB/s", *_source(op))
+    apply = op.start("apply", plan, "--throttle", "200KB/s", *_source(op))
     try:
         op.wait_journal(plan, "submit", apply)
         kafka.wait("the moves in flight", lambda: {(topic, 0), (topic, 1)} <= kafka.in_flight())
-        _stop(op, 4)  # an original replica of both partitions
+        _stop(op, kafka, 4, topic)  # an original replica of both partitions
         refused = op.run("cancel", plan, *_source(op))
         op.log.append(f"cancel with broker 4 down: [{refused.returncode}] {refused.stderr.strip()}")
         assert refused.returncode == ExitCode.UNSAFE_CANCEL, refused.stdout + refused.stderr
@@ -196,7 +214,7 @@ def test_throttles_come_off_a_receiving_broker_that_died(op: Operator, kafka: Ka
         op.wait_journal(plan, "submit", apply)
         kafka.wait("the moves in flight", lambda: {(topic, 0), (topic, 1)} <= kafka.in_flight())
         assert _broker_throttles(kafka, 5), "broker 5 is throttled while it receives"
-        _stop(op, 5)
+        _stop(op, kafka, 5, topic)
         cancel = _ok(op.run("cancel", plan, *_source(op)))  # safe: the originals are in sync
         op.log.append(f"cancel: {cancel.stdout.strip()}")
         apply.wait(timeout=150)
@@ -239,7 +257,7 @@ def test_throttles_name_a_down_broker_and_clear_all_reaches_it(op: Operator, kaf
     for future in kafka.admin.incremental_alter_configs([resource]).values():
         future.result(timeout=30)
     kafka.wait("broker 4 throttled", lambda: bool(_broker_throttles(kafka, 4)))
-    _stop(op, 4)
+    _stop(op, kafka, 4)
 
     listed = _envelope(_ok(op.run("throttles", *_source(op), "--output", "json")))
     shown = op.run("throttles", *_source(op))
@@ -282,7 +300,8 @@ def test_active_controller_killed_mid_move_is_waited_out(op: Operator, kafka: Ka
     lines = _collect_lines(apply)
     try:
         op.wait_journal(plan, "submit", apply)
-        _stop(op, controller)
+        kafka.wait("the move in flight", lambda: (topic, 0) in kafka.in_flight())
+        _stop(op, kafka, controller)
         apply.wait(timeout=300)
     finally:
         if apply.poll() is None:

@@ -700,6 +700,8 @@ class Applier:
         started = self.clock.now()
         failing_since: float | None = None
         mismatched: dict[Key, tuple[tuple[int, ...], float]] = {}  # replicas, first seen
+        growth: dict[tuple[Key, int], tuple[int, float]] = {}  # new replica: size, grew at
+        stall_told: Any = None  # the stalled replicas and down brokers the last line named
         while pending:
             if cancel_marker(self.journal).exists():
                 raise _Cancelled()
@@ -750,11 +752,26 @@ class Applier:
                         f"{list(part.replicas)}, not the planned {list(pending[key])}: someone "
                         "cancelled or changed it; kreplica verify shows the state, make a new plan"
                     )
-            copied, total = self._copied(targets, moves, snapshot)
+            # Live brokers only: a stopped broker would hold the whole read up until it
+            # times out, and a stall could not be reported while it is down.
+            sizes = self.cluster.replica_bytes(topics, snapshot.live_broker_ids())
+            copied, total = self._copied(targets, moves, snapshot, sizes)
             now = self.clock.now()
             done = len(targets) - len(pending)
             if copied > last_copied:
                 last_copied, last_progress, stalled_reported = copied, now, None
+            if sizes:  # per new replica: a stall is a replica that stopped growing
+                stuck = _stuck_replicas(pending, moves, parts, sizes, growth, now)
+                late = {k: v for k, v in stuck.items() if v >= self.options.stall_timeout_s}
+                told = (
+                    sorted(late),
+                    sorted(b for _, b in late if b not in snapshot.live_broker_ids()),
+                )
+                if late and told != stall_told:
+                    stall_told = told
+                    self.emit(self._replica_stall_event(late, snapshot))
+                elif not late:
+                    stall_told = None
             self.emit(
                 {
                     "event": "progress",
@@ -766,7 +783,7 @@ class Applier:
                     "elapsed_s": round(now - started, 3),
                 }
             )
-            if pending and now - last_progress >= self.options.stall_timeout_s:
+            if pending and not sizes and now - last_progress >= self.options.stall_timeout_s:
                 stall = self._stall_event(pending, snapshot, now - last_progress)
                 if stalled_reported != stall["down"]:  # new, or its cause changed: say so
                     stalled_reported = stall["down"]
@@ -779,15 +796,11 @@ class Applier:
         targets: Mapping[Key, Sequence[int]],
         moves: Mapping[Key, Move | None],
         snapshot: ClusterSnapshot,
+        sizes: Mapping[tuple[str, int, int], int],
     ) -> tuple[int, int]:
         """Bytes copied so far and in all, over the new replicas of these partitions (log sizes
         on their brokers; an in-sync new replica counts as fully copied)."""
         parts = {(t.name, p.partition): p for t in snapshot.topics for p in t.partitions}
-        # Live brokers only: a stopped broker would hold the whole read up until it times out,
-        # and a stall could not be reported while it is down.
-        sizes = self.cluster.replica_bytes(
-            sorted({t for t, _ in targets}), snapshot.live_broker_ids()
-        )
         copied = total = 0
         for key, target in targets.items():
             move = moves.get(key)
@@ -803,6 +816,34 @@ class Applier:
                 else:
                     copied += min(size, sizes.get((key[0], key[1], broker), 0))
         return copied, total
+
+    def _replica_stall_event(
+        self, late: Mapping[tuple[Key, int], float], snapshot: ClusterSnapshot
+    ) -> dict[str, Any]:
+        """A stall line for new replicas that stopped growing: the partitions, the receiving
+        brokers and why (down, or alive and not copying)."""
+        live = snapshot.live_broker_ids()
+        brokers = sorted({b for _, b in late})
+        down = [b for b in brokers if b not in live]
+        slow = [b for b in brokers if b in live]
+        reasons = [f"broker(s) {', '.join(map(str, down))} are down" for _ in down[:1]] + [
+            f"broker(s) {', '.join(map(str, slow))} are up but their new replicas stopped growing"
+            for _ in slow[:1]
+        ]
+        hint = "; ".join(reasons) + (
+            ": bring them back (the move then completes) or stop it with kreplica cancel"
+            if down
+            else ": check the throttle (--resume --throttle RATE raises it), those brokers' "
+            "logs and disks, or stop it with kreplica cancel"
+        )
+        return {
+            "event": "stall",
+            "seconds": round(min(late.values()), 1),
+            "partitions": sorted({_key_text(k) for k, _ in late}),
+            "brokers": brokers,
+            "down": down,
+            "hint": hint,
+        }
 
     def _stall_event(
         self, pending: Mapping[Key, Sequence[int]], snapshot: ClusterSnapshot, seconds: float
@@ -854,6 +895,37 @@ class Applier:
                 created += [(topic, pid) for pid in pids]
                 self.emit({"event": "created", "topic": topic, "partitions": len(batch)})
         return created
+
+
+def _stuck_replicas(
+    pending: Mapping[Key, Sequence[int]],
+    moves: Mapping[Key, Move | None],
+    parts: Mapping[Key, Any],
+    sizes: Mapping[tuple[str, int, int], int],
+    growth: dict[tuple[Key, int], tuple[int, float]],
+    now: float,
+) -> dict[tuple[Key, int], float]:
+    """Each new replica still being built (not in sync) -> seconds since its log last grew
+    (DescribeLogDirs; a broker that is down reports nothing, so its replicas never grow).
+    Producers writing to the partition grow the leader, not a replica that stopped copying,
+    so live traffic does not hide a stall. `growth` carries sizes from poll to poll."""
+    out: dict[tuple[Key, int], float] = {}
+    for key, target in pending.items():
+        move = moves.get(key)
+        before = set(move.before) if move is not None else set()
+        part = parts.get(key)
+        in_sync = set(part.in_sync) if part is not None else set()
+        for broker in target:
+            if broker in before or broker in in_sync:
+                continue
+            size = sizes.get((key[0], key[1], broker), -1)
+            seen = growth.get((key, broker))
+            if seen is None or size > seen[0]:
+                growth[(key, broker)] = (size, now)
+                out[(key, broker)] = 0.0
+            else:
+                out[(key, broker)] = now - seen[1]
+    return out
 
 
 def _read_throttles(

@@ -270,3 +270,57 @@ def test_cancel_that_would_leave_too_few_in_sync_replicas_is_refused_unless_forc
     assert sorted(cancelled) == sorted(moving) and not cluster.moving
     (event,) = [e for e in journal.read() if e["event"] == "cancel"]
     assert sorted(f["partition"] for f in event["forced"]) == sorted(f"{t}-{p}" for t, p in moving)
+
+
+class GrowingCluster(SimulatedCluster):
+    """New replicas grow by 100 bytes a poll, except those on `stuck` brokers."""
+
+    def __init__(self, stuck: set[int]) -> None:
+        super().__init__(START, polls=10)
+        self.stuck = stuck
+        self.sizes: dict[tuple[str, int, int], int] = {}
+
+    def replica_bytes(
+        self, topics: Sequence[str], brokers: Collection[int]
+    ) -> dict[tuple[str, int, int], int]:
+        for key, state in self.moving.items():
+            for broker in state[0]:
+                if broker not in self.stuck:
+                    where = (key[0], key[1], broker)
+                    self.sizes[where] = self.sizes.get(where, 0) + 100
+        return {k: v for k, v in self.sizes.items() if k[2] in brokers}
+
+
+def test_a_stall_names_the_replica_that_stopped_growing_while_others_copy(
+    tmp_path: Path,
+) -> None:
+    cluster = GrowingCluster(stuck={3})  # t-1 moves (2,) -> (2, 3)
+    applier = _applier(tmp_path, cluster, stall_timeout_s=3.0)
+    clock = {"t": 0.0}
+
+    def tick(seconds: float) -> None:
+        clock["t"] += 1.0
+
+    applier.clock = _Clock(now=lambda: clock["t"], sleep=tick)
+    applier.run()
+    stalls = [e for e in applier.events if e["event"] == "stall"]  # type: ignore[attr-defined]
+    assert stalls, "no stall reported although broker 3's replica never grew"
+    assert stalls[0]["partitions"] == ["t-1"] and stalls[0]["brokers"] == [3]
+    assert stalls[0]["down"] == [] and "stopped growing" in stalls[0]["hint"]
+    assert len(stalls) == 1  # said once, not every poll
+
+
+def test_a_stall_says_the_receiving_broker_is_down(tmp_path: Path) -> None:
+    cluster = GrowingCluster(stuck=set())
+    applier = _applier(tmp_path, cluster, stall_timeout_s=3.0)
+    clock = {"t": 0.0}
+
+    def tick(seconds: float) -> None:
+        clock["t"] += 1.0
+        cluster.down = cluster.stuck = {4}  # t-2 moves (3,) -> (3, 4): broker 4 dies
+
+    applier.clock = _Clock(now=lambda: clock["t"], sleep=tick)
+    applier.run()
+    stalls = [e for e in applier.events if e["event"] == "stall"]  # type: ignore[attr-defined]
+    assert [(s["partitions"], s["down"]) for s in stalls] == [(["t-2"], [4])]
+    assert "broker(s) 4 are down" in stalls[0]["hint"]

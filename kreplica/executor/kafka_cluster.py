@@ -144,12 +144,19 @@ class KafkaCluster:
 
         if not topics or not brokers:
             return {}
+        admin = self.source.kafka_python_admin()
         try:
-            answer = self.source.kafka_python_admin().describe_log_dirs(
-                topic_partitions=list(topics), brokers=sorted(brokers)
-            )
+            answer = admin.describe_log_dirs(topic_partitions=list(topics), brokers=sorted(brokers))
         except KafkaError:
-            return {}  # progress falls back to the ISR
+            # one broker just died (still listed): the others' replicas still tell progress
+            answer = []
+            for broker in sorted(brokers):
+                try:
+                    answer += admin.describe_log_dirs(
+                        topic_partitions=list(topics), brokers=[broker]
+                    )
+                except KafkaError:
+                    continue
         sizes: dict[tuple[str, int, int], int] = {}
         for broker in answer:
             for log_dir in broker.get("log_dirs") or []:

@@ -315,3 +315,45 @@ def test_active_controller_killed_mid_move_is_waited_out(op: Operator, kafka: Ka
     assert kafka.throttles([topic]) == {}
     _every_ack_read_back(op, load, topic)
     print("\n".join(op.log))
+
+
+# ----------------------------------------------------------------- 3. the stuck broker named
+
+
+def test_a_receiving_broker_killed_is_named_in_a_stall_line(op: Operator, kafka: Kafka) -> None:
+    topic = "stuck"
+    _topic(op, topic, {0: [1, 2], 1: [2, 3]}, 4 * 1024 * 1024)
+    plan = _write_plan(op, "s.json", {(topic, 0): [1, 2, 5], (topic, 1): [2, 3, 4]})
+    load = LightProducer(op.info.bootstrap_servers, topic)
+    load.start()
+    apply = op.start("apply", plan, "--throttle", "100KB/s", "--stall-timeout", "5", *_source(op))
+    lines = _collect_lines(apply)
+    stall = f"{topic}-0 (receiving brokers 5); broker(s) 5 are down"
+    started = time.monotonic()
+    try:
+        op.wait_journal(plan, "submit", apply)
+        kafka.wait("the moves in flight", lambda: {(topic, 0), (topic, 1)} <= kafka.in_flight())
+        _stop(op, kafka, 5)
+        killed = time.monotonic()
+        while not any(stall in line for line in lines):
+            assert apply.poll() is None, "".join(lines)
+            assert time.monotonic() - killed < 90, "".join(lines)
+            time.sleep(0.2)
+        op.log.append(f"stall line {time.monotonic() - killed:.0f}s after the kill")
+        sandbox.start_broker(op.info.name, 5)
+        apply.wait(timeout=240)
+    finally:
+        if apply.poll() is None:
+            apply.kill()
+        apply.wait()
+    time.sleep(0.5)
+    text = "".join(lines)
+    op.log += [line.rstrip() for line in lines if "stalled:" in line]
+    op.log.append(f"apply exit {apply.returncode} after {time.monotonic() - started:.0f}s")
+    assert apply.returncode == 0, text
+    assert "cannot reach Kafka at" not in text
+    # the partition whose receiver lives was never called stalled
+    assert not any(f"{topic}-1" in line for line in lines if "stalled:" in line), text
+    assert kafka.replicas(topic) == {(topic, 0): [1, 2, 5], (topic, 1): [2, 3, 4]}
+    _every_ack_read_back(op, load, topic)
+    print("\n".join(op.log))

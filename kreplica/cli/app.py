@@ -145,7 +145,8 @@ def _root(
     reassignment JSON (plus its rollback) for kafka-reassign-partitions.
 
     Exit codes: 0 ok, 1 bug, 2 usage, 3 source, 4 infeasible, 5 stale plan, 6 reassignment in
-    progress, 7 check/verify failed, 8 not built yet, 130 interrupted.
+    progress, 7 check/verify failed, 8 not built yet, 9 cancel refused (unsafe), 130
+    interrupted.
     """
 
 

@@ -389,6 +389,7 @@ def test_empty_plan_lock_files_and_moves_finished_while_down(op: Operator, kafka
     apply = op.start("apply", plan, "--throttle", "100KB/s", *_source(op))
     try:
         op.wait_journal(plan, "submit", apply)
+        kafka.wait("the moves in flight", lambda: {(topic, 0), (topic, 1)} <= kafka.in_flight())
     finally:
         apply.kill()  # kill -9 while the moves run
         apply.communicate(timeout=30)

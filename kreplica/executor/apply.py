@@ -174,6 +174,7 @@ class Applier:
         self.emit = emit
         self.clock = clock or _Clock()
         self._error_journalled = False
+        self._started = False  # this run journalled its start (and may have set throttles)
 
     # -- the whole run -----------------------------------------------------------------------
 
@@ -266,6 +267,7 @@ class Applier:
                 "via": self.submitter.name,
             }
         )
+        self._started = True
         self._journal_complete(meanwhile)
         sizes = {(t.name, p.partition): p.size_bytes for t in snapshot.topics for p in t.partitions}
         waiting = [  # what the journal says was submitted, as it was submitted
@@ -648,8 +650,8 @@ class Applier:
         come off when nothing of the plan moves any more (best effort: what cannot be
         restored now stays in the journal, set or pending, for resume, cancel or
         `throttles --clear`). Moves still running keep their throttle."""
-        if self._error_journalled or not self.journal.exists():
-            return
+        if self._error_journalled or not self._started:
+            return  # a refusal before this run's start: nothing was written, nothing to undo
         self.journal.append({"event": "error", "message": str(exc), "code": exc.code})
         if not _journal_throttles(self.journal.read())[1]:
             return

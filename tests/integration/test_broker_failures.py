@@ -68,19 +68,50 @@ def op(cluster: SandboxInfo, kafka: Kafka, tmp_path: Path) -> Iterator[Operator]
     _all_up(cluster, kafka)
 
 
+def _in_flight(info: SandboxInfo) -> set[tuple[str, int]]:
+    """The reassignments in flight, from a fresh kafka-python client each time (a long-lived
+    one keeps asking brokers that were killed), retried while brokers come and go."""
+    import logging
+
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    last: Exception | None = None
+    for _ in range(10):
+        client = None
+        try:
+            client = KafkaAdminClient(
+                bootstrap_servers=info.bootstrap_servers, request_timeout_ms=10000
+            )
+            listed = client.list_partition_reassignments(timeout_ms=10000)
+            return {(tp.topic, tp.partition) for tp in listed}
+        except (KafkaError, OSError) as exc:
+            last = exc
+            time.sleep(1)
+        finally:
+            if client is not None:
+                client.close()
+    raise AssertionError(f"cannot list reassignments: {last}")
+
+
 def _all_up(info: SandboxInfo, kafka: Kafka) -> None:
     """Start every killed broker again (a no-op for running ones) and cancel what a failed
     test left moving, so the next test starts from a healthy, idle cluster."""
     for broker in range(1, BROKERS + 1):
         sandbox.start_broker(info.name, broker)
-    left = kafka.in_flight()
+    left = _in_flight(info)
     if left:
-        from kafka import TopicPartition
+        from kafka import KafkaAdminClient, TopicPartition
 
-        kafka._kp.alter_partition_reassignments(
-            {TopicPartition(t, p): None for t, p in left}, timeout_ms=15000
-        )
-        kafka.wait("nothing in flight", lambda: not kafka.in_flight())
+        client = KafkaAdminClient(bootstrap_servers=info.bootstrap_servers)
+        try:
+            client.alter_partition_reassignments(
+                {TopicPartition(t, p): None for t, p in left}, timeout_ms=15000
+            )
+        finally:
+            client.close()
+        kafka.wait("nothing in flight", lambda: not _in_flight(info))
 
 
 def _source(op: Operator) -> list[str]:
@@ -170,7 +201,7 @@ def test_cancel_with_an_original_replica_down_is_refused(op: Operator, kafka: Ka
     apply = op.start("apply", plan, "--throttle", "200KB/s", *_source(op))
     try:
         op.wait_journal(plan, "submit", apply)
-        kafka.wait("the moves in flight", lambda: {(topic, 0), (topic, 1)} <= kafka.in_flight())
+        kafka.wait("the moves in flight", lambda: {(topic, 0), (topic, 1)} <= _in_flight(op.info))
         _stop(op, kafka, 4, topic)  # an original replica of both partitions
         refused = op.run("cancel", plan, *_source(op))
         op.log.append(f"cancel with broker 4 down: [{refused.returncode}] {refused.stderr.strip()}")
@@ -179,7 +210,7 @@ def test_cancel_with_an_original_replica_down_is_refused(op: Operator, kafka: Ka
         assert len(lines) == 1 and lines[0].startswith("error: cancel refused"), lines
         assert f"{topic}-0" in lines[0] and "broker(s) 4" in lines[0], lines[0]
         # nothing changed: both still moving, no cancel journalled, the apply runs on
-        assert {(topic, 0), (topic, 1)} <= kafka.in_flight()
+        assert {(topic, 0), (topic, 1)} <= _in_flight(op.info)
         assert not any(e["event"] == "cancel" for e in op.journal(plan))
         assert apply.poll() is None
 
@@ -196,7 +227,7 @@ def test_cancel_with_an_original_replica_down_is_refused(op: Operator, kafka: Ka
             apply.communicate()
         load.stop.set()
     assert apply.returncode == ExitCode.VERIFY_FAILED  # stopped by the cancel
-    kafka.wait("no move in flight", lambda: not ({(topic, 0), (topic, 1)} & kafka.in_flight()))
+    kafka.wait("no move in flight", lambda: not ({(topic, 0), (topic, 1)} & _in_flight(op.info)))
     # the original replicas are back (KRaft may list them in another order)
     assert {k: sorted(v) for k, v in kafka.replicas(topic).items()} == {
         k: sorted(v) for k, v in before.items()
@@ -218,7 +249,7 @@ def test_throttles_come_off_a_receiving_broker_that_died(op: Operator, kafka: Ka
     lines = _collect_lines(apply)
     try:
         op.wait_journal(plan, "submit", apply)
-        kafka.wait("the moves in flight", lambda: {(topic, 0), (topic, 1)} <= kafka.in_flight())
+        kafka.wait("the moves in flight", lambda: {(topic, 0), (topic, 1)} <= _in_flight(op.info))
         assert _broker_throttles(kafka, 5), "broker 5 is throttled while it receives"
         _stop(op, kafka, 5, topic)
         cancel = _ok(op.run("cancel", plan, *_source(op)))  # safe: the originals are in sync
@@ -307,7 +338,7 @@ def test_active_controller_killed_mid_move_is_waited_out(op: Operator, kafka: Ka
     lines = _collect_lines(apply)
     try:
         op.wait_journal(plan, "submit", apply)
-        kafka.wait("the move in flight", lambda: (topic, 0) in kafka.in_flight())
+        kafka.wait("the move in flight", lambda: (topic, 0) in _in_flight(op.info))
         _stop(op, kafka, controller)
         apply.wait(timeout=300)
     finally:
@@ -343,7 +374,7 @@ def test_a_receiving_broker_killed_is_named_in_a_stall_line(op: Operator, kafka:
     started = time.monotonic()
     try:
         op.wait_journal(plan, "submit", apply)
-        kafka.wait("the moves in flight", lambda: {(topic, 0), (topic, 1)} <= kafka.in_flight())
+        kafka.wait("the moves in flight", lambda: {(topic, 0), (topic, 1)} <= _in_flight(op.info))
         _stop(op, kafka, 5)  # a receiver of stuck-0 only
         killed = time.monotonic()
         while not any(named(line) for line in lines):
@@ -389,11 +420,11 @@ def test_empty_plan_lock_files_and_moves_finished_while_down(op: Operator, kafka
     apply = op.start("apply", plan, "--throttle", "100KB/s", *_source(op))
     try:
         op.wait_journal(plan, "submit", apply)
-        kafka.wait("the moves in flight", lambda: {(topic, 0), (topic, 1)} <= kafka.in_flight())
+        kafka.wait("the moves in flight", lambda: {(topic, 0), (topic, 1)} <= _in_flight(op.info))
     finally:
         apply.kill()  # kill -9 while the moves run
         apply.communicate(timeout=30)
-    kafka.wait("the moves finished with no kreplica running", lambda: not kafka.in_flight())
+    kafka.wait("the moves finished with no kreplica running", lambda: not _in_flight(op.info))
     resumed = _ok(op.run("apply", plan, "--resume", *_source(op)))
     op.log.append(f"resume: {resumed.stdout.strip()}")
     assert "2 partition(s) finished their move while no kreplica was running" in resumed.stdout

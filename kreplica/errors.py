@@ -23,6 +23,7 @@ class ExitCode(IntEnum):
     VERIFY_FAILED = 7  # verification after apply, or `check` found error-level problems
     NOT_IMPLEMENTED = 8  # the command exists but this part is not built yet
     PARTIAL = 9  # a fleet run finished without part of its input (named in its summary)
+    UNSAFE_CANCEL = 10  # cancel refused: partitions would fall under min.insync.replicas
     INTERRUPTED = 130  # Ctrl-C
 
 
@@ -91,3 +92,10 @@ class PartialResult(KreplicaError):
 class NotImplementedYet(KreplicaError):
     exit_code = ExitCode.NOT_IMPLEMENTED
     code = "not-implemented"
+
+
+class UnsafeCancel(KreplicaError):
+    """Cancelling now would leave partitions with too few live in-sync replicas."""
+
+    exit_code = ExitCode.UNSAFE_CANCEL
+    code = "unsafe-cancel"

@@ -145,7 +145,8 @@ def _root(
     reassignment JSON (plus its rollback) for kafka-reassign-partitions.
 
     Exit codes: 0 ok, 1 bug, 2 usage, 3 source, 4 infeasible, 5 stale plan, 6 reassignment in
-    progress, 7 check/verify failed, 8 not built yet, 9 fleet run partial, 130 interrupted.
+    progress, 7 check/verify failed, 8 not built yet, 9 fleet run partial, 10 cancel refused
+    (unsafe), 130 interrupted.
     """
 
 
@@ -559,12 +560,28 @@ def verify(*, plan_file: PlanFileArg, opts: Options) -> None:
 
 @app.command()
 @shared(SOURCE, OUTPUT)
-def cancel(*, plan_file: PlanFileArg, opts: Options) -> None:
-    """Stop a plan's moves in flight. They return to their old replicas; throttles are restored."""
+def cancel(
+    *,
+    plan_file: PlanFileArg,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Cancel even where a partition would keep fewer live in-sync replicas than "
+            "its min.insync.replicas (recorded in the journal).",
+        ),
+    ] = False,
+    opts: Options,
+) -> None:
+    """Stop a plan's moves in flight. They return to their old replicas; throttles are restored.
+
+    Refused (exit 10, nothing changed) when a partition would be left under its
+    min.insync.replicas, e.g. an original replica's broker is down.
+    """
     from kreplica.cli import apply_cmd, commands
 
     _begin(opts, "cancel")
-    apply_cmd.cancel(opts, commands.source_spec(opts), plan_file)
+    apply_cmd.cancel(opts, commands.source_spec(opts), plan_file, force=force)
 
 
 @app.command()

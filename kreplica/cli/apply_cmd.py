@@ -12,7 +12,7 @@ from typing import Any
 from kreplica.cli import output
 from kreplica.cli.config import SourceSpec
 from kreplica.cli.options import Options, OutputFormat
-from kreplica.errors import UsageError, VerificationFailed
+from kreplica.errors import KreplicaError, UsageError, VerificationFailed
 
 
 @dataclass
@@ -26,6 +26,7 @@ def connect(spec: SourceSpec) -> Any:
     """A writable connection to the cluster the source names. A ZooKeeper source reaches the
     brokers through the addresses they registered (with the same client config)."""
     from kreplica.executor.kafka_cluster import KafkaCluster
+    from kreplica.executor.offline_configs import OfflineBrokerConfigs
     from kreplica.sources.admin import AdminSource
 
     if spec.kind == "snapshot" or spec.kind == "none":
@@ -50,7 +51,9 @@ def connect(spec: SourceSpec) -> Any:
         admin = AdminSource(
             bootstrap, client_config=spec.client_config or None, timeout_s=spec.timeout_s
         )
-        connection = Connection(KafkaCluster(admin), zk)
+        cluster = KafkaCluster(admin)
+        cluster.offline = OfflineBrokerConfigs(cluster, zk)  # a down broker's throttles
+        connection = Connection(cluster, zk)
         try:
             yield connection
         finally:
@@ -112,13 +115,14 @@ def _console(stderr: bool = False) -> Any:
 def run_apply(opts: Options, spec: SourceSpec, plan_path: Path) -> dict[str, Any]:
     """Apply the plan at `plan_path` (and its plan document) with progress; returns the
     result as the JSON envelope's data."""
-    from kreplica.executor.apply import Applier
+    from kreplica.executor.apply import Applier, require_moves
     from kreplica.executor.journal import Journal
     from kreplica.executor.planfile import load_plan_file, plan_siblings
     from kreplica.render.progress import ProgressPrinter
 
     options = apply_options(opts)  # bad flags fail before anything connects
     plan = load_plan_file(plan_path)
+    require_moves(plan)  # before connecting: an empty plan is refused with nothing touched
     journal = Journal(plan_siblings(plan_path)["journal"])
     json_mode = opts.output is OutputFormat.json
     printer = ProgressPrinter(_console(stderr=json_mode), json_lines=json_mode)
@@ -133,6 +137,7 @@ def run_apply(opts: Options, spec: SourceSpec, plan_path: Path) -> dict[str, Any
                 printer,
             )
             result = applier.run()
+            _clear_pending(connection.cluster)
     except KeyboardInterrupt:
         printer.close()
         # the one line the CLI prints for Ctrl-C (and the JSON envelope's message)
@@ -157,9 +162,16 @@ def run_apply(opts: Options, spec: SourceSpec, plan_path: Path) -> dict[str, Any
         "nothing_to_do": result.nothing_to_do,
         "leaders_off_preferred": [f"{t}-{p}" for t, p in result.leaders_off],
         "dir_moved": [f"{t}-{p}@{b}" for t, p, b in result.dir_moved],
+        "completed_while_down": [f"{t}-{p}" for t, p in result.completed_meanwhile],
     }
     if not json_mode:
         out = _console()
+        if result.completed_meanwhile:
+            out.print(
+                f"{len(result.completed_meanwhile)} partition(s) finished their move while no "
+                "kreplica was running (journalled as completed)",
+                markup=False,
+            )
         if result.nothing_to_do:
             out.print(f"{plan_path}: nothing to do, the plan is applied already", markup=False)
         else:
@@ -255,7 +267,7 @@ def _verify_line(plan_path: Path, differences: list[Any], total: int) -> str:
     )
 
 
-def cancel(opts: Options, spec: SourceSpec, plan_path: Path) -> None:
+def cancel(opts: Options, spec: SourceSpec, plan_path: Path, *, force: bool = False) -> None:
     from kreplica.executor.apply import cancel_plan
     from kreplica.executor.journal import Journal
     from kreplica.executor.planfile import load_plan_file, plan_siblings
@@ -267,7 +279,10 @@ def cancel(opts: Options, spec: SourceSpec, plan_path: Path) -> None:
             f"interrupted: part of the cancel may have been sent; `kreplica cancel {plan_path}` "
             f"again finishes it, `kreplica verify {plan_path}` shows where things are"
         )
-        cancelled, running = cancel_plan(connection.cluster, plan, journal)
+        cancelled, running = cancel_plan(
+            connection.cluster, plan, journal, _warn_stderr, force=force
+        )
+        _clear_pending(connection.cluster)
     names = [f"{t}-{p}" for t, p in cancelled]
     if opts.output is OutputFormat.json:
         output.emit_envelope({"plan": str(plan_path), "cancelled": names, "apply_running": running})
@@ -283,6 +298,36 @@ def cancel(opts: Options, spec: SourceSpec, plan_path: Path) -> None:
             else "kreplica's throttles restored"
         )
         _console().print(f"{plan_path}: {text}; {after}", markup=False)
+
+
+def _warn_stderr(event: dict[str, Any]) -> None:
+    """Warnings and the ways throttles came off, for a command without a progress display,
+    on stderr."""
+    err = _console(stderr=True)
+    if event.get("event") == "warning":
+        err.print(f"warning: {event['message']}", markup=False)
+    if event.get("event") == "throttle-restored":
+        for broker, path in sorted((event.get("via") or {}).items()):
+            err.print(f"broker {broker} is down: its throttle was cleared through {path}")
+        for resource, why in sorted((event.get("pending") or {}).items()):
+            err.print(
+                f"warning: {resource}: throttle left in place for now ({why}); recorded in the "
+                "journal, cleared by `kreplica throttles --clear` or the next command once it "
+                "is back",
+                markup=False,
+            )
+
+
+def _clear_pending(cluster: Any, also: Path | None = None) -> None:
+    """Throttles left pending by earlier runs (their broker was down) whose broker is back:
+    restore them now (journals beside `also` and in the usual folders)."""
+    from kreplica.executor.apply import clear_pending_throttles
+    from kreplica.executor.journal import Journal
+
+    paths = set(_journals_to_clear([]))
+    if also is not None:
+        paths.add(also)
+    clear_pending_throttles(cluster, [Journal(p) for p in sorted(paths)], _warn_stderr)
 
 
 def elect(opts: Options, spec: SourceSpec, plan_path: Path | None, topics: list[str]) -> None:
@@ -368,13 +413,22 @@ def throttles(
     from kreplica.executor.journal import Journal
     from kreplica.executor.throttles import BROKER_KEYS, TOPIC_KEYS
 
+    unread: list[int] = []
     with connect(spec) as connection:
         cluster = connection.cluster
         snap = cluster.snapshot(None)
+        _clear_pending(cluster)  # what earlier runs could not clear, now its broker is back
+        known = {b.id for b in snap.brokers} | set(cluster.offline.known_brokers())
+        for path in _journals_to_clear(plans):
+            state = Journal(path).state()
+            known |= {int(n) for k, n in state.throttles_set if k == "broker"}
 
         def listed() -> list[dict[str, str]]:
             topic_values = cluster.configs("topic", [t.name for t in snap.topics])
-            broker_values = cluster.configs("broker", [str(b.id) for b in snap.brokers if b.alive])
+            names = [str(b) for b in sorted(known)]
+            broker_values = cluster.configs("broker", names)
+            # a broker read by no way (down, KRaft or no ZooKeeper): never reported as "none"
+            unread[:] = [int(n) for n in names if n not in broker_values]
             return [
                 {"kind": "topic", "name": name, "config": key, "value": value}
                 for name, values in sorted(topic_values.items())
@@ -412,6 +466,18 @@ def throttles(
             for row in rows:
                 cluster.alter_configs(row["kind"], row["name"], {row["config"]: None})
                 cleared += 1
+            for broker in list(unread):  # cannot be read, may be written (ZooKeeper, controller)
+                try:
+                    cluster.alter_configs("broker", str(broker), dict.fromkeys(BROKER_KEYS))
+                except KreplicaError as exc:
+                    _warn_stderr({"event": "warning", "message": str(exc)})
+                    continue
+                cleared += 1
+                _console(stderr=True).print(
+                    f"broker {broker} is down: its throttles were removed through "
+                    f"{cluster.last_path}",
+                    markup=False,
+                )
         elif clear:
             for path in _journals_to_clear(plans):
                 journal = Journal(path)
@@ -423,12 +489,19 @@ def throttles(
         if clear:
             rows = listed()
     if opts.output is OutputFormat.json:
-        output.emit_envelope({"throttles": rows, "cleared": cleared})
+        output.emit_envelope({"throttles": rows, "cleared": cleared, "unread_brokers": unread})
         return
     out = _console()
     if clear:
         out.print(f"cleared {cleared} throttle config(s)", markup=False)
     if not rows:
-        out.print("no replication throttles are set", markup=False)
+        where = "on the brokers that could be read" if unread else ""
+        out.print(f"no replication throttles are set {where}".strip(), markup=False)
     for row in rows:
         out.print(f"{row['kind']} {row['name']}: {row['config']}={row['value']}", markup=False)
+    if unread:
+        out.print(
+            f"broker(s) {', '.join(map(str, unread))} down: their throttles could not be read "
+            "(unread, not none); run this again once they are back",
+            markup=False,
+        )

@@ -18,6 +18,7 @@ the journal without submitting anything twice. `cancel` stops the moves and rest
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,18 +27,22 @@ from typing import Any, Protocol
 
 from kreplica.errors import (
     ExitCode,
+    InputError,
     KreplicaError,
     ReassignmentInProgress,
     SourceError,
     StalePlan,
     UnknownTopicError,
+    UnsafeCancel,
     UsageError,
     VerificationFailed,
 )
 from kreplica.executor.authz import CLUSTER, Need, apply_needs, throttle_needs
+from kreplica.executor.cancelguard import cancel_risks, refusal_text
 from kreplica.executor.dirmoves import DirKey, ReplicaLog, is_done
 from kreplica.executor.dirmoves import copied as dir_copied
-from kreplica.executor.journal import Journal
+from kreplica.executor.journal import Journal, fold
+from kreplica.executor.kafka_cluster import BrokerDown
 from kreplica.executor.moves import Move
 from kreplica.executor.options import ApplyOptions
 from kreplica.executor.planfile import PlanFile
@@ -115,6 +120,8 @@ class ApplyResult:
     leaders_off: list[Key] = field(default_factory=list)  # leading off the preferred replica
     dir_moved: list[DirKey] = field(default_factory=list)  # replicas moved between log dirs
     dir_bytes: int = 0
+    # submitted by an earlier run, found done on resume (they finished while no kreplica ran)
+    completed_meanwhile: list[Key] = field(default_factory=list)
 
 
 @dataclass
@@ -136,7 +143,7 @@ def _journal_throttles(
     previous: dict[Resource, dict[str, str]] = {}
     ours: dict[Resource, dict[str, str]] = {}
     for event in events:
-        if event.get("event") == "throttle-set":
+        if event.get("event") in ("throttle-set", "throttle-pending"):
             resource = (str(event["kind"]), str(event["name"]))
             previous.setdefault(resource, dict(event.get("previous") or {}))
             ours.setdefault(resource, {}).update(event.get("values") or {})
@@ -166,17 +173,27 @@ class Applier:
         self.options = options
         self.emit = emit
         self.clock = clock or _Clock()
+        self._error_journalled = False
+        self._started = False  # this run journalled its start (and may have set throttles)
 
     # -- the whole run -----------------------------------------------------------------------
 
     def run(self) -> ApplyResult:
+        require_moves(self.plan)
         with self.journal.lock():  # one apply, resume or cancel of a plan at a time
             cancel_marker(self.journal).unlink(missing_ok=True)  # an old request is not ours
             try:
                 return self._run()
+            except KreplicaError as exc:
+                self._stopped_on_error(exc)
+                raise
             except _Cancelled:
                 in_flight = self.cluster.in_flight()
-                self.journal.append({"event": "cancel", "partitions": []})
+                event: dict[str, Any] = {"event": "cancel", "partitions": []}
+                forced = _marker_forced(cancel_marker(self.journal))
+                if forced:  # `cancel --force` overrode the guard: on the record
+                    event["forced"] = forced
+                self.journal.append(event)
                 still = sorted(k for k in self.plan.targets if k in in_flight)
                 if still:  # submitted after the cancel looked: cancel those too
                     self.cluster.alter_reassignments(dict.fromkeys(still))
@@ -225,8 +242,12 @@ class Applier:
         for warning in check.warnings:
             self.emit({"event": "warning", "message": warning})
         dir_todo = self._dir_todo(snapshot, result)
+        # submitted by an apply that died, finished while no kreplica watched: journal them
+        meanwhile = [k for k in check.done if k in set(fold(events).pending)]
+        result.completed_meanwhile = meanwhile
         if not check.todo and not check.waiting and not check.create and not dir_todo:
             result.nothing_to_do = True
+            self._journal_complete(meanwhile)
             if events and not any(e.get("event") == "finish" for e in events):
                 self.restore_throttles()
                 self.journal.append({"event": "finish", "already_done": len(check.done)})
@@ -246,6 +267,8 @@ class Applier:
                 "via": self.submitter.name,
             }
         )
+        self._started = True
+        self._journal_complete(meanwhile)
         sizes = {(t.name, p.partition): p.size_bytes for t in snapshot.topics for p in t.partitions}
         waiting = [  # what the journal says was submitted, as it was submitted
             Move(
@@ -305,6 +328,13 @@ class Applier:
         return result
 
     # -- pieces ------------------------------------------------------------------------------
+
+    def _journal_complete(self, keys: Sequence[Key]) -> None:
+        for key in keys:
+            self.journal.append(
+                {"event": "complete", "topic": key[0], "partition": key[1], "while_down": True}
+            )
+            self.emit({"event": "partition-done", "partition": _key_text(key)})
 
     def _require_permissions(self, check: Preflight, dir_todo: Mapping[DirKey, str]) -> None:
         """Refuse before any write when this principal may not do what the plan needs (a
@@ -615,10 +645,34 @@ class Applier:
                 }
             )
 
+    def _stopped_on_error(self, exc: KreplicaError) -> None:
+        """Any error once the journal exists: on the record, and the throttles this apply set
+        come off when nothing of the plan moves any more (best effort: what cannot be
+        restored now stays in the journal, set or pending, for resume, cancel or
+        `throttles --clear`). Moves still running keep their throttle."""
+        if self._error_journalled or not self._started:
+            return  # a refusal before this run's start: nothing was written, nothing to undo
+        self.journal.append({"event": "error", "message": str(exc), "code": exc.code})
+        if not _journal_throttles(self.journal.read())[1]:
+            return
+        try:
+            in_flight = self.cluster.in_flight()
+            if not any(key in in_flight for key in self.plan.targets):
+                self.restore_throttles()
+        except KreplicaError as again:
+            self.emit(
+                {
+                    "event": "warning",
+                    "message": f"the throttles this apply set stay for now ({again}); "
+                    "they are in the journal: kreplica throttles --clear restores them",
+                }
+            )
+
     def _submit_refused(self, exc: KreplicaError) -> None:
         """The cluster refused a submission (e.g. the znode exists: exit 6). When nothing of
         this plan is moving, the throttles this apply set serve no move: restore them."""
         self.journal.append({"event": "error", "message": str(exc), "code": exc.code})
+        self._error_journalled = True
         if isinstance(exc, ReassignmentInProgress):
             # refused as a whole (the znode exists): nothing of this wave was submitted, and
             # earlier waves are done, so nothing of this apply moves
@@ -648,6 +702,8 @@ class Applier:
         started = self.clock.now()
         failing_since: float | None = None
         mismatched: dict[Key, tuple[tuple[int, ...], float]] = {}  # replicas, first seen
+        growth: dict[tuple[Key, int], tuple[int, float]] = {}  # new replica: size, grew at
+        stall_told: Any = None  # the stalled replicas and down brokers the last line named
         while pending:
             if cancel_marker(self.journal).exists():
                 raise _Cancelled()
@@ -698,11 +754,26 @@ class Applier:
                         f"{list(part.replicas)}, not the planned {list(pending[key])}: someone "
                         "cancelled or changed it; kreplica verify shows the state, make a new plan"
                     )
-            copied, total = self._copied(targets, moves, snapshot)
+            # Live brokers only: a stopped broker would hold the whole read up until it
+            # times out, and a stall could not be reported while it is down.
+            sizes = self.cluster.replica_bytes(topics, snapshot.live_broker_ids())
+            copied, total = self._copied(targets, moves, snapshot, sizes)
             now = self.clock.now()
             done = len(targets) - len(pending)
             if copied > last_copied:
                 last_copied, last_progress, stalled_reported = copied, now, None
+            if sizes:  # per new replica: a stall is a replica that stopped growing
+                stuck = _stuck_replicas(pending, moves, parts, sizes, growth, now)
+                late = {k: v for k, v in stuck.items() if v >= self.options.stall_timeout_s}
+                told = (
+                    sorted(late),
+                    sorted(b for _, b in late if b not in snapshot.live_broker_ids()),
+                )
+                if late and told != stall_told:
+                    stall_told = told
+                    self.emit(self._replica_stall_event(late, snapshot))
+                elif not late:
+                    stall_told = None
             self.emit(
                 {
                     "event": "progress",
@@ -714,7 +785,7 @@ class Applier:
                     "elapsed_s": round(now - started, 3),
                 }
             )
-            if pending and now - last_progress >= self.options.stall_timeout_s:
+            if pending and not sizes and now - last_progress >= self.options.stall_timeout_s:
                 stall = self._stall_event(pending, snapshot, now - last_progress)
                 if stalled_reported != stall["down"]:  # new, or its cause changed: say so
                     stalled_reported = stall["down"]
@@ -727,15 +798,11 @@ class Applier:
         targets: Mapping[Key, Sequence[int]],
         moves: Mapping[Key, Move | None],
         snapshot: ClusterSnapshot,
+        sizes: Mapping[tuple[str, int, int], int],
     ) -> tuple[int, int]:
         """Bytes copied so far and in all, over the new replicas of these partitions (log sizes
         on their brokers; an in-sync new replica counts as fully copied)."""
         parts = {(t.name, p.partition): p for t in snapshot.topics for p in t.partitions}
-        # Live brokers only: a stopped broker would hold the whole read up until it times out,
-        # and a stall could not be reported while it is down.
-        sizes = self.cluster.replica_bytes(
-            sorted({t for t, _ in targets}), snapshot.live_broker_ids()
-        )
         copied = total = 0
         for key, target in targets.items():
             move = moves.get(key)
@@ -751,6 +818,34 @@ class Applier:
                 else:
                     copied += min(size, sizes.get((key[0], key[1], broker), 0))
         return copied, total
+
+    def _replica_stall_event(
+        self, late: Mapping[tuple[Key, int], float], snapshot: ClusterSnapshot
+    ) -> dict[str, Any]:
+        """A stall line for new replicas that stopped growing: the partitions, the receiving
+        brokers and why (down, or alive and not copying)."""
+        live = snapshot.live_broker_ids()
+        brokers = sorted({b for _, b in late})
+        down = [b for b in brokers if b not in live]
+        slow = [b for b in brokers if b in live]
+        reasons = [f"broker(s) {', '.join(map(str, down))} are down" for _ in down[:1]] + [
+            f"broker(s) {', '.join(map(str, slow))} are up but their new replicas stopped growing"
+            for _ in slow[:1]
+        ]
+        hint = "; ".join(reasons) + (
+            ": bring them back (the move then completes) or stop it with kreplica cancel"
+            if down
+            else ": check the throttle (--resume --throttle RATE raises it), those brokers' "
+            "logs and disks, or stop it with kreplica cancel"
+        )
+        return {
+            "event": "stall",
+            "seconds": round(min(late.values()), 1),
+            "partitions": sorted({_key_text(k) for k, _ in late}),
+            "brokers": brokers,
+            "down": down,
+            "hint": hint,
+        }
 
     def _stall_event(
         self, pending: Mapping[Key, Sequence[int]], snapshot: ClusterSnapshot, seconds: float
@@ -804,6 +899,37 @@ class Applier:
         return created
 
 
+def _stuck_replicas(
+    pending: Mapping[Key, Sequence[int]],
+    moves: Mapping[Key, Move | None],
+    parts: Mapping[Key, Any],
+    sizes: Mapping[tuple[str, int, int], int],
+    growth: dict[tuple[Key, int], tuple[int, float]],
+    now: float,
+) -> dict[tuple[Key, int], float]:
+    """Each new replica still being built (not in sync) -> seconds since its log last grew
+    (DescribeLogDirs; a broker that is down reports nothing, so its replicas never grow).
+    Producers writing to the partition grow the leader, not a replica that stopped copying,
+    so live traffic does not hide a stall. `growth` carries sizes from poll to poll."""
+    out: dict[tuple[Key, int], float] = {}
+    for key, target in pending.items():
+        move = moves.get(key)
+        before = set(move.before) if move is not None else set()
+        part = parts.get(key)
+        in_sync = set(part.in_sync) if part is not None else set()
+        for broker in target:
+            if broker in before or broker in in_sync:
+                continue
+            size = sizes.get((key[0], key[1], broker), -1)
+            seen = growth.get((key, broker))
+            if seen is None or size > seen[0]:
+                growth[(key, broker)] = (size, now)
+                out[(key, broker)] = 0.0
+            else:
+                out[(key, broker)] = now - seen[1]
+    return out
+
+
 def _read_throttles(
     cluster: Cluster, resources: Iterable[Resource]
 ) -> dict[Resource, dict[str, str]]:
@@ -834,6 +960,8 @@ def restore_journal_throttles(
         return 0
     for _ in range(5):
         current = _read_throttles(cluster, ours)
+        for resource in ours:  # a down broker no way could read: it holds what we set
+            current.setdefault(resource, dict(ours[resource]))
         unseen = [
             (resource, key)
             for resource, values in ours.items()
@@ -845,16 +973,92 @@ def restore_journal_throttles(
             break
         sleep(1.0)
     changes = restore_plan(previous, current, ours)
+    done = 0
+    via: dict[str, str] = {}  # broker -> the way its configs went, when not the Admin API
+    pending: dict[Resource, str] = {}  # could not be written now: why
     for (kind, name), changed in sorted(changes.items()):
-        cluster.alter_configs(kind, name, changed)
-    journal.append({"event": "throttle-restored", "configs": len(changes)})
-    emit({"event": "throttle-restored", "configs": len(changes)})
-    return len(changes)
+        try:
+            cluster.alter_configs(kind, name, changed)
+        except BrokerDown as exc:
+            pending[(kind, name)] = str(exc)
+            continue
+        done += 1
+        path = getattr(cluster, "last_path", None)
+        if kind == "broker" and path and path != "the Admin API":
+            via[name] = path
+    journal.append({"event": "throttle-restored", "configs": done, "via": via})
+    for (kind, name), reason in sorted(pending.items()):
+        # still ours to restore: resume, cancel, `throttles --clear` or the next command that
+        # sees the broker back clears it
+        journal.append(
+            {
+                "event": "throttle-pending",
+                "kind": kind,
+                "name": name,
+                "previous": {
+                    k: v for k, v in previous.get((kind, name), {}).items() if v is not None
+                },
+                "values": dict(ours[(kind, name)]),
+                "reason": reason,
+            }
+        )
+    emit(
+        {
+            "event": "throttle-restored",
+            "configs": done,
+            "via": via,
+            "pending": {f"{k} {n}": why for (k, n), why in sorted(pending.items())},
+        }
+    )
+    return done
+
+
+def clear_pending_throttles(cluster: Cluster, journals: Iterable[Journal], emit: Emit) -> int:
+    """Throttles a restore could not write (their broker was down) and that are the only ones
+    left of their journal: restore them now if their brokers are back. Returns configs put
+    back. A journal an apply holds is skipped."""
+    live: set[int] | None = None
+    done = 0
+    for journal in journals:
+        state = journal.state()
+        if not state.throttles_pending or set(state.throttles_pending) != set(state.throttles_set):
+            continue
+        if live is None:
+            live = set(getattr(cluster, "live_broker_ids", lambda: set())())
+        brokers = {int(n) for k, n in state.throttles_pending if k == "broker"}
+        if not brokers & live:
+            continue
+        try:
+            with journal.lock():
+                done += restore_journal_throttles(cluster, journal, emit)
+        except ReassignmentInProgress:
+            continue
+    return done
+
+
+def require_moves(plan: PlanFile) -> None:
+    """An empty plan is refused: applying it would report success and hide a broken plan
+    generator."""
+    if not plan.targets and not plan.new_partitions and not plan.dirs:
+        raise InputError(
+            f"{plan.path} lists no partition to move or create: the plan is empty; check "
+            "what wrote it (nothing was applied)"
+        )
 
 
 def cancel_marker(journal: Journal) -> Path:
     """The file `cancel` leaves for an apply of the same plan that is running elsewhere."""
     return journal.path.with_name(journal.path.name + ".cancel")
+
+
+def _marker_forced(marker: Path) -> list[Any]:
+    """The partitions a `cancel --force` put at risk, as its marker file names them."""
+    try:
+        data = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    forced = data.get("forced") if isinstance(data, dict) else None
+    return list(forced) if isinstance(forced, list) else []
 
 
 def cancel_dir_moves(cluster: Cluster, plan: PlanFile) -> list[DirKey]:
@@ -875,14 +1079,38 @@ def cancel_dir_moves(cluster: Cluster, plan: PlanFile) -> list[DirKey]:
 
 
 def cancel_plan(
-    cluster: Cluster, plan: PlanFile, journal: Journal, emit: Emit = lambda e: None
+    cluster: Cluster,
+    plan: PlanFile,
+    journal: Journal,
+    emit: Emit = lambda e: None,
+    *,
+    force: bool = False,
 ) -> tuple[list[Key], bool]:
     """Stop the plan's moves still in flight (KIP-455 cancel: they return to their old
     replicas) and restore the throttles kreplica set. When an apply of this plan is running
     (it holds the journal's lock), it is asked to stop and restores the throttles itself.
+
+    Refused (UnsafeCancel, nothing changed) when a partition would keep fewer live in-sync
+    replicas than its min.insync.replicas (`cancel_risks`); `force` cancels anyway and the
+    journal records the partitions it put at risk.
     Returns the partitions cancelled and whether a running apply was asked to stop."""
     in_flight = cluster.in_flight()
     ours = sorted(k for k in plan.targets if k in in_flight)
+    risks = (
+        cancel_risks(cluster.snapshot(plan.topics), in_flight, ours, plan.before) if ours else []
+    )
+    if risks and not force:
+        raise UnsafeCancel(refusal_text(risks))
+    forced = [r.as_dict() for r in risks]
+    for risk in risks:
+        emit(
+            {
+                "event": "warning",
+                "message": f"--force: {risk.name} returns to {list(risk.original)} with "
+                f"{len(risk.kept)} live in-sync replica(s), under min.insync.replicas "
+                f"{risk.needed}",
+            }
+        )
     require = getattr(cluster, "require", None)
     if require is not None:  # refused before anything is cancelled or restored
         _, set_by_us = _journal_throttles(journal.read())
@@ -892,7 +1120,13 @@ def cancel_plan(
     try:
         with journal.lock():
             if ours:
-                journal.append({"event": "cancel", "partitions": [_key_text(k) for k in ours]})
+                event: dict[str, Any] = {
+                    "event": "cancel",
+                    "partitions": [_key_text(k) for k in ours],
+                }
+                if forced:
+                    event["forced"] = forced
+                journal.append(event)
                 cluster.alter_reassignments(dict.fromkeys(ours))
             dirs_back = cancel_dir_moves(cluster, plan)
             if dirs_back:
@@ -904,7 +1138,7 @@ def cancel_plan(
             moved_dirs = sorted({(t, p) for t, p, _ in dirs_back} - set(ours))
             return ours + moved_dirs, False
     except ReassignmentInProgress:  # an apply holds the lock: it writes the journal
-        cancel_marker(journal).write_text("cancel\n", encoding="utf-8")
+        cancel_marker(journal).write_text(json.dumps({"forced": forced}) + "\n", encoding="utf-8")
         if ours:
             cluster.alter_reassignments(dict.fromkeys(ours))
         dirs_back = cancel_dir_moves(cluster, plan)  # the apply sends them back too: harmless

@@ -23,10 +23,16 @@ Event types and their keys (keys not listed are kept and ignored by `state`):
   list. `topic`, `partition`, optional `replicas`.
 * `wave-done`: `wave` (number), optional `partitions` (count).
 * `create`: new partitions are being created. `topic`, `partitions` [ids].
-* `throttle-restored`: the throttles kreplica set were restored. Optional `configs` (count);
-  everything recorded by earlier `throttle-set` events counts as restored.
+* `throttle-restored`: the throttles kreplica set were restored. Optional `configs` (count),
+  `via` {broker id: "ZooKeeper /config/brokers/4" or "the KRaft controller at HOST:PORT"} for
+  brokers that were down; everything recorded by earlier `throttle-set` events counts as
+  restored, except what `throttle-pending` events right after it name.
+* `throttle-pending`: a restore could not write this resource (its broker is down and no other
+  way was open): the same keys as `throttle-set` plus `reason`; it counts as set until the next
+  `throttle-restored`.
 * `cancel`: the plan's moves were cancelled. Optional `partitions` ["topic-p", ...] or
-  [{"topic", "partition"}].
+  [{"topic", "partition"}]; `forced` [{partition, original, kept, min_insync_replicas, down}]
+  when `cancel --force` overrode the guard for those partitions.
 * `finish`: the apply ended with every partition as planned.
 * `error`: the apply stopped on an error. `message`, optional `code`.
 
@@ -40,7 +46,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -59,6 +65,7 @@ EVENTS = (
     "wave-done",
     "create",
     "throttle-restored",
+    "throttle-pending",
     "cancel",
     "finish",
     "error",
@@ -100,6 +107,8 @@ class JournalState:
     throttles_previous: dict[Resource, dict[str, str | None]] = field(default_factory=dict)
     throttles_set: dict[Resource, dict[str, str]] = field(default_factory=dict)
     throttles_restored: bool = False  # a restore came after the last throttle-set
+    # of those, the ones a restore could not write (broker down): resource -> why
+    throttles_pending: dict[Resource, str] = field(default_factory=dict)
     cancelled: bool = False  # a cancel came after the last start
     cancelled_partitions: list[Key] = field(default_factory=list)
     finished: bool = False  # a finish came after the last start
@@ -149,7 +158,7 @@ def fold(events: list[dict[str, Any]]) -> JournalState:
                 state.plan_fingerprint = str(fingerprint)
             if state.cluster_id is None and event.get("cluster_id") is not None:
                 state.cluster_id = str(event["cluster_id"])
-        elif kind == "throttle-set":
+        elif kind in ("throttle-set", "throttle-pending"):
             resource = (str(event["kind"]), str(event["name"]))
             values = event.get("values") or {}
             previous = event.get("previous") or {}
@@ -161,9 +170,12 @@ def fold(events: list[dict[str, Any]]) -> JournalState:
                     known_previous[config] = None if old is None else str(old)
                 known_set[config] = str(value)
             state.throttles_restored = False
+            if kind == "throttle-pending":
+                state.throttles_pending[resource] = str(event.get("reason", ""))
         elif kind == "throttle-restored":
             state.throttles_previous = {}
             state.throttles_set = {}
+            state.throttles_pending = {}
             state.throttles_restored = True
         elif kind == "submit":
             key = _key(event["topic"], event["partition"])
@@ -349,17 +361,31 @@ class Journal:
             yield
             return
         lock_path = self.path.with_name(self.path.name + ".lock")
-        fd = os.open(lock_path, os.O_WRONLY | os.O_CREAT, 0o644)
-        try:
+        while True:
+            fd = os.open(lock_path, os.O_WRONLY | os.O_CREAT, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
+                os.close(fd)
                 raise ReassignmentInProgress(
                     f"another kreplica holds {str(lock_path)!r}: an apply or cancel of this plan "
                     "is running; wait for it or stop it first"
                 ) from None
+            # The holder before us removes the file as it lets go: a lock taken on a file no
+            # longer at this path guards nothing, so take it again on the one there now.
+            try:
+                same = os.stat(lock_path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        try:
             yield
         finally:
+            # removed while still held, so no lock file is left behind (refused or not)
+            with suppress(OSError):
+                lock_path.unlink()
             os.close(fd)
 
 

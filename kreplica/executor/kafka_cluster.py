@@ -16,6 +16,7 @@ lists and cancels znode-submitted moves through KIP-455 too).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -25,12 +26,23 @@ from kreplica.executor.throttles import BROKER_KEYS, TOPIC_KEYS
 from kreplica.model import ClusterSnapshot
 
 Key = tuple[str, int]
+FAILOVER_S = 60.0  # how long a write waits for a controller to answer again (a failover)
 
 
 class ExecutorError(KreplicaError):
     """A write the cluster refused (exit 1 unless a subclass says otherwise)."""
 
     code = "executor"
+
+
+class BrokerDown(SourceError):
+    """One broker cannot be reached (the others can): the message names it."""
+
+    code = "broker-down"
+
+    def __init__(self, broker: int, message: str) -> None:
+        super().__init__(message)
+        self.broker = broker
 
 
 @dataclass(frozen=True)
@@ -64,9 +76,46 @@ class KafkaCluster:
     def __init__(self, source: Any) -> None:
         self.source = source  # kreplica.sources.admin.AdminSource
         self.bootstrap: str = source.bootstrap
+        # where a down broker's configs go (kreplica.executor.offline_configs); set by the CLI
+        self.offline: Any = None
+        self.last_path: str | None = None  # how the last alter_configs reached its broker
 
     def close(self) -> None:
+        if self.offline is not None:
+            self.offline.close()
         self.source.close()
+
+    @property
+    def timeout_s(self) -> float:
+        return float(self.source.timeout_s)
+
+    def live_broker_ids(self) -> set[int]:
+        """The brokers the cluster lists as up now (DescribeCluster)."""
+        described = self.source.call(
+            self.source.confluent_admin().describe_cluster(request_timeout=self.source.timeout_s),
+            "describe the cluster",
+        )
+        return {int(node.id) for node in described.nodes}
+
+    def static_configs(self, keys: Sequence[str]) -> dict[str, str]:
+        """These configs of one live broker, whatever their source (for discovery)."""
+        from confluent_kafka.admin import ConfigResource, ResourceType  # type: ignore[attr-defined]
+
+        for broker in sorted(self.live_broker_ids()):
+            resource = ConfigResource(ResourceType.BROKER, str(broker))
+            futures = self.source.confluent_admin().describe_configs(
+                [resource], request_timeout=self.source.timeout_s
+            )
+            try:
+                entries = self.source.call(futures[resource], f"describe broker {broker} configs")
+            except SourceError:
+                continue
+            return {
+                k: str(entries[k].value)
+                for k in keys
+                if k in entries and entries[k].value not in (None, "")
+            }
+        return {}
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -76,16 +125,7 @@ class KafkaCluster:
 
     def in_flight(self) -> dict[Key, InFlight]:
         """Every reassignment the controller is running, cluster-wide."""
-        from kafka.errors import KafkaError
-
-        try:
-            listed = self.source.kafka_python_admin().list_partition_reassignments(
-                timeout_ms=self._timeout_ms()
-            )
-        except KafkaError as exc:
-            raise SourceError(
-                f"Kafka at {self.bootstrap} failed to list reassignments: {exc}"
-            ) from None
+        listed = self.source.list_reassignments()
         return {
             (tp.topic, tp.partition): InFlight(
                 tuple(state.get("replicas") or ()),
@@ -104,12 +144,19 @@ class KafkaCluster:
 
         if not topics or not brokers:
             return {}
+        admin = self.source.kafka_python_admin()
         try:
-            answer = self.source.kafka_python_admin().describe_log_dirs(
-                topic_partitions=list(topics), brokers=sorted(brokers)
-            )
+            answer = admin.describe_log_dirs(topic_partitions=list(topics), brokers=sorted(brokers))
         except KafkaError:
-            return {}  # progress falls back to the ISR
+            # one broker just died (still listed): the others' replicas still tell progress
+            answer = []
+            for broker in sorted(brokers):
+                try:
+                    answer += admin.describe_log_dirs(
+                        topic_partitions=list(topics), brokers=[broker]
+                    )
+                except KafkaError:
+                    continue
         sizes: dict[tuple[str, int, int], int] = {}
         for broker in answer:
             for log_dir in broker.get("log_dirs") or []:
@@ -157,7 +204,8 @@ class KafkaCluster:
 
     def configs(self, kind: str, names: Sequence[str]) -> dict[str, dict[str, str]]:
         """Non-default values of the throttle configs on topics or brokers (kind: "topic" or
-        "broker"), as Kafka reports them."""
+        "broker"), as Kafka reports them. A broker that is down is read from ZooKeeper where
+        that is open (`offline`); one that cannot be read at all is left out of the answer."""
         from confluent_kafka.admin import (  # type: ignore[attr-defined]
             ConfigResource,
             ConfigSource,
@@ -167,7 +215,13 @@ class KafkaCluster:
         resource_type = ResourceType.TOPIC if kind == "topic" else ResourceType.BROKER
         wanted = TOPIC_KEYS if kind == "topic" else BROKER_KEYS
         out: dict[str, dict[str, str]] = {}
+        live = self.live_broker_ids() if kind == "broker" and names else set()
         for name in names:
+            if kind == "broker" and int(name) not in live:
+                stored = self.offline.read(int(name)) if self.offline is not None else None
+                if stored is not None:
+                    out[str(name)] = {k: v for k, v in stored.items() if k in wanted}
+                continue
             resource = ConfigResource(resource_type, str(name))
             futures = self.source.confluent_admin().describe_configs(
                 [resource], request_timeout=self.source.timeout_s
@@ -268,17 +322,41 @@ class KafkaCluster:
             for key, value in sorted(values.items())
         ]
         resource_type = ResourceType.TOPIC if kind == "topic" else ResourceType.BROKER
+        self.last_path = "the Admin API"
+        if kind == "broker" and int(name) not in self.live_broker_ids():
+            # the Admin API sends a broker's configs to that broker: down, it cannot take them
+            if self.offline is None:
+                raise BrokerDown(
+                    int(name), f"broker {name} is down: its throttle configs cannot be written now"
+                )
+            try:
+                self.last_path = self.offline.write(int(name), values)
+            except SourceError as exc:
+                raise BrokerDown(int(name), f"broker {name} is down and {exc}") from None
+            return
         resource = ConfigResource(resource_type, str(name), incremental_configs=entries)
         futures = self.source.confluent_admin().incremental_alter_configs(
             [resource], request_timeout=self.source.timeout_s
         )
         for future in futures.values():
-            self.source.call(future, f"set throttle configs on {kind} {name}")
+            try:
+                self.source.call(future, f"set throttle configs on {kind} {name}")
+            except SourceError as exc:
+                if kind == "broker":  # name the broker, not the bootstrap address
+                    raise BrokerDown(
+                        int(name), f"broker {name} did not take its throttle configs ({exc})"
+                    ) from None
+                raise
 
     def alter_reassignments(self, targets: Mapping[Key, Sequence[int] | None]) -> None:
         """KIP-455: start (replicas) or cancel (None) reassignments; any refusal is raised."""
         from kafka import TopicPartition
-        from kafka.errors import KafkaError
+        from kafka.errors import (
+            KafkaConnectionError,
+            KafkaError,
+            KafkaTimeoutError,
+            NotControllerError,
+        )
 
         if not targets:
             return
@@ -286,14 +364,28 @@ class KafkaCluster:
             TopicPartition(topic, partition): (list(replicas) if replicas is not None else None)
             for (topic, partition), replicas in sorted(targets.items())
         }
-        try:
-            results = self.source.kafka_python_admin().alter_partition_reassignments(
-                request, timeout_ms=self._timeout_ms()
-            )
-        except KafkaError as exc:
-            raise ExecutorError(
-                f"Kafka at {self.bootstrap} refused the reassignment request: {exc}"
-            ) from None
+        results = None
+        deadline = time.monotonic() + FAILOVER_S
+        while results is None:
+            try:
+                results = self.source.kafka_python_admin().alter_partition_reassignments(
+                    request, timeout_ms=self._timeout_ms()
+                )
+            except (KafkaConnectionError, KafkaTimeoutError, NotControllerError) as exc:
+                # the controller died or moved: ask again, of a fresh client that looks the
+                # new one up (the same targets again change nothing)
+                self.source.reset_kafka_python()
+                if time.monotonic() > deadline:
+                    raise ExecutorError(
+                        f"no controller of the cluster at {self.bootstrap} took the "
+                        f"reassignment request within {FAILOVER_S:g}s ({exc}); check the "
+                        "brokers, then kreplica apply --resume"
+                    ) from None
+                time.sleep(1.0)
+            except KafkaError as exc:
+                raise ExecutorError(
+                    f"the controller refused the reassignment request: {exc}"
+                ) from None
         failed = sorted(
             (f"{tp.topic}-{tp.partition}", error.__name__)
             for tp, error in (results or {}).items()

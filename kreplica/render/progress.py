@@ -91,6 +91,14 @@ class ProgressPrinter:
 
     def _on_throttle_restored(self, e: dict[str, Any]) -> None:
         self._print(f"throttles restored ({plural(int(e['configs']), 'config')} put back)")
+        for broker, path in sorted((e.get("via") or {}).items()):
+            self._print(f"broker {broker} is down: its throttle was cleared through {path}")
+        for resource, why in sorted((e.get("pending") or {}).items()):
+            self._print(
+                f"{resource}: throttle left in place for now ({why}); recorded in the journal, "
+                "cleared by `kreplica throttles --clear` or the next command once it is back",
+                "warning",
+            )
 
     def _on_resume_wait(self, e: dict[str, Any]) -> None:
         self._print(f"resuming: waiting for {len(e['partitions'])} partition(s) already moving")

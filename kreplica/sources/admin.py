@@ -225,7 +225,10 @@ class AdminSource(LiveSource):
         self._bootstrap = bootstrap.strip()
         self._timeout_s = timeout_s
         self._client_config = dict(client_config or {})
+        # the last connection error librdkafka logged, and when (monotonic)
         self._last_error: tuple[str, str] | None = None
+        self._last_error_at = 0.0
+        self._call_started = 0.0
         self._kafka_python: Any = None
         self._kafka_python_config = kafka_python_config(
             self._bootstrap, self._client_config, timeout_s
@@ -248,6 +251,7 @@ class AdminSource(LiveSource):
         config.setdefault("client.id", "kreplica")
         try:
             self._admin: Any = AdminClient(config)
+            self._confluent_config = config
         except (KafkaException, ValueError, TypeError) as exc:
             error: Any = exc.args[0] if exc.args else exc
             detail = error.str() if hasattr(error, "str") else str(error)
@@ -267,6 +271,7 @@ class AdminSource(LiveSource):
 
     def _remember_error(self, error: Any) -> None:
         self._last_error = (error.name(), error.str())
+        self._last_error_at = time.monotonic()
 
     def _failure(self, what: str, exc: BaseException) -> SourceError:
         """One line for a failed confluent-kafka call, using the connection error it logged."""
@@ -275,7 +280,10 @@ class AdminSource(LiveSource):
         error: Any = exc.args[0] if exc.args else None
         name = error.name() if hasattr(error, "name") else type(exc).__name__
         text = error.str() if hasattr(error, "str") else str(exc)
-        cause_name, cause = self._last_error or (name, text)
+        # only an error logged during this call explains it: an older one (a broker that was
+        # down a minute ago) would name the wrong cause
+        recent = self._last_error if self._last_error_at >= self._call_started - 1.0 else None
+        cause_name, cause = recent or (name, text)
         if "certificate verify failed" in cause or "certificate verify failed" in text:
             from kreplica.sources.tlscheck import diagnose
 
@@ -301,21 +309,41 @@ class AdminSource(LiveSource):
             )
         return SourceError(f"Kafka at {self._bootstrap} failed to {what}: {text}")
 
+    def _renew_admin(self) -> None:
+        """A fresh confluent-kafka client. librdkafka sends some requests (DescribeConfigs,
+        for one) to the controller it knows, and keeps waiting for a controller that died
+        until its next metadata refresh (minutes): a new client looks it up at once."""
+        from confluent_kafka.admin import AdminClient
+
+        if self._admin is not None:
+            self._admin = AdminClient(self._confluent_config)
+
     def _result(self, future: Any, what: str) -> Any:
         from confluent_kafka import KafkaException
 
         # In slices: a login or certificate the brokers refuse is reported as soon as the
         # client logs it, not after the timeout.
         deadline = time.monotonic() + self._timeout_s + 5
+        self._call_started = time.monotonic()
         while True:
             try:
                 return future.result(timeout=0.25)
             except KafkaException as exc:
+                error: Any = exc.args[0] if exc.args else None
+                text = error.str() if hasattr(error, "str") else str(exc)
+                if "controller" in text.lower():
+                    self._renew_admin()
+                    self._last_error = None
+                    raise SourceError(
+                        f"no controller of the cluster at {self._bootstrap} answered ({what}: "
+                        f"{text}); a controller failover takes seconds: retry"
+                    ) from None
                 raise self._failure(what, exc) from None
             except TimeoutError:
                 if self._admin is not None:
                     self._admin.poll(0)
-                cause_name, cause = self._last_error or ("", "")
+                recent = self._last_error_at >= self._call_started - 1.0
+                cause_name, cause = (self._last_error if recent else None) or ("", "")
                 if cause_name in _AUTH_ERRORS or "certificate verify failed" in cause:
                     raise self._failure(what, TimeoutError()) from None
                 if time.monotonic() > deadline:
@@ -364,6 +392,33 @@ class AdminSource(LiveSource):
     def principal(self) -> str | None:
         """User:NAME of the SASL login in the client config (None without SASL)."""
         return principal_name(self._client_config)
+
+    def reset_kafka_python(self) -> None:
+        """Drop kafka-python's client: the next call connects afresh and looks the controller
+        up again (kafka-python keeps sending to a controller that died)."""
+        client, self._kafka_python = self._kafka_python, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+
+    def list_reassignments(self) -> Any:
+        """ListPartitionReassignments, asked again of a fresh client once when it fails (the
+        controller may have moved); SourceError naming the controller otherwise."""
+        _import_kafka_python()
+        from kafka.errors import KafkaError
+
+        for attempt in range(2):
+            client = self._kafka_python_client()
+            try:
+                return client.list_partition_reassignments(timeout_ms=int(self._timeout_s * 1000))
+            except KafkaError as exc:
+                self.reset_kafka_python()
+                if attempt == 1:
+                    raise SourceError(
+                        f"the controller of the cluster at {self._bootstrap} did not list "
+                        f"reassignments ({exc}); a controller failover takes seconds: retry"
+                    ) from None
+        raise AssertionError("unreachable")
 
     def confluent_admin(self) -> Any:
         return self._admin_client()
@@ -428,6 +483,7 @@ class AdminSource(LiveSource):
         after a topic is created one may list it and the other call it unknown.)"""
         from confluent_kafka import KafkaException
 
+        self._call_started = time.monotonic()
         try:
             metadata = self._admin_client().list_topics(timeout=self._timeout_s)
         except KafkaException as exc:
@@ -490,17 +546,7 @@ class AdminSource(LiveSource):
         self, names: list[str]
     ) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
         """(topic, partition) → (adding, removing) for reassignments in flight."""
-        _import_kafka_python()
-        from kafka.errors import KafkaError
-
-        try:
-            listed = self._kafka_python_client().list_partition_reassignments(
-                timeout_ms=int(self._timeout_s * 1000)
-            )
-        except KafkaError as exc:
-            raise SourceError(
-                f"Kafka at {self._bootstrap} failed to list reassignments: {exc}"
-            ) from None
+        listed = self.list_reassignments()
         wanted = set(names)
         return {
             (tp.topic, tp.partition): (
@@ -527,10 +573,29 @@ class AdminSource(LiveSource):
         except ClusterAuthorizationFailedError:
             return []  # optional: a principal without DESCRIBE on the cluster has no sizes
         except KafkaError as exc:
-            raise SourceError(
-                f"Kafka at {self._bootstrap} failed to describe log dirs: {exc}"
-            ) from None
+            who = self._failed_brokers(names) or f"Kafka at {self._bootstrap}"
+            raise SourceError(f"{who} failed to describe log dirs: {exc}") from None
         return answer
+
+    def _failed_brokers(self, names: list[str]) -> str | None:
+        """After a request to every broker failed: ask each alone, and name those that do not
+        answer ("broker 4 (HOST:PORT)"), so the error points at the broker, not the bootstrap
+        address. None when that cannot be told."""
+        from kafka.errors import KafkaError
+
+        try:
+            nodes = self._admin_client().list_topics(timeout=self._timeout_s).brokers
+        except Exception:
+            return None
+        failed = []
+        for broker_id, node in sorted(nodes.items()):
+            try:
+                self._kafka_python_client().describe_log_dirs(
+                    topic_partitions=names or {}, brokers=[broker_id]
+                )
+            except KafkaError:
+                failed.append(f"broker {broker_id} ({node.host}:{node.port})")
+        return ", ".join(failed) or None
 
     def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
         captured_at = utc_timestamp(datetime.now(UTC))

@@ -199,3 +199,128 @@ def test_a_stall_is_reported_again_when_a_broker_goes_down(tmp_path: Path) -> No
     stalls = [e for e in applier.events if e["event"] == "stall"]  # type: ignore[attr-defined]
     assert [s["down"] for s in stalls] == [[], [2]]
     assert "broker(s) 2 are down" in stalls[1]["hint"]
+
+
+def test_an_empty_plan_is_refused_and_leaves_no_lock_file(tmp_path: Path) -> None:
+    from kreplica.errors import InputError
+
+    cluster = SimulatedCluster(START)
+    applier = _applier(tmp_path, cluster)
+    applier.plan = PlanFile(tmp_path / "plan.json", {}, {}, {}, {"kreplica_plan": 1})
+    with pytest.raises(InputError, match="the plan is empty") as err:
+        applier.run()
+    assert err.value.exit_code == 2 and "\n" not in str(err.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no journal, no lock
+
+
+def test_a_refused_apply_leaves_no_lock_file(tmp_path: Path) -> None:
+    cluster = SimulatedCluster(START, polls=1000)
+    cluster.moving[("t", 0)] = [(9,), 1000, START[("t", 0)]]  # someone else moves it
+    with pytest.raises(KreplicaError):
+        _applier(tmp_path, cluster).run()
+    assert not list(tmp_path.glob("*.lock"))
+
+
+def test_resume_journals_what_finished_while_kreplica_was_down(tmp_path: Path) -> None:
+    cluster = SimulatedCluster(START, polls=1000)
+    applier = _applier(tmp_path, cluster, max_partitions=2)
+    calls = {"n": 0}
+
+    def crash(seconds: float) -> None:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+
+    applier.clock = _Clock(sleep=crash)
+    with pytest.raises(KeyboardInterrupt):
+        applier.run()
+    first_wave = sorted(cluster.moving)
+    for state in cluster.moving.values():  # they finish while no kreplica runs
+        state[1] = 0
+    cluster.snapshot()
+    assert not cluster.moving
+    result = _applier(tmp_path, cluster, resume=True).run()
+    assert sorted(result.completed_meanwhile) == first_wave
+    state = Journal(tmp_path / "plan.journal.jsonl").state()
+    assert state.pending == [] and sorted(state.completed) == sorted(TARGET)
+    assert not list(tmp_path.glob("*.lock"))
+
+
+def test_cancel_that_would_leave_too_few_in_sync_replicas_is_refused_unless_forced(
+    tmp_path: Path,
+) -> None:
+    from kreplica.errors import ExitCode, UnsafeCancel
+
+    cluster = SimulatedCluster(START, polls=1000)
+    applier = _applier(tmp_path, cluster, throttle=1000)
+    applier.clock = _Clock(sleep=lambda s: (_ for _ in ()).throw(KeyboardInterrupt))
+    with pytest.raises(KeyboardInterrupt):
+        applier.run()
+    moving = dict(cluster.moving)
+    assert moving
+    cluster.down = {START[k][0] for k in moving}  # every original replica's broker is down
+    journal = Journal(tmp_path / "plan.journal.jsonl")
+    before = journal.read()
+    with pytest.raises(UnsafeCancel) as err:
+        cancel_plan(cluster, applier.plan, journal)
+    assert err.value.exit_code == ExitCode.UNSAFE_CANCEL
+    assert cluster.moving == moving and journal.read() == before  # nothing changed
+    assert cluster.configs_set and any(cluster.configs_set.values())
+    cancelled, _ = cancel_plan(cluster, applier.plan, journal, force=True)
+    assert sorted(cancelled) == sorted(moving) and not cluster.moving
+    (event,) = [e for e in journal.read() if e["event"] == "cancel"]
+    assert sorted(f["partition"] for f in event["forced"]) == sorted(f"{t}-{p}" for t, p in moving)
+
+
+class GrowingCluster(SimulatedCluster):
+    """New replicas grow by 100 bytes a poll, except those on `stuck` brokers."""
+
+    def __init__(self, stuck: set[int]) -> None:
+        super().__init__(START, polls=10)
+        self.stuck = stuck
+        self.sizes: dict[tuple[str, int, int], int] = {}
+
+    def replica_bytes(
+        self, topics: Sequence[str], brokers: Collection[int]
+    ) -> dict[tuple[str, int, int], int]:
+        for key, state in self.moving.items():
+            for broker in state[0]:
+                if broker not in self.stuck:
+                    where = (key[0], key[1], broker)
+                    self.sizes[where] = self.sizes.get(where, 0) + 100
+        return {k: v for k, v in self.sizes.items() if k[2] in brokers}
+
+
+def test_a_stall_names_the_replica_that_stopped_growing_while_others_copy(
+    tmp_path: Path,
+) -> None:
+    cluster = GrowingCluster(stuck={3})  # t-1 moves (2,) -> (2, 3)
+    applier = _applier(tmp_path, cluster, stall_timeout_s=3.0)
+    clock = {"t": 0.0}
+
+    def tick(seconds: float) -> None:
+        clock["t"] += 1.0
+
+    applier.clock = _Clock(now=lambda: clock["t"], sleep=tick)
+    applier.run()
+    stalls = [e for e in applier.events if e["event"] == "stall"]  # type: ignore[attr-defined]
+    assert stalls, "no stall reported although broker 3's replica never grew"
+    assert stalls[0]["partitions"] == ["t-1"] and stalls[0]["brokers"] == [3]
+    assert stalls[0]["down"] == [] and "stopped growing" in stalls[0]["hint"]
+    assert len(stalls) == 1  # said once, not every poll
+
+
+def test_a_stall_says_the_receiving_broker_is_down(tmp_path: Path) -> None:
+    cluster = GrowingCluster(stuck=set())
+    applier = _applier(tmp_path, cluster, stall_timeout_s=3.0)
+    clock = {"t": 0.0}
+
+    def tick(seconds: float) -> None:
+        clock["t"] += 1.0
+        cluster.down = cluster.stuck = {4}  # t-2 moves (3,) -> (3, 4): broker 4 dies
+
+    applier.clock = _Clock(now=lambda: clock["t"], sleep=tick)
+    applier.run()
+    stalls = [e for e in applier.events if e["event"] == "stall"]  # type: ignore[attr-defined]
+    assert [(s["partitions"], s["down"]) for s in stalls] == [(["t-2"], [4])]
+    assert "broker(s) 4 are down" in stalls[0]["hint"]

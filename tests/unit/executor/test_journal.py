@@ -329,3 +329,14 @@ def test_lock_keeps_a_second_apply_out(journal: Journal) -> None:
     proc.start()
     proc.join(30)
     assert queue.get(timeout=5) == "locked"
+
+
+def test_lock_file_is_gone_once_released_even_after_a_refusal(journal: Journal) -> None:
+    lock_path = journal.path.with_name(journal.path.name + ".lock")
+    with pytest.raises(RuntimeError), journal.lock():
+        assert lock_path.exists()
+        raise RuntimeError("refused")
+    assert not lock_path.exists()
+    with journal.lock():
+        pass
+    assert not lock_path.exists()

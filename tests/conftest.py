@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -63,42 +65,94 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # no JVM. JAVA_HOME and PATH point at a `java` that records its arguments and exits 1; the
 # sandbox, Spark and Kafka's tools all find Java through JAVA_HOME or PATH, in this process
 # and in every `python -m kreplica` it runs, so each start is seen and fails its test.
-_FAKE_JAVA = """#!/bin/sh
-echo "$0 $*" >> "{log}"
-echo "java is not allowed in a run without integration tests (see tests/conftest.py)" >&2
-exit 1
+# With KREPLICA_TEST_JVM_LOG=FILE (any session) that `java` records each start and runs the
+# real one; the session ends with a count of JVMs and cluster starts (see _count_jvms).
+_JAVA_SHIM = """#!/bin/sh
+line=""
+skip=0
+for a in "$@"; do
+  if [ $skip = 1 ]; then skip=0; continue; fi
+  case "$a" in -cp|-classpath|--class-path) skip=1; continue;; -D*|-X*) continue;; esac
+  line="$line $a"
+done
+echo "$line" >> "{log}"
+{run}
 """
+_REFUSE = """echo "java is not allowed in a run without integration tests (tests/conftest.py)" >&2
+exit 1"""
 
 
 def _needs_no_jvm(session: pytest.Session) -> bool:
     return not any(item.get_closest_marker("integration") for item in session.items)
 
 
+def _real_java() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        return os.path.join(home, "bin", "java")
+    return shutil.which("java")
+
+
 @pytest.fixture(scope="session")
 def _jvm_log(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    if not _needs_no_jvm(request.session):
+    """(log file, whether starting a JVM fails the test), or None when Java is left alone."""
+    refuse = _needs_no_jvm(request.session)
+    counting = os.environ.get("KREPLICA_TEST_JVM_LOG")
+    real = _real_java()
+    if not refuse and (not counting or real is None):
         yield None
         return
-    home = tmp_path_factory.mktemp("no-java")
-    log = home / "started.log"
+    home = tmp_path_factory.mktemp("java-shim")
+    log = Path(counting) if counting and not refuse else home / "started.log"
     java = home / "bin" / "java"
     java.parent.mkdir()
-    java.write_text(_FAKE_JAVA.format(log=log))
+    run = _REFUSE if refuse else f'exec "{real}" "$@"'
+    java.write_text(_JAVA_SHIM.format(log=log, run=run))
     java.chmod(0o755)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("JAVA_HOME", str(home))
         patch.setenv("PATH", f"{java.parent}{os.pathsep}{os.environ.get('PATH', '')}")
-        yield log
+        yield (log, refuse)
 
 
 @pytest.fixture(autouse=True)
-def _no_jvm_in_fast_loop(_jvm_log: Path | None) -> Iterator[None]:
+def _no_jvm_in_fast_loop(_jvm_log: tuple[Path, bool] | None) -> Iterator[None]:
     yield
-    if _jvm_log is not None and _jvm_log.exists():
-        started = _jvm_log.read_text().splitlines()
-        _jvm_log.unlink()
-        pytest.fail(
-            f"this test started a JVM ({started[0][:200]}) in a run without integration tests: "
-            "move it under tests/integration (or tests/fleet for Spark)",
-            pytrace=False,
+    if _jvm_log is None or not _jvm_log[1] or not _jvm_log[0].exists():
+        return
+    started = _jvm_log[0].read_text().splitlines()
+    _jvm_log[0].unlink()
+    pytest.fail(
+        f"this test started a JVM (java{started[0][:200]}) in a run without integration tests: "
+        "move it under tests/integration (or tests/fleet for Spark)",
+        pytrace=False,
+    )
+
+
+def _count_jvms(lines: list[str]) -> dict[str, int]:
+    """JVM starts by kind, and sandbox cluster starts (distinct folders of broker configs)."""
+    kinds: Counter[str] = Counter()
+    clusters: set[str] = set()
+    for line in lines:
+        words = line.split()
+        if "kafka.Kafka" in words:
+            kinds["kafka broker"] += 1
+            clusters.add(str(Path(words[-1]).parent))
+        elif any("QuorumPeerMain" in w for w in words):
+            kinds["zookeeper"] += 1
+        elif any("StorageTool" in w for w in words):
+            kinds["kafka-storage format"] += 1
+        elif any("spark" in w for w in words):
+            kinds["spark"] += 1
+        else:
+            kinds["other (Kafka tools, vector checks)"] += 1
+    return {"cluster starts": len(clusters), "JVMs": len(lines), **kinds}
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    counting = os.environ.get("KREPLICA_TEST_JVM_LOG")
+    if counting and Path(counting).exists():
+        counts = _count_jvms(Path(counting).read_text().splitlines())
+        terminalreporter.write_line(
+            "JVM starts: " + ", ".join(f"{k} {v}" for k, v in counts.items())
         )

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -112,7 +113,29 @@ def _jvm_log(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("JAVA_HOME", str(home))
         patch.setenv("PATH", f"{java.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+        patch.setattr(subprocess.Popen, "__init__", _shimmed_popen(subprocess.Popen.__init__, home))
         yield (log, refuse)
+
+
+def _shimmed_popen(init: Any, home: Path) -> Any:
+    """Popen with an env of its own (`env={"PATH": "/usr/bin:/bin"}`) would reach the real
+    java: where that env finds a java, give it the shim instead (an env without one, used to
+    test "no Java", stays as it is)."""
+    shim = str(home / "bin")
+
+    def popen_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        env = kwargs.get("env")
+        if env is not None and env.get("JAVA_HOME") != str(home):
+            path = env.get("PATH", os.defpath)
+            found = shutil.which("java", path=path)
+            if env.get("JAVA_HOME") or (found and os.path.dirname(found) != shim):
+                env = {**env, "PATH": f"{shim}{os.pathsep}{path}"}
+                if env.get("JAVA_HOME"):
+                    env["JAVA_HOME"] = str(home)
+                kwargs["env"] = env
+        init(self, *args, **kwargs)
+
+    return popen_init
 
 
 @pytest.fixture(autouse=True)

@@ -182,6 +182,26 @@ def private_cluster(label: str, mode: str, *, brokers: int = 3) -> Iterator[Sand
         yield info
 
 
+def _scratch(mode: str) -> Iterator[SandboxInfo]:
+    with private_cluster("scratch", mode) as info:
+        yield info
+
+
+@pytest.fixture(scope="session")
+def zk_scratch() -> Iterator[SandboxInfo]:
+    """Kafka 3.9 ZooKeeper mode, 3 brokers on racks a, b, c, no topics: for the tests that stop
+    a broker (start it again before you finish) or change broker-wide configs (they stay:
+    test_min_isr_clusters.py sets min.insync.replicas=2 as the cluster default). Keeps the
+    shared clusters at Kafka's defaults without a cluster per module."""
+    yield from _scratch("zk")
+
+
+@pytest.fixture(scope="session")
+def kraft_scratch() -> Iterator[SandboxInfo]:
+    """Kafka 4.x KRaft, otherwise as `zk_scratch`."""
+    yield from _scratch("kraft")
+
+
 def _degraded(mode: str) -> Iterator[SandboxInfo]:
     from kreplica import sandbox
 

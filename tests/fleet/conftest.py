@@ -19,10 +19,21 @@ def spark() -> Iterator[Any]:
 
     if shutil.which("java") is None and not __import__("os").environ.get("JAVA_HOME"):
         pytest.skip("Spark needs Java")
+    # The test fleets are tiny: the time goes to the JVM compiling Spark itself (the first
+    # queries) and Janino compiling each stage, not to data. C1 only, the serial collector and
+    # interpreted stages cut the JVM's CPU by about a third, which on a busy 2-core machine is
+    # most of the wall time; one shuffle partition per core, a small heap.
     session = build_session(
         "local[2]",
         app_name="kreplica-tests",
-        conf={"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4"},
+        conf={
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.sql.codegen.wholeStage": "false",
+            "spark.driver.memory": "768m",
+            # prepended to the job's own extraJavaOptions (its log config)
+            "spark.driver.defaultJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        },
     )
     yield session
     session.stop()

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kreplica.fleet.frames import SNAPSHOT_ROW, explode_snapshots
+from kreplica.fleet.frames import SNAPSHOT_ROW, Frames, explode_snapshots
 from kreplica.fleet.policy import parse_policy
 from kreplica.fleet.records import record_row
 from kreplica.fleet.transforms import audit, broker_load, cluster_summary
@@ -59,16 +59,21 @@ def findings(spark: Any) -> dict[tuple[str, str], list[dict[str, Any]]]:
         ],
     )  # fmt: skip
     rows = [record_row(f"/x/{n}.json", text, policy) for n, text in (("good", good), ("bad", bad))]
-    frames = explode_snapshots(spark.createDataFrame(rows, SNAPSHOT_ROW))
+    exploded = explode_snapshots(spark.createDataFrame(rows, SNAPSHOT_ROW))
+    # persisted, as the pipeline does: every check reads the frames, the summary the findings
+    frames = Frames(
+        *(df.persist() for df in (exploded.brokers, exploded.topics, exploded.partitions))
+    )
+    found = audit(frames).persist()
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for r in audit(frames).collect():
+    for r in found.collect():
         out.setdefault((r["cluster_id"], r["code"]), []).append(r.asDict())
-    summary = {
-        r["cluster_id"]: r.asDict() for r in cluster_summary(audit(frames), frames).collect()
-    }
+    summary = {r["cluster_id"]: r.asDict() for r in cluster_summary(found, frames).collect()}
     out[("summary", "")] = [summary["bad"], summary["good"]]
     load = {(r["cluster_id"], r["broker"]): r.asDict() for r in broker_load(frames).collect()}
     out[("load", "")] = [load[("bad", 1)], load[("bad", 4)]]
+    for df in (found, frames.brokers, frames.topics, frames.partitions):
+        df.unpersist()
     return out
 
 

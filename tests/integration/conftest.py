@@ -95,6 +95,16 @@ DEGRADED_TOPICS = (
 )
 
 
+# Created on `kraft_degraded` while its 6 brokers are all up (two per rack), so KRaft's striped
+# placer chose every replica: tests/integration/test_explain_kraft.py explains them. Read only.
+STRIPED_TOPICS = (
+    TopicSpec("striped-events", partitions=12, replication_factor=3),
+    TopicSpec("striped-clicks", partitions=12, replication_factor=2),
+    TopicSpec("striped-logs", partitions=24, replication_factor=2),
+    TopicSpec("striped-metrics", partitions=8, replication_factor=1),
+)
+
+
 def produce(bootstrap: str, topic: str, total_bytes: int, *, record_bytes: int = 1024) -> None:
     """Write `total_bytes` of incompressible records, spread over every partition, acks=all."""
     import random
@@ -172,11 +182,33 @@ def private_cluster(label: str, mode: str, *, brokers: int = 3) -> Iterator[Sand
         yield info
 
 
+def _scratch(mode: str) -> Iterator[SandboxInfo]:
+    with private_cluster("scratch", mode) as info:
+        yield info
+
+
+@pytest.fixture(scope="session")
+def zk_scratch() -> Iterator[SandboxInfo]:
+    """Kafka 3.9 ZooKeeper mode, 3 brokers on racks a, b, c, no topics: for the tests that stop
+    a broker (start it again before you finish) or change broker-wide configs (they stay:
+    test_min_isr_clusters.py sets min.insync.replicas=2 as the cluster default). Keeps the
+    shared clusters at Kafka's defaults without a cluster per module."""
+    yield from _scratch("zk")
+
+
+@pytest.fixture(scope="session")
+def kraft_scratch() -> Iterator[SandboxInfo]:
+    """Kafka 4.x KRaft, otherwise as `zk_scratch`."""
+    yield from _scratch("kraft")
+
+
 def _degraded(mode: str) -> Iterator[SandboxInfo]:
     from kreplica import sandbox
 
     with private_cluster("degraded", mode, brokers=DEGRADED_BROKERS) as info:
         create_topics(info.bootstrap_servers, DEGRADED_TOPICS)
+        if mode == "kraft":
+            create_topics(info.bootstrap_servers, STRIPED_TOPICS)
         produce(info.bootstrap_servers, "events", EVENTS_BYTES)
         sandbox.stop_broker(info.name, DEAD_BROKER)
         wait_broker_dead(info, DEAD_BROKER)
@@ -197,7 +229,8 @@ def zk_degraded() -> Iterator[SandboxInfo]:
 def kraft_degraded() -> Iterator[SandboxInfo]:
     """Kafka 4.x KRaft (nodes 1-3 combined broker+controller, 4-6 brokers), the same brokers,
     racks and topics as `zk_degraded`, broker 6 killed: fenced (registered, so the AdminClient
-    source still knows its rack) and out of every ISR. Shared: do not restart it."""
+    source still knows its rack) and out of every ISR; also STRIPED_TOPICS, placed by KRaft
+    before broker 6 died. Shared: do not restart it."""
     yield from _degraded("kraft")
 
 

@@ -2,33 +2,28 @@
 
 The session KRaft cluster (3 brokers on racks a, b, c) created its standard topics through the
 Admin API, so the controller's striped placer chose every replica of orders, payments and
-single. A second cluster with 6 brokers on 3 racks (two brokers per rack, as in the sandbox the
-explain bugs were reported on) makes the rack's brokers take turns, which 3 brokers cannot show.
+single. The shared 6-broker KRaft cluster (`kraft_degraded`: two brokers per rack, as in the
+sandbox the explain bugs were reported on; its STRIPED_TOPICS were created while all 6 were up)
+makes the rack's brokers take turns, which 3 brokers cannot show.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterator
 
 import pytest
 
 from kreplica.model import ClusterSnapshot
 from kreplica.planner import explain_topic
 from kreplica.planner.striped import match_striped
-from kreplica.sandbox import DEFAULT_KRAFT_VERSION, SandboxInfo
+from kreplica.sandbox import SandboxInfo
 from kreplica.sources.admin import AdminSource
-from kreplica.testing import TopicSpec, create_topics, running_cluster
+from kreplica.testing import TopicSpec
+from tests.integration.conftest import STRIPED_TOPICS
 
 pytestmark = pytest.mark.integration
 
 KAFKA_PLACED = ("orders", "payments", "single")  # created with a partition count and an RF
 
-SIX_BROKER_TOPICS = (
-    TopicSpec("events", partitions=12, replication_factor=3),
-    TopicSpec("clicks", partitions=12, replication_factor=2),
-    TopicSpec("logs", partitions=24, replication_factor=2),
-    TopicSpec("metrics", partitions=8, replication_factor=1),
-)
+SIX_BROKER_TOPICS = STRIPED_TOPICS
 
 
 def _read(info: SandboxInfo) -> ClusterSnapshot:
@@ -42,17 +37,8 @@ def kraft_snapshot(kraft_cluster: SandboxInfo) -> ClusterSnapshot:
 
 
 @pytest.fixture(scope="module")
-def six_broker_snapshot() -> Iterator[ClusterSnapshot]:
-    with running_cluster(
-        backend="sandbox",
-        mode="kraft",
-        brokers=6,
-        racks=("a", "b", "c"),
-        kafka_version=DEFAULT_KRAFT_VERSION,
-        name="pytest-explain-kraft6",
-    ) as info:
-        create_topics(info.bootstrap_servers, SIX_BROKER_TOPICS)
-        yield _read(info)
+def six_broker_snapshot(kraft_degraded: SandboxInfo) -> ClusterSnapshot:
+    return _read(kraft_degraded)
 
 
 @pytest.mark.parametrize("name", KAFKA_PLACED)

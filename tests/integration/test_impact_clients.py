@@ -1,4 +1,4 @@
-"""Client impact against a real cluster (a private 1-broker KRaft sandbox, ~1 minute):
+"""Client impact against a real cluster (the session's KRaft cluster, topics of its own):
 
 - keyed records produced by confluent-kafka with the Java-compatible partitioner
   (``murmur2_random``) land on the partitions `kreplica partition-for` predicts, before and
@@ -10,7 +10,7 @@
 
 librdkafka's range and roundrobin assignors are compared here (they agree with Java's on
 these groups); the Java classes themselves, sticky ones included, are compared in
-tests/unit/impact/test_impact_jvm.py.
+tests/integration/test_impact_jvm.py.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import random
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ import pytest
 from kreplica.impact.assignors import assign, assignment_json, parse_group_document
 from kreplica.impact.partitioner import partition_for_key
 from kreplica.sandbox import SandboxInfo
-from tests.integration.conftest import private_cluster
+from kreplica.testing import wait_for_leaders
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -51,10 +50,9 @@ def kreplica(*args: str) -> dict[str, Any]:
     return doc["data"]
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[SandboxInfo]:
-    with private_cluster("impact", "kraft", brokers=1) as info:
-        yield info
+@pytest.fixture
+def cluster(kraft_cluster: SandboxInfo) -> SandboxInfo:
+    return kraft_cluster
 
 
 def _create(bootstrap: str, topics: dict[str, int]) -> None:
@@ -102,7 +100,7 @@ def test_keyed_records_land_on_predicted_partitions(cluster: SandboxInfo) -> Non
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_partitions([NewPartitions("impact-keys", 10)])["impact-keys"].result(30)
-    time.sleep(1)
+    wait_for_leaders(bootstrap, {"impact-keys": 10})  # a new producer then sees all 10
     landed = _produce(bootstrap, "impact-keys", keys)
     assert landed == {k: partition_for_key(k, 10) for k in keys}
 

@@ -1,15 +1,14 @@
 """The effective min.insync.replicas on real clusters (Kafka 3.9 ZooKeeper mode, 4.x KRaft): a
 cluster default of 2 set with Kafka's own `kafka-configs --entity-type brokers --entity-default`
 stops `kreplica shrink --rf 2` of an RF 3 topic without overrides, through every source, and
-the refusal names the value and where it comes from. One private 3-broker sandbox per mode
-(the shared clusters keep Kafka's defaults: other tests rely on them)."""
+the refusal names the value and where it comes from. On the scratch cluster of each
+mode (the shared clusters keep Kafka's defaults: other tests rely on them)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +19,6 @@ from kreplica.sandbox import SandboxInfo
 from kreplica.sources import open_source
 from kreplica.sources.znodes import MIN_ISR_ZK_UNKNOWN
 from kreplica.testing import TopicSpec, create_topics
-from tests.integration.conftest import private_cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -62,28 +60,29 @@ def _plain(kwargs: dict[str, str]) -> tuple[int | None, str | None]:
 
 
 @pytest.fixture(scope="module", params=["zk", "kraft"])
-def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
-    with private_cluster("minisr", request.param) as info:
-        create_topics(info.bootstrap_servers, TOPICS)
-        kinds = {"admin": {"bootstrap_server": info.bootstrap_servers}}
-        if info.zookeeper:
-            kinds["zookeeper"] = {"zookeeper": info.zookeeper}
-        before = {name: _plain(kwargs) for name, kwargs in kinds.items()}
-        proc = kreplica(
-            "sandbox",
-            "kafka",
-            "--name",
-            info.name,
-            "kafka-configs",
-            "--entity-type",
-            "brokers",
-            "--entity-default",
-            "--alter",
-            "--add-config",
-            "min.insync.replicas=2",
-        )
-        assert proc.returncode == 0, proc.stderr
-        yield Cluster(info, before)
+def cluster(request: pytest.FixtureRequest) -> Cluster:
+    # The scratch cluster keeps the default set below (see zk_scratch in conftest.py).
+    info: SandboxInfo = request.getfixturevalue(f"{request.param}_scratch")
+    create_topics(info.bootstrap_servers, TOPICS)
+    kinds = {"admin": {"bootstrap_server": info.bootstrap_servers}}
+    if info.zookeeper:
+        kinds["zookeeper"] = {"zookeeper": info.zookeeper}
+    before = {name: _plain(kwargs) for name, kwargs in kinds.items()}
+    proc = kreplica(
+        "sandbox",
+        "kafka",
+        "--name",
+        info.name,
+        "kafka-configs",
+        "--entity-type",
+        "brokers",
+        "--entity-default",
+        "--alter",
+        "--add-config",
+        "min.insync.replicas=2",
+    )
+    assert proc.returncode == 0, proc.stderr
+    return Cluster(info, before)
 
 
 def test_before_the_default_each_source_says_what_it_knows(cluster: Cluster) -> None:

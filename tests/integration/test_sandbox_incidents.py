@@ -1,4 +1,4 @@
-"""`kreplica sandbox stop-broker` / `start-broker` on real clusters of this module only (the
+"""`kreplica sandbox stop-broker` / `start-broker` on the session's scratch clusters (the
 shared session clusters stay healthy): the killed broker drops out of kreplica's sources' live
 set, and comes back with its config and data."""
 
@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from kreplica.model import ClusterSnapshot
 from kreplica.sandbox import SandboxInfo, processes
 from kreplica.sources import open_source
 from kreplica.testing import TopicSpec, create_topics
-from tests.integration.conftest import private_cluster, wait_broker_dead
+from tests.integration.conftest import wait_broker_dead
 
 pytestmark = pytest.mark.integration
 
@@ -56,12 +55,10 @@ def _snapshot(source: dict[str, str]) -> ClusterSnapshot:
 
 
 @pytest.fixture(scope="module", params=["zk", "kraft"])
-def own(request: pytest.FixtureRequest) -> Iterator[SandboxInfo]:
-    with private_cluster("incidents", request.param) as info:
-        create_topics(
-            info.bootstrap_servers, [TopicSpec("crash", partitions=3, replication_factor=3)]
-        )
-        yield info
+def own(request: pytest.FixtureRequest) -> SandboxInfo:
+    info: SandboxInfo = request.getfixturevalue(f"{request.param}_scratch")
+    create_topics(info.bootstrap_servers, [TopicSpec("crash", partitions=3, replication_factor=3)])
+    return info
 
 
 def test_stop_and_start_a_broker(own: SandboxInfo) -> None:

@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,6 @@ import pytest
 from kreplica.errors import ExitCode
 from kreplica.sandbox import DEFAULT_KRAFT_VERSION, DEFAULT_ZK_VERSION, TOOLS, SandboxInfo, fetch
 from kreplica.testing import TopicSpec, create_topics, wait_for_leaders
-from tests.integration.conftest import private_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -70,10 +68,12 @@ def test_kafka_topics_describe(cluster: SandboxInfo) -> None:
     assert replicas == {0: "1,2", 1: "2,3", 2: "3,1"}
 
 
-def test_kafka_configs_describe(cluster: SandboxInfo) -> None:
+# Each tool below runs in one mode only (each run is a JVM of its own); kafka-topics --describe
+# above runs in both, which shows the 3.9 and 4.x tools are both found and run.
+def test_kafka_configs_describe(kraft_cluster: SandboxInfo) -> None:
     out = _ok(
         kafka_tool(
-            cluster,
+            kraft_cluster,
             "kafka-configs",
             "--entity-type",
             "topics",
@@ -85,8 +85,8 @@ def test_kafka_configs_describe(cluster: SandboxInfo) -> None:
     assert "min.insync.replicas=2" in out
 
 
-def test_the_tools_exit_code_and_own_message_come_through(cluster: SandboxInfo) -> None:
-    proc = kafka_tool(cluster, "kafka-topics.sh", "--describe", "--topic", "no-such-topic")
+def test_the_tools_exit_code_and_own_message_come_through(zk_cluster: SandboxInfo) -> None:
+    proc = kafka_tool(zk_cluster, "kafka-topics.sh", "--describe", "--topic", "no-such-topic")
     assert proc.returncode == 1
     # Kafka 3.9 prints "Topic 'Optional[no-such-topic]' does not exist as expected"
     assert "does not exist as expected" in proc.stdout and "no-such-topic" in proc.stdout
@@ -103,13 +103,8 @@ def test_unknown_tool_and_stopped_sandbox(cluster: SandboxInfo) -> None:
     assert proc.stderr.count("\n") == 1 and "no sandbox named 'not-running'" in proc.stderr
 
 
-# --------------------------------------------------------------------------- writes, own cluster
-
-
-@pytest.fixture(scope="module", params=["zk", "kraft"])
-def own(request: pytest.FixtureRequest) -> Iterator[SandboxInfo]:
-    with private_cluster("tools", request.param) as info:
-        yield info
+# --------------------------------------------------------------------------- writes, own topics
+# On the shared clusters, each on topics of its own (no broker is stopped, no config changed).
 
 
 def _reassignment(out: str, heading: str) -> dict[str, Any]:
@@ -119,10 +114,13 @@ def _reassignment(out: str, heading: str) -> dict[str, Any]:
     return plan
 
 
-def test_reassign_generate_execute_verify(own: SandboxInfo, tmp_path: Path) -> None:
-    create_topics(own.bootstrap_servers, [TopicSpec("moving", assignment={0: [1, 2], 1: [2, 3]})])
+def test_reassign_generate_execute_verify(kraft_cluster: SandboxInfo, tmp_path: Path) -> None:
+    own = kraft_cluster
+    create_topics(
+        own.bootstrap_servers, [TopicSpec("tools-moving", assignment={0: [1, 2], 1: [2, 3]})]
+    )
     topics = tmp_path / "topics.json"
-    topics.write_text(json.dumps({"version": 1, "topics": [{"topic": "moving"}]}))
+    topics.write_text(json.dumps({"version": 1, "topics": [{"topic": "tools-moving"}]}))
     out = _ok(
         kafka_tool(
             own,
@@ -148,8 +146,8 @@ def test_reassign_generate_execute_verify(own: SandboxInfo, tmp_path: Path) -> N
             {
                 "version": 1,
                 "partitions": [
-                    {"topic": "moving", "partition": 0, "replicas": [3, 1]},
-                    {"topic": "moving", "partition": 1, "replicas": [2, 3, 1]},
+                    {"topic": "tools-moving", "partition": 0, "replicas": [3, 1]},
+                    {"topic": "tools-moving", "partition": 1, "replicas": [2, 3, 1]},
                 ],
             }
         )
@@ -170,18 +168,23 @@ def test_reassign_generate_execute_verify(own: SandboxInfo, tmp_path: Path) -> N
         )
         if out.count("is completed") == 2:
             break
-    assert "Reassignment of partition moving-0 is completed" in out
-    assert "Reassignment of partition moving-1 is completed" in out
-    wait_for_leaders(own.bootstrap_servers, {"moving": 2})
-    described = _ok(kafka_tool(own, "kafka-topics", "--describe", "--topic", "moving"))
+    assert "Reassignment of partition tools-moving-0 is completed" in out
+    assert "Reassignment of partition tools-moving-1 is completed" in out
+    wait_for_leaders(own.bootstrap_servers, {"tools-moving": 2})
+    described = _ok(kafka_tool(own, "kafka-topics", "--describe", "--topic", "tools-moving"))
     assert "Replicas: 3,1\t" in described and "Replicas: 2,3,1\t" in described
 
 
-def test_leader_election_and_stdin_reach_the_tool(own: SandboxInfo, tmp_path: Path) -> None:
-    create_topics(own.bootstrap_servers, [TopicSpec("typed", assignment={0: [2, 3]})])
-    _ok(kafka_tool(own, "kafka-console-producer", "--topic", "typed", stdin="one\ntwo\nthree\n"))
-    offsets = _ok(kafka_tool(own, "kafka-get-offsets", "--topic", "typed"))
-    assert offsets.strip() == "typed:0:3"
+def test_leader_election_and_stdin_reach_the_tool(zk_cluster: SandboxInfo, tmp_path: Path) -> None:
+    own = zk_cluster
+    create_topics(own.bootstrap_servers, [TopicSpec("tools-typed", assignment={0: [2, 3]})])
+    _ok(
+        kafka_tool(
+            own, "kafka-console-producer", "--topic", "tools-typed", stdin="one\ntwo\nthree\n"
+        )
+    )
+    offsets = _ok(kafka_tool(own, "kafka-get-offsets", "--topic", "tools-typed"))
+    assert offsets.strip() == "tools-typed:0:3"
     out = _ok(
         kafka_tool(
             own,
@@ -189,10 +192,10 @@ def test_leader_election_and_stdin_reach_the_tool(own: SandboxInfo, tmp_path: Pa
             "--election-type",
             "preferred",
             "--topic",
-            "typed",
+            "tools-typed",
             "--partition",
             "0",
         )
     )
     # Broker 2 already leads: Kafka says so rather than electing.
-    assert "typed-0" in out
+    assert "tools-typed-0" in out

@@ -9,7 +9,6 @@ read the same cluster through different paths (znodes vs. the Kafka protocol) an
 from __future__ import annotations
 
 import re
-import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
@@ -24,6 +23,7 @@ from kreplica.sources import AssignmentSource, open_source
 from kreplica.sources.admin import AdminSource
 from kreplica.sources.snapshot import write_snapshot
 from kreplica.sources.zookeeper import ZooKeeperSource
+from tests.support.polling import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -209,13 +209,13 @@ def test_zookeeper_and_admin_agree_on_the_same_cluster(zk_cluster: SandboxInfo) 
         AdminSource(zk_cluster.bootstrap_servers) as admin_source,
     ):
         # Other tests share this cluster and may leave a change settling (a topic being
-        # deleted, a leader moving); the two reads are not atomic, so retry a few times.
-        for _ in range(5):
-            from_zk = zk_source.snapshot()
-            from_admin = admin_source.snapshot()
-            if _without_sizes(from_zk) == _without_sizes(from_admin):
-                break
-            time.sleep(1)
+        # deleted, a leader moving); the two reads are not atomic, so read until they agree.
+        from_zk, from_admin = eventually(
+            lambda: (zk_source.snapshot(), admin_source.snapshot()),
+            lambda both: _without_sizes(both[0]) == _without_sizes(both[1]),
+            timeout_s=10,
+            interval_s=0.5,
+        )
     assert _without_sizes(from_zk).brokers == _without_sizes(from_admin).brokers
     assert [t.name for t in from_zk.topics] == [t.name for t in from_admin.topics]
     for zk_topic, admin_topic in zip(from_zk.topics, from_admin.topics, strict=True):

@@ -20,6 +20,7 @@ from kreplica.sandbox import SandboxInfo
 from kreplica.sources import open_source
 from kreplica.sources.admin import AdminSource
 from kreplica.sources.zookeeper import ZooKeeperSource
+from tests.support.polling import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -74,8 +75,12 @@ def _fails_fast(action: Callable[[], object], bound_s: float = TIMEOUT_S) -> Sou
     message = str(err.value)
     assert "\n" not in message and "Traceback" not in message
     assert err.value.exit_code == ExitCode.SOURCE
-    time.sleep(0.5)  # let stopped client threads finish
-    leftover = [t.name for t in threading.enumerate() if t.ident not in threads_before]
+    # stopped client threads may take a moment to finish
+    leftover = eventually(
+        lambda: [t.name for t in threading.enumerate() if t.ident not in threads_before],
+        lambda names: not names,
+        timeout_s=5,
+    )
     assert leftover == [], leftover
     return err.value
 

@@ -28,12 +28,6 @@ from tests.conftest import VECTORS
 
 VECTOR_FILE = VECTORS / "kafka_assignment_vectors.json"
 
-if not VECTOR_FILE.exists():
-    pytest.skip(
-        f"shared Kafka vectors not found at {VECTOR_FILE} (the ../shared folder is absent)",
-        allow_module_level=True,
-    )
-
 ALL_VECTORS: list[dict[str, Any]] = json.loads(VECTOR_FILE.read_text())
 
 

@@ -35,15 +35,9 @@ from kreplica.executor.throttles import (
 from kreplica.model import Partition
 from tests.conftest import VECTORS
 
-# The vectors live beside the checkout (../shared); a clone without them skips these tests only.
 _VECTOR_FILE = VECTORS / "kafka_assignment_vectors.json"
-VECTOR: dict[str, Any] = (
-    next(v for v in json.loads(_VECTOR_FILE.read_text()) if v["algorithm"] == "reassign_throttles")
-    if _VECTOR_FILE.exists()
-    else {}
-)
-needs_vector = pytest.mark.skipif(
-    not VECTOR, reason=f"shared Kafka vectors not found at {_VECTOR_FILE} (../shared is absent)"
+VECTOR: dict[str, Any] = next(
+    v for v in json.loads(_VECTOR_FILE.read_text()) if v["algorithm"] == "reassign_throttles"
 )
 
 
@@ -62,7 +56,6 @@ def _vector_move_map() -> dict[str, dict[int, PartitionMove]]:
 # ------------------------------------------------------------------------- Kafka's test vector
 
 
-@needs_vector
 def test_vector_move_map_matches_kafka() -> None:
     got = {
         topic: {
@@ -74,7 +67,6 @@ def test_vector_move_map_matches_kafka() -> None:
     assert got == VECTOR["expected_move_map"]
 
 
-@needs_vector
 def test_vector_throttle_strings_and_brokers_match_kafka_exactly() -> None:
     mm = _vector_move_map()
     got = throttled_replicas(mm)
@@ -84,7 +76,6 @@ def test_vector_throttle_strings_and_brokers_match_kafka_exactly() -> None:
     assert reassigning_brokers(mm) == expected["reassigning_brokers"]
 
 
-@needs_vector
 def test_vector_strings_sort_as_strings() -> None:
     # foo-10 would sort before foo-2 in Kafka's TreeSet<String>.
     moves = [Move("t", p, (1,), (2,)) for p in (2, 10, 1)]
@@ -94,7 +85,6 @@ def test_vector_strings_sort_as_strings() -> None:
     }
 
 
-@needs_vector
 def test_vector_through_throttle_plan() -> None:
     current = _parts(VECTOR["current"])
     moves = [

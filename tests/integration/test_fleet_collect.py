@@ -1,29 +1,24 @@
-"""`kreplica fleet collect` against a real cluster (a private sandbox, read-only) and an
+"""`kreplica fleet collect` against a real cluster (the session's KRaft cluster, read-only) and an
 unreachable one: the reachable cluster lands, the other is reported and skipped (exit 9)."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from kreplica.sandbox import SandboxInfo
 from kreplica.sources.snapshot import load_snapshot
-from kreplica.testing import TopicSpec, create_topics, running_cluster
+from kreplica.testing import TopicSpec, create_topics
 from tests.unit.cli.conftest import run_cli
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def kafka() -> Iterator[SandboxInfo]:
-    with running_cluster(
-        backend="sandbox", mode="kraft", brokers=1, racks=None, name=f"pytest-fleet-{os.getpid()}"
-    ) as info:
-        create_topics(info.bootstrap_servers, [TopicSpec("fleet-a", partitions=3)])
-        yield info
+@pytest.fixture
+def kafka(kraft_cluster: SandboxInfo) -> SandboxInfo:
+    create_topics(kraft_cluster.bootstrap_servers, [TopicSpec("fleet-a", partitions=3)])
+    return kraft_cluster
 
 
 def test_collect_lands_reachable_and_skips_unreachable(kafka: SandboxInfo, tmp_path: Path) -> None:

@@ -1,0 +1,1 @@
+"""Helpers shared by the test modules (no fixtures: those live in the conftest files)."""

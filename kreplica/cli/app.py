@@ -332,8 +332,8 @@ def drain(
     """Move every replica off brokers (decommission): one move per replica.
 
     Destinations keep every partition's rack spread and leave replicas per staying broker as
-    even as that allows (then each topic, then bytes); a drained leader's partition gets the
-    preferred leader that evens out leaders. A preferred leader election runs after the apply.
+    even as that allows (then each topic, then bytes); the drained partitions' preferred
+    leaders are chosen so leaders end even. A preferred leader election runs after the apply.
     """
     from kreplica.cli import broker_cmd
 

@@ -283,8 +283,9 @@ def drain_plan(
       default          the exact balance (spreadflow): replicas per staying broker as even
                        as the rule allows, then each topic, then bytes; from a greedy start
       keep_rack_share  per replica, the drained broker's own rack first, then least loaded
-    A partition the drained brokers led gets as preferred leader an in-sync staying replica
-    or its new one, chosen so preferred leaders per broker end as even as they can.
+    Every partition the drain touches gets as preferred leader an in-sync staying replica or
+    its new one, chosen so preferred leaders per broker end as even as they can (a partition
+    changes only when that evens them out; a drained leader's always does).
     Refused: unknown broker (exit 2); fewer brokers left than a partition's RF, or a rack
     emptied that a partition needs for its spread (exit 4).
     """
@@ -313,15 +314,22 @@ def drain_plan(
         led += part.current_leader in drained
         run.bound.add_partition(count, count, part.size_bytes)
     changed = _drain_leaders(run, drained, touched, unplaced)
-    if led:
+    evened = sum(1 for old, _ in changed.values() if old not in drained)
+    if led or evened:
+        also = (
+            f"; {evened} other partition(s) of the drain get another in-sync replica as "
+            "preferred leader, so preferred leaders per broker end even"
+            if evened
+            else ""
+        )
         run.findings.append(
             Finding(
                 "info",
                 "elect-after",
                 f"{led} partition(s) are led by a drained broker; each gets a staying in-sync "
-                "or new replica as preferred leader, and a preferred leader election after the "
-                "move (`kreplica elect PLAN.json`, run by `kreplica drain` after applying) "
-                "makes it lead",
+                f"or new replica as preferred leader{also}; a preferred leader election after "
+                "the move (`kreplica elect PLAN.json`, run by `kreplica drain` after applying) "
+                "makes them lead",
             )
         )
     remaining = sum(1 for k in run.work for b in run.work[k] if b in drained)
@@ -517,8 +525,9 @@ def _drain_leaders(
     touched: Sequence[Key],
     unplaced: Sequence[tuple[Group, dict[int, int], tuple[int, ...]]] = (),
 ) -> dict[str, list[int]]:
-    """Preferred leaders of the partitions a drained broker led first: an in-sync staying
-    replica or a new one each, spread as evenly as those choices allow (spreadflow); returns
+    """Preferred leaders of the partitions the drain touches: an in-sync staying replica or a
+    new one each, spread as evenly as those choices allow (spreadflow, started from the
+    current leaders, so a partition changes only when that evens leaders out); returns
     partition -> [old, new] preferred leader for each one that changes.
 
     An unplaced group (from _drain_balanced: its units per broker decided, not which
@@ -531,7 +540,7 @@ def _drain_leaders(
     groups: dict[tuple[str, tuple[int, ...]], Group] = {}
     for key in touched:
         part = run.parts[key]
-        if key in waiting or not part.replicas or part.replicas[0] not in drained:
+        if key in waiting or not part.replicas:
             continue
         isr = set(part.in_sync)
         cands = tuple(

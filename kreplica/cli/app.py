@@ -569,7 +569,7 @@ def status(
             "--interval",
             metavar="SECONDS",
             help="Read replica sizes twice this far apart to measure each copy's rate (0: one "
-            "read, rates from the plan's journal).",
+            "read). A move the plan's journal saw submitted is rated since its submit instead.",
         ),
     ] = 2.0,
     opts: Options,

@@ -5,6 +5,7 @@ Imported lazily by kreplica.cli.app; the decisions are kreplica.executor.status.
 from __future__ import annotations
 
 import time
+from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,10 @@ def _submitted_at(journal_path: Path) -> dict[tuple[str, int], float]:
     out: dict[tuple[str, int], float] = {}
     for event in journal.read():
         if event.get("event") == "submit" and "ts" in event:
-            moment = datetime.strptime(event["ts"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
-            out[(str(event["topic"]), int(event["partition"]))] = moment.timestamp()
+            with suppress(ValueError, TypeError):  # a journal from elsewhere: no rate, no error
+                moment = datetime.strptime(event["ts"], "%Y-%m-%dT%H:%M:%S.%fZ")
+                key = (str(event["topic"]), int(event["partition"]))
+                out[key] = moment.replace(tzinfo=UTC).timestamp()
     return out
 
 
@@ -55,7 +58,7 @@ def _disks(snap: Any) -> dict[int, tuple[Any, ...]]:
 def gather(cluster: Any, plan: Any, interval_s: float, journal_path: Path) -> tuple[Any, ...]:
     """The raw facts status decides from: two DescribeLogDirs reads `interval_s` apart (the
     growth of each new replica, as apply measures progress), the in-flight list, the brokers'
-    throttles and, without sampling, the journal's submit times."""
+    throttles and the journal's submit times (rates averaged since the submit)."""
     from kreplica.executor.status import (
         PartitionFacts,
         ReplicaFacts,
@@ -81,7 +84,7 @@ def gather(cluster: Any, plan: Any, interval_s: float, journal_path: Path) -> tu
     in_flight = cluster.in_flight()
     sizes = cluster.replica_bytes(topics, live) if interval_s > 0 else first
     seconds = time.monotonic() - started
-    submitted = _submitted_at(journal_path) if interval_s <= 0 else {}
+    submitted = _submitted_at(journal_path)
     parts = {(t.name, p.partition): p for t in snap.topics for p in t.partitions}
     tiered = {t.name for t in snap.topics if t.configs.get("remote.storage.enable", "") == "true"}
     disks = _disks(snap)
@@ -102,9 +105,11 @@ def gather(cluster: Any, plan: Any, interval_s: float, journal_path: Path) -> tu
         replicas = []
         for broker in new:
             size = sizes.get((key[0], key[1], broker))
+            # The average since the journal's submit when there is one: a throttled copy runs
+            # in bursts (Kafka's quota window), so a few seconds' sample may read 0 or a burst.
             rate = sample_rate(first.get((key[0], key[1], broker)), size, seconds)
-            if interval_s <= 0 and key in submitted:
-                rate = average_rate(size, time.time() - submitted[key])
+            if key in submitted and flight is not None:
+                rate = average_rate(size, time.time() - submitted[key]) or rate
             replicas.append(
                 ReplicaFacts(
                     broker=broker,

@@ -187,24 +187,27 @@ def _throttle_reason(
     inbound: Mapping[int, float],
     outbound: Mapping[int, float],
     throttles: Mapping[int, Throttle],
-) -> tuple[str, str] | None:
+) -> tuple[str, float] | None:
+    """The throttle-bound detail, and the share of the measured rate the throttle lets
+    through (a rate averaged since the submit includes the burst before the quota window
+    filled, so a throttle-bound copy is counted at the throttle for its ETA)."""
     for replica in lagging:
         limit = throttles.get(replica.broker, Throttle()).follower_rate
         rate = inbound.get(replica.broker, 0.0)
         if limit and rate >= THROTTLE_SHARE * limit:
             return (
-                "throttle-bound",
-                f"broker {replica.broker} receives {fmt_bytes(int(rate))}/s, its "
-                f"follower.replication.throttled.rate is {fmt_bytes(limit)}/s",
+                f"broker {replica.broker} receives {fmt_bytes(int(rate))}/s, its follower "
+                f"throttle (follower.replication.throttled.rate) is {fmt_bytes(limit)}/s",
+                min(1.0, limit / rate),
             )
     if facts.leader is not None and facts.leader >= 0:
         limit = throttles.get(facts.leader, Throttle()).leader_rate
         rate = outbound.get(facts.leader, 0.0)
         if limit and rate >= THROTTLE_SHARE * limit:
             return (
-                "throttle-bound",
-                f"leader broker {facts.leader} sends {fmt_bytes(int(rate))}/s, its "
-                f"leader.replication.throttled.rate is {fmt_bytes(limit)}/s",
+                f"leader broker {facts.leader} sends {fmt_bytes(int(rate))}/s, its leader "
+                f"throttle (leader.replication.throttled.rate) is {fmt_bytes(limit)}/s",
+                min(1.0, limit / rate),
             )
     return None
 
@@ -257,9 +260,12 @@ def partition_status(
         return out("not-submitted", f"{what} (a later wave, or no apply running)")
     if not lagging:
         return out("unknown", _raw(facts))
-    found = _throttle_reason(facts, lagging, inbound or {}, outbound or {}, throttles or {})
-    if found is not None:
-        return out(*found)
+    bound = _throttle_reason(facts, lagging, inbound or {}, outbound or {}, throttles or {})
+    if bound is not None:
+        detail, scale = bound
+        rate = rate * scale if rate else rate
+        eta = left / rate if rate else None
+        return out("throttle-bound", detail)
     if facts.tiered:
         return out(
             "tiered-topic",

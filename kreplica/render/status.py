@@ -40,7 +40,7 @@ def status_table(rows: Sequence[Any]) -> Table:
             header,
             justify="right" if right else "left",
             no_wrap=header != "Detail",
-            overflow="fold",
+            ratio=1 if header == "Detail" else None,
         )
     for row in rows:
         cells = _cells(row)

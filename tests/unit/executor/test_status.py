@@ -198,7 +198,7 @@ def test_summary_counts_bytes_rate_and_eta() -> None:
         new_replicas=(new_replica(in_sync=True),),
     )
     waiting = moving(partition=2, current=(1, 2), in_flight=False)
-    rows, summary = plan_status([moving(), done, waiting], {})
+    _, summary = plan_status([moving(), done, waiting], {})
     assert (summary.done, summary.moving, summary.waiting) == (1, 1, 1)
     assert summary.total == 300 * MB
     assert summary.copied == 40 * MB + 100 * MB  # a waiting partition counts nothing copied
@@ -220,3 +220,14 @@ def test_rates() -> None:
     assert sample_rate(30, 10, 2.0) == 0.0  # a log that shrank (retention) did not copy backwards
     assert sample_rate(None, 30, 2.0) is None and sample_rate(1, 2, 0) is None
     assert average_rate(100, 50.0) == 2.0 and average_rate(None, 50.0) is None
+
+
+def test_throttle_bound_eta_counts_the_copy_at_the_throttle() -> None:
+    # averaged since the submit, the copy ran at 3x the throttle (the burst before the quota
+    # window filled); from now on it runs at the throttle: 60 MiB left at 1 MiB/s
+    facts = moving(new_replicas=(new_replica(rate=3 * MB),))
+    rows, summary = plan_status([facts], {3: Throttle(follower_rate=1 * MB)})
+    assert rows[0].reason == "throttle-bound"
+    assert rows[0].rate == pytest.approx(1 * MB)
+    assert rows[0].eta_s == pytest.approx(60.0)
+    assert summary.eta_s == pytest.approx(60.0)

@@ -196,8 +196,7 @@ def _throttle_reason(
         rate = inbound.get(replica.broker, 0.0)
         if limit and rate >= THROTTLE_SHARE * limit:
             return (
-                f"broker {replica.broker} receives {fmt_bytes(int(rate))}/s, its follower "
-                f"throttle (follower.replication.throttled.rate) is {fmt_bytes(limit)}/s",
+                f"broker {replica.broker} receives at its follower throttle, {fmt_bytes(limit)}/s",
                 min(1.0, limit / rate),
             )
     if facts.leader is not None and facts.leader >= 0:
@@ -205,8 +204,7 @@ def _throttle_reason(
         rate = outbound.get(facts.leader, 0.0)
         if limit and rate >= THROTTLE_SHARE * limit:
             return (
-                f"leader broker {facts.leader} sends {fmt_bytes(int(rate))}/s, its leader "
-                f"throttle (leader.replication.throttled.rate) is {fmt_bytes(limit)}/s",
+                f"leader broker {facts.leader} sends at its leader throttle, {fmt_bytes(limit)}/s",
                 min(1.0, limit / rate),
             )
     return None

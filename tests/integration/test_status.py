@@ -1,6 +1,7 @@
 """`kreplica status PLAN.json` on the shared session clusters: a throttled move in flight shows
 its partitions `moving` with reason `throttle-bound` (the copy runs at the throttle), bytes
-copied under the total; once the apply is done every partition is `done` and status exits 0.
+copied under the total, the second wave `waiting` (`not-submitted`); once the apply is done
+every partition is `done` and status exits 0.
 Bad input (no such plan, malformed JSON, a plan made for another cluster) is one line and an
 exit code through the real CLI, and status never writes (the throttles are as apply left them).
 """
@@ -22,6 +23,7 @@ from kreplica.testing import TopicSpec, create_topics
 from tests.integration.conftest import produce
 
 THROTTLE = "100KB/s"
+KREPLICA = [sys.executable, "-m", "kreplica"]
 
 
 @pytest.fixture(params=["zk", "kraft"])
@@ -63,15 +65,15 @@ def _one_line(proc: subprocess.CompletedProcess[str], code: int) -> str:
 def test_status_of_a_throttled_move_then_done(info: SandboxInfo, tmp_path: Path) -> None:
     topic = f"status-{info.mode}"
     source = ["--bootstrap-server", info.bootstrap_servers]
-    create_topics(info.bootstrap_servers, [TopicSpec(topic, partitions=2, replication_factor=1)])
-    produce(info.bootstrap_servers, topic, 6 * 1024 * 1024)
+    create_topics(info.bootstrap_servers, [TopicSpec(topic, partitions=3, replication_factor=1)])
+    produce(info.bootstrap_servers, topic, 9 * 1024 * 1024)
     made = kreplica(
         tmp_path, "expand", "-t", topic, "--rf", "2", "--dry-run", "--out", "s.json", *source
     )
     assert made.returncode == 0, made.stderr
     journal = tmp_path / "s.journal.jsonl"
     apply = subprocess.Popen(
-        [sys.executable, "-m", "kreplica", "apply", "s.json", "--throttle", THROTTLE, *source],
+        [*KREPLICA, "apply", "s.json", "--throttle", THROTTLE, "--max-partitions", "2", *source],
         cwd=tmp_path,
         env=_env(),
         stdout=subprocess.PIPE,
@@ -96,8 +98,14 @@ def test_status_of_a_throttled_move_then_done(info: SandboxInfo, tmp_path: Path)
         assert bound, seen
         assert all(p["state"] == "moving" for p in bound)
         assert all(0 <= p["copied_bytes"] < p["total_bytes"] for p in bound)
-        assert all("throttled.rate" in p["detail"] and "broker" in p["detail"] for p in bound)
-        assert data["summary"]["moving"] >= 1 and data["summary"]["done"] < 2
+        assert all("throttle" in p["detail"] and "broker" in p["detail"] for p in bound)
+        # counted at the throttle (97.7 KiB/s per receiving broker here), not the early burst
+        assert all(p["rate_bytes_per_s"] <= 100_000 * 1.05 for p in bound), bound
+        assert data["summary"]["moving"] >= 1 and data["summary"]["done"] < 3
+        # the second wave (--max-partitions 2) is not submitted yet
+        waiting = [p for p in seen if p["state"] == "waiting"]
+        assert [p["reason"] for p in waiting] == ["not-submitted"], seen
+        assert waiting[0]["copied_bytes"] == 0 < waiting[0]["total_bytes"]
         table = kreplica(tmp_path, "status", "s.json", *source, "--interval", "0")
         assert table.returncode == 0, table.stderr  # not done yet, and still exit 0
         assert "moving" in table.stdout and "s.json:" in table.stdout
@@ -114,12 +122,14 @@ def test_status_of_a_throttled_move_then_done(info: SandboxInfo, tmp_path: Path)
             apply.kill()
             apply.communicate()
     data = _data(kreplica(tmp_path, "status", "s.json", *source, "--output", "json"))
-    assert [p["state"] for p in data["partitions"]] == ["done", "done"], data
+    assert [p["state"] for p in data["partitions"]] == ["done"] * 3, data
     assert all(p["reason"] is None for p in data["partitions"])
-    assert data["summary"]["line"].startswith("2/2 done")
+    assert data["summary"]["line"].startswith("3/3 done")
     assert data["summary"]["copied_bytes"] == data["summary"]["total_bytes"] > 0
+    log.append(kreplica(tmp_path, "status", "s.json", *source, "--interval", "0").stdout)
     md = kreplica(tmp_path, "status", "s.json", *source, "--output", "markdown", "--interval", "0")
     assert md.returncode == 0 and "| Partition | State |" in md.stdout
+    log.append(md.stdout)
     print("\n".join(log))
 
     # a plan made for another cluster: one line, exit 5 (stale plan), nothing read further

@@ -127,6 +127,11 @@ def test_status_of_a_throttled_move_then_done(info: SandboxInfo, tmp_path: Path)
     assert data["summary"]["line"].startswith("3/3 done")
     assert data["summary"]["copied_bytes"] == data["summary"]["total_bytes"] > 0
     log.append(kreplica(tmp_path, "status", "s.json", *source, "--interval", "0").stdout)
+    if info.zookeeper:  # the same through ZooKeeper (the brokers' registered addresses)
+        via_zk = kreplica(
+            tmp_path, "status", "s.json", "--zookeeper", info.zookeeper, "--output", "json"
+        )
+        assert _data(via_zk)["summary"]["line"].startswith("3/3 done")
     md = kreplica(tmp_path, "status", "s.json", *source, "--output", "markdown", "--interval", "0")
     assert md.returncode == 0 and "| Partition | State |" in md.stdout
     log.append(md.stdout)
@@ -151,3 +156,9 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
     assert "bad.json" in line
     line = _one_line(kreplica(tmp_path, "status", "bad.json", "--interval", "-1", *source), 2)
     assert "--interval" in line
+    plan = {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2]}]}
+    (tmp_path / "ok.json").write_text(json.dumps(plan))
+    snapshot = tmp_path / "snap.json"
+    snapshot.write_text("{}")
+    line = _one_line(kreplica(tmp_path, "status", "ok.json", "--snapshot", str(snapshot)), 2)
+    assert "--bootstrap-server" in line

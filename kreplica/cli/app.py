@@ -568,8 +568,9 @@ def status(
         typer.Option(
             "--interval",
             metavar="SECONDS",
-            help="Read replica sizes twice this far apart to measure each copy's rate (0: one "
-            "read). A move the plan's journal saw submitted is rated since its submit instead.",
+            help="Read replica sizes twice this far apart to measure the rate of moves the "
+            "plan's journal did not see submitted (those are rated since their submit); 0: one "
+            "read.",
         ),
     ] = 2.0,
     opts: Options,

@@ -77,14 +77,19 @@ def gather(cluster: Any, plan: Any, interval_s: float, journal_path: Path) -> tu
     topics = list(plan.topics)
     snap = cluster.snapshot(topics)  # a topic this cluster lacks: one line, exit 3
     live = snap.live_broker_ids()
+    submitted = _submitted_at(journal_path)
+    in_flight = cluster.in_flight()
     first = cluster.replica_bytes(topics, live)
     started = time.monotonic()
-    if interval_s > 0:
+    # a second read only for moves the journal cannot rate (no apply of this plan submitted them)
+    unrated = [k for k in in_flight if k in plan.targets and k not in submitted]
+    if interval_s > 0 and unrated:
         time.sleep(interval_s)
-    in_flight = cluster.in_flight()
-    sizes = cluster.replica_bytes(topics, live) if interval_s > 0 else first
+        in_flight = cluster.in_flight()
+        sizes = cluster.replica_bytes(topics, live)
+    else:
+        sizes = first
     seconds = time.monotonic() - started
-    submitted = _submitted_at(journal_path)
     parts = {(t.name, p.partition): p for t in snap.topics for p in t.partitions}
     tiered = {t.name for t in snap.topics if t.configs.get("remote.storage.enable", "") == "true"}
     disks = _disks(snap)

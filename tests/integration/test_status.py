@@ -106,6 +106,19 @@ def test_status_of_a_throttled_move_then_done(info: SandboxInfo, tmp_path: Path)
         waiting = [p for p in seen if p["state"] == "waiting"]
         assert [p["reason"] for p in waiting] == ["not-submitted"], seen
         assert waiting[0]["copied_bytes"] == 0 < waiting[0]["total_bytes"]
+        # the same plan without its journal (another host): rates from two reads 3 s apart
+        other = tmp_path / "other"
+        other.mkdir()
+        for name in ("s.json", "s.kreplica.json"):
+            (other / name).write_text((tmp_path / name).read_text())
+        sampled = _data(
+            kreplica(other, "status", "s.json", *source, "--interval", "3", "--output", "json")
+        )["partitions"]
+        assert not (other / "s.journal.jsonl").exists()  # read-only: no journal made either
+        moving = [p for p in sampled if p["state"] == "moving"]
+        assert moving, sampled
+        assert {p["reason"] for p in moving} <= {"throttle-bound", "follower-lagging"}, moving
+        assert all(p["copied_bytes"] < p["total_bytes"] for p in moving)
         table = kreplica(tmp_path, "status", "s.json", *source, "--interval", "0")
         assert table.returncode == 0, table.stderr  # not done yet, and still exit 0
         assert "moving" in table.stdout and "s.json:" in table.stdout

@@ -560,6 +560,36 @@ def verify(*, plan_file: PlanFileArg, opts: Options) -> None:
 
 @app.command()
 @shared(SOURCE, OUTPUT)
+def status(
+    *,
+    plan_file: PlanFileArg,
+    interval: Annotated[
+        float,
+        typer.Option(
+            "--interval",
+            metavar="SECONDS",
+            help="Read replica sizes twice this far apart to measure the rate of moves the "
+            "plan's journal did not see submitted (those are rated since their submit); 0: one "
+            "read.",
+        ),
+    ] = 2.0,
+    opts: Options,
+) -> None:
+    """Where each partition of a plan stands: done, moving or waiting, bytes, ETA and why.
+
+    Read-only (safe while an apply runs, or none). One reason per partition not done:
+    dest-broker-offline, dest-dir-offline, dest-dir-full, leader-offline, throttle-bound,
+    tiered-topic, follower-lagging, not-submitted, unknown. Exit 0 whenever it could report,
+    done or not (kreplica verify is the pass/fail check).
+    """
+    from kreplica.cli import commands, status_cmd
+
+    _begin(opts, "status")
+    status_cmd.status(opts, commands.source_spec(opts), plan_file, interval=interval)
+
+
+@app.command()
+@shared(SOURCE, OUTPUT)
 def cancel(
     *,
     plan_file: PlanFileArg,

@@ -31,6 +31,16 @@ def format_bytes(n: int | None) -> str:
     raise AssertionError("unreachable")
 
 
+def format_seconds(seconds: float) -> str:
+    """A duration the way progress lines show it: '42s', '3m07s', '2h05m'."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
 def short_racks(racks: Mapping[int, str | None]) -> tuple[dict[int, str | None], str]:
     """Rack names without their common prefix ('eu-west-1a' -> 'a') and the legend that maps
     them back, so replica lists stay narrow. Names are kept whole when shortening is ambiguous."""

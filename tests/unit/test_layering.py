@@ -20,6 +20,7 @@ PURE_MODULES = [
     "kreplica.executor.throttles",
     "kreplica.executor.waves",
     "kreplica.executor.journal",
+    "kreplica.executor.status",
 ]
 
 PROBE = """

@@ -191,22 +191,28 @@ def _throttle_reason(
     """The throttle-bound detail, and the share of the measured rate the throttle lets
     through (a rate averaged since the submit includes the burst before the quota window
     filled, so a throttle-bound copy is counted at the throttle for its ETA)."""
+
+    def at_throttle(limit: int | None, rate: float, what: str) -> tuple[str, float] | None:
+        if limit and rate >= THROTTLE_SHARE * limit:
+            return f"{what}, {fmt_bytes(limit)}/s", min(1.0, limit / rate)
+        return None
+
     for replica in lagging:
-        limit = throttles.get(replica.broker, Throttle()).follower_rate
-        rate = inbound.get(replica.broker, 0.0)
-        if limit and rate >= THROTTLE_SHARE * limit:
-            return (
-                f"broker {replica.broker} receives at its follower throttle, {fmt_bytes(limit)}/s",
-                min(1.0, limit / rate),
-            )
+        b = replica.broker
+        found = at_throttle(
+            throttles.get(b, Throttle()).follower_rate,
+            inbound.get(b, 0.0),
+            f"broker {b} receives at its follower throttle",
+        )
+        if found:
+            return found
     if facts.leader is not None and facts.leader >= 0:
-        limit = throttles.get(facts.leader, Throttle()).leader_rate
-        rate = outbound.get(facts.leader, 0.0)
-        if limit and rate >= THROTTLE_SHARE * limit:
-            return (
-                f"leader broker {facts.leader} sends at its leader throttle, {fmt_bytes(limit)}/s",
-                min(1.0, limit / rate),
-            )
+        lead = facts.leader
+        return at_throttle(
+            throttles.get(lead, Throttle()).leader_rate,
+            outbound.get(lead, 0.0),
+            f"leader broker {lead} sends at its leader throttle",
+        )
     return None
 
 

@@ -12,16 +12,14 @@ the Kafka jars from Maven (``python -m kreplica.sandbox fetch``).
 from __future__ import annotations
 
 import random
-import shutil
-import subprocess
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 from kreplica.errors import KreplicaError
 from kreplica.impact.assignors import ASSIGNORS, GroupMember, GroupSpec, assign
 from kreplica.impact.partitioner import murmur2, partition_for_key
+from tests.support.jvm import java_harness
 
 pytestmark = pytest.mark.integration
 PACKAGE = "org.apache.kafka.clients.consumer"
@@ -136,45 +134,14 @@ public class ImpactHarness {
 
 @pytest.fixture(scope="module")
 def jvm(tmp_path_factory: pytest.TempPathFactory) -> Callable[[list[str]], list[str]]:
-    if shutil.which("javac") is None or shutil.which("java") is None:
-        pytest.skip("needs a JDK (java and javac on PATH) to run the Kafka client's own code")
     from kreplica.sandbox import DEFAULT_ZK_VERSION
-    from kreplica.sandbox.jars import SandboxError, fetch
 
-    try:
-        classpath = fetch(DEFAULT_ZK_VERSION)
-    except SandboxError as exc:
-        pytest.skip(f"Kafka jars unavailable ({exc}); run scripts/test")
-    workdir: Path = tmp_path_factory.mktemp("impact_harness")
-    source = workdir / "ImpactHarness.java"
-    source.write_text(HARNESS)
-    subprocess.run(
-        ["javac", "-nowarn", "-cp", classpath, "-d", str(workdir), str(source)],
-        check=True,
-        capture_output=True,
-        timeout=120,
+    return java_harness(
+        tmp_path_factory,
+        DEFAULT_ZK_VERSION,
+        "org.apache.kafka.clients.consumer.ImpactHarness",
+        HARNESS,
     )
-
-    def ask(requests: list[str]) -> list[str]:
-        done = subprocess.run(
-            [
-                "java",
-                "-cp",
-                f"{workdir}:{classpath}",
-                "org.apache.kafka.clients.consumer.ImpactHarness",
-            ],
-            input="\n".join(requests) + "\n",
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            check=True,
-            timeout=300,
-        )
-        answers = done.stdout.splitlines()
-        assert len(answers) == len(requests), done.stderr[-2000:]
-        return answers
-
-    return ask
 
 
 def test_murmur2_and_partition_match_the_java_client(jvm: Callable[[list[str]], list[str]]) -> None:

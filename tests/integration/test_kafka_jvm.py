@@ -10,11 +10,8 @@ match ours exactly, errors included. Needs Java 17 (javac) and the Kafka jars fr
 from __future__ import annotations
 
 import random
-import shutil
-import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -29,6 +26,7 @@ from kreplica.kafka import (
     java_string_hash,
     striped_place,
 )
+from tests.support.jvm import java_harness
 
 pytestmark = pytest.mark.integration
 
@@ -42,6 +40,7 @@ import org.apache.kafka.admin.BrokerMetadata;
 // zk-only-end
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.metadata.placement.*;
+
 
 public class Harness {
     // zk-only-begin
@@ -203,39 +202,8 @@ def _harness(
     tmp_path_factory: pytest.TempPathFactory, version: str, source: str
 ) -> Callable[[list[str]], list[str]]:
     """Compile the harness against Kafka `version`; returns a request-lines -> answers call."""
-    if shutil.which("javac") is None or shutil.which("java") is None:
-        pytest.skip("needs a JDK (java and javac on PATH) to run Kafka's own placement code")
-    from kreplica.sandbox.jars import SandboxError, fetch
-
-    try:
-        classpath = fetch(version)
-    except SandboxError as exc:
-        pytest.skip(f"Kafka {version} jars unavailable ({exc}); run scripts/test")
-    workdir: Path = tmp_path_factory.mktemp(f"kafka_harness_{version}")
-    (workdir / "Harness.java").write_text(source)
-    subprocess.run(
-        ["javac", "-nowarn", "-cp", classpath, "-d", str(workdir), str(workdir / "Harness.java")],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-
-    def ask(requests: list[str]) -> list[str]:
-        done = subprocess.run(
-            # -Xint: compiled code would constant-fold the swapped static final RAND.
-            ["java", "-Xint", "-cp", f"{workdir}:{classpath}", "Harness"],
-            input="\n".join(requests) + "\n",
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            check=True,
-            timeout=300,
-        )
-        answers = done.stdout.splitlines()
-        assert len(answers) == len(requests), done.stderr[-2000:]
-        return answers
-
-    return ask
+    # -Xint: compiled code would constant-fold the swapped static final RAND.
+    return java_harness(tmp_path_factory, version, "Harness", source, ("-Xint",))
 
 
 @pytest.fixture(scope="module")

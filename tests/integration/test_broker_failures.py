@@ -415,7 +415,9 @@ def test_empty_plan_lock_files_and_moves_finished_while_down(op: Operator, kafka
     assert not list(op.cwd.glob("*.lock")) and not list(op.cwd.glob("*.jsonl"))
 
     topic = "finished"
-    _topic(op, topic, {0: [1, 2], 1: [2, 3]}, 1024 * 1024)
+    # 2 MiB a partition: well past the burst a replication quota lets through before it bites
+    # (11 one-second windows), so both moves are seen in flight at 100 KB/s
+    _topic(op, topic, {0: [1, 2], 1: [2, 3]}, 4 * 1024 * 1024)
     plan = _write_plan(op, "d.json", {(topic, 0): [1, 2, 4], (topic, 1): [2, 3, 5]})
     apply = op.start("apply", plan, "--throttle", "100KB/s", *_source(op))
     try:

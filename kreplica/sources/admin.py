@@ -226,8 +226,7 @@ class AdminSource(LiveSource):
         self._timeout_s = timeout_s
         self._client_config = dict(client_config or {})
         # the last connection error librdkafka logged, and when (monotonic)
-        self._last_error: tuple[str, str] | None = None
-        self._last_error_at = 0.0
+        self._errors = _ErrorLog()
         self._call_started = 0.0
         self._kafka_python: Any = None
         self._kafka_python_config = kafka_python_config(
@@ -247,7 +246,9 @@ class AdminSource(LiveSource):
                 flag="--bootstrap-server",
                 handshake=not protocol.endswith("SSL"),  # TLS first: a TCP connect only
             )
-        config.update({"error_cb": self._remember_error, "logger": _LOG})
+        # the callback holds the log, not this source: a client reachable from a reference cycle
+        # could be freed by the cyclic collector on librdkafka's own thread, which aborts
+        config.update({"error_cb": self._errors.remember, "logger": _LOG})
         config.setdefault("client.id", "kreplica")
         try:
             self._admin: Any = AdminClient(config)
@@ -269,10 +270,6 @@ class AdminSource(LiveSource):
 
     # -- errors ------------------------------------------------------------------------------
 
-    def _remember_error(self, error: Any) -> None:
-        self._last_error = (error.name(), error.str())
-        self._last_error_at = time.monotonic()
-
     def _failure(self, what: str, exc: BaseException) -> SourceError:
         """One line for a failed confluent-kafka call, using the connection error it logged."""
         if self._admin is not None:
@@ -282,7 +279,7 @@ class AdminSource(LiveSource):
         text = error.str() if hasattr(error, "str") else str(exc)
         # only an error logged during this call explains it: an older one (a broker that was
         # down a minute ago) would name the wrong cause
-        recent = self._last_error if self._last_error_at >= self._call_started - 1.0 else None
+        recent = self._errors.last if self._errors.at >= self._call_started - 1.0 else None
         cause_name, cause = recent or (name, text)
         if "certificate verify failed" in cause or "certificate verify failed" in text:
             from kreplica.sources.tlscheck import diagnose
@@ -333,7 +330,7 @@ class AdminSource(LiveSource):
                 text = error.str() if hasattr(error, "str") else str(exc)
                 if "controller" in text.lower():
                     self._renew_admin()
-                    self._last_error = None
+                    self._errors.last = None
                     raise SourceError(
                         f"no controller of the cluster at {self._bootstrap} answered ({what}: "
                         f"{text}); a controller failover takes seconds: retry"
@@ -342,8 +339,8 @@ class AdminSource(LiveSource):
             except TimeoutError:
                 if self._admin is not None:
                     self._admin.poll(0)
-                recent = self._last_error_at >= self._call_started - 1.0
-                cause_name, cause = (self._last_error if recent else None) or ("", "")
+                recent = self._errors.at >= self._call_started - 1.0
+                cause_name, cause = (self._errors.last if recent else None) or ("", "")
                 if cause_name in _AUTH_ERRORS or "certificate verify failed" in cause:
                     raise self._failure(what, TimeoutError()) from None
                 if time.monotonic() > deadline:
@@ -640,3 +637,15 @@ class AdminSource(LiveSource):
             captured_at=captured_at,
         )
         return with_log_dirs(snapshot, log_dirs)  # sizes, dirs and disk figures
+
+
+class _ErrorLog:
+    """The last error confluent-kafka reported through error_cb, and when."""
+
+    def __init__(self) -> None:
+        self.last: tuple[str, str] | None = None
+        self.at = 0.0
+
+    def remember(self, error: Any) -> None:
+        self.last = (error.name(), error.str())
+        self.at = time.monotonic()

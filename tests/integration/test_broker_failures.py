@@ -220,13 +220,14 @@ def test_cancel_with_an_original_replica_down_is_refused(op: Operator, kafka: Ka
             lambda: all(4 in isr for _, (_, _, isr) in kafka.partitions(topic).items()),
         )
         _ok(op.run("cancel", plan, *_source(op)))
-        apply.communicate(timeout=120)
+        out, err = apply.communicate(timeout=120)
     finally:
         if apply.poll() is None:
             apply.kill()
-            apply.communicate()
+            out, err = apply.communicate()
         load.stop.set()
-    assert apply.returncode == ExitCode.VERIFY_FAILED  # stopped by the cancel
+    # stopped by the cancel
+    assert apply.returncode == ExitCode.VERIFY_FAILED, (out + err)[-3000:]
     kafka.wait("no move in flight", lambda: not ({(topic, 0), (topic, 1)} & _in_flight(op.info)))
     # the original replicas are back (KRaft may list them in another order)
     assert {k: sorted(v) for k, v in kafka.replicas(topic).items()} == {

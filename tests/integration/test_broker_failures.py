@@ -265,7 +265,9 @@ def test_throttles_come_off_a_receiving_broker_that_died(op: Operator, kafka: Ka
     text = "".join(lines)
     op.log.append(f"apply exit {apply.returncode}: {text.strip().splitlines()[-3:]}")
     assert apply.returncode == ExitCode.VERIFY_FAILED, text  # cancelled, not exit 3
-    assert "cannot reach Kafka at" not in text
+    # the apply did not die on the lost broker (a retry warning may still name the bootstrap:
+    # librdkafka's transport error does not say which broker it was)
+    assert not [line for line in text.splitlines() if line.startswith("error: cannot reach")]
     way = "ZooKeeper /config/brokers/5" if op.info.zookeeper else "the KRaft controller at"
     assert f"broker 5 is down: its throttle was cleared through {way}" in text, text
     restored = [e for e in op.journal(plan) if e["event"] == "throttle-restored"]

@@ -400,7 +400,8 @@ def test_a_receiving_broker_killed_is_named_in_a_stall_line(op: Operator, kafka:
     op.log += [line.rstrip() for line in lines if "stalled:" in line]
     op.log.append(f"apply exit {apply.returncode} after {time.monotonic() - started:.0f}s")
     assert apply.returncode == 0, text
-    assert "cannot reach Kafka at" not in text
+    # no error line blames the bootstrap address (a retry warning may, with the broker in it)
+    assert not [line for line in text.splitlines() if line.startswith("error: cannot reach")]
     assert kafka.replicas(topic) == {(topic, 0): [1, 2, 5], (topic, 1): [2, 3, 4]}
     _every_ack_read_back(op, load, topic)
     print("\n".join(op.log))

@@ -24,6 +24,7 @@ class ExitCode(IntEnum):
     NOT_IMPLEMENTED = 8  # the command exists but this part is not built yet
     PARTIAL = 9  # a fleet run finished without part of its input (named in its summary)
     UNSAFE_CANCEL = 10  # cancel refused: partitions would fall under min.insync.replicas
+    UNSETTLED = 11  # apply refused: mid-migration to KRaft, new controller, under-replicated
     INTERRUPTED = 130  # Ctrl-C
 
 
@@ -99,3 +100,11 @@ class UnsafeCancel(KreplicaError):
 
     exit_code = ExitCode.UNSAFE_CANCEL
     code = "unsafe-cancel"
+
+
+class ClusterUnsettled(KreplicaError):
+    """Apply refused to start: the cluster is mid-migration to KRaft, its controller changed a
+    moment ago, or partitions outside the plan are under-replicated. Nothing was written."""
+
+    exit_code = ExitCode.UNSETTLED
+    code = "cluster-unsettled"

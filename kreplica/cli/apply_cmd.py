@@ -53,6 +53,7 @@ def connect(spec: SourceSpec) -> Any:
         )
         cluster = KafkaCluster(admin)
         cluster.offline = OfflineBrokerConfigs(cluster, zk)  # a down broker's throttles
+        cluster.zookeeper = zk  # /controller: migration and the controller's age
         connection = Connection(cluster, zk)
         try:
             yield connection
@@ -89,6 +90,10 @@ def apply_options(opts: Options) -> Any:
     ):
         if value is not None and value < 1:
             raise UsageError(f"{flag} {value}: give 1 or more")
+    if opts.controller_settle < 0:
+        raise UsageError(
+            f"--controller-settle {opts.controller_settle:g}: give seconds >= 0 (0: no check)"
+        )
     if opts.stall_timeout <= 0:
         raise UsageError(f"--stall-timeout {opts.stall_timeout:g}: give a number of seconds > 0")
     return ApplyOptions(
@@ -100,6 +105,8 @@ def apply_options(opts: Options) -> Any:
         additional=opts.additional,
         on_drift=opts.on_drift,
         allow_under_min_isr=opts.allow_under_min_isr,
+        allow_under_replicated=opts.allow_under_replicated,
+        controller_settle_s=opts.controller_settle,
         stall_timeout_s=opts.stall_timeout,
         poll_interval_s=float(os.environ.get("KREPLICA_POLL_INTERVAL", "2")),
         resume=opts.resume,

@@ -62,6 +62,8 @@ class Options:
     additional: bool = False
     on_drift: str = "fail"
     allow_under_min_isr: bool = False
+    allow_under_replicated: bool = False
+    controller_settle: float = 60.0
     stall_timeout: float = 300.0
     resume: bool = False
     via: str = "kafka"
@@ -483,6 +485,34 @@ APPLY = [
             ),
         ],
         False,
+    ),
+    _param(
+        "allow_under_replicated",
+        Annotated[
+            bool,
+            typer.Option(
+                "--allow-under-replicated",
+                help="Start although partitions outside the plan are under-replicated.",
+                envvar="KREPLICA_ALLOW_UNDER_REPLICATED",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        False,
+    ),
+    _param(
+        "controller_settle",
+        Annotated[
+            float,
+            typer.Option(
+                "--controller-settle",
+                metavar="SECONDS",
+                help="Refuse to start within SECONDS of a controller change (ZooKeeper "
+                "mode; 0: no check).",
+                envvar="KREPLICA_CONTROLLER_SETTLE",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        60.0,
     ),
     _param(
         "stall_timeout",

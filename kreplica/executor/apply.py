@@ -47,11 +47,14 @@ from kreplica.executor.moves import Move
 from kreplica.executor.options import ApplyOptions
 from kreplica.executor.planfile import PlanFile
 from kreplica.executor.preflight import Preflight, preflight
+from kreplica.executor.safestart import ControllerFacts, check_safe_start
 from kreplica.executor.throttles import (
     ALTER_DIRS_RATE,
     BROKER_KEYS,
+    MAX_CONFIG_VALUE,
     TOPIC_KEYS,
     InFlight,
+    fit_to_limit,
     restore_plan,
     throttle_plan,
 )
@@ -253,6 +256,7 @@ class Applier:
                 self.journal.append({"event": "finish", "already_done": len(check.done)})
             self.emit({"event": "nothing-to-do", "done": len(check.done)})
             return result
+        self._safe_start(in_flight)  # refused: nothing written, no journal
         self._require_permissions(check, dir_todo)  # refused: nothing written, no journal
         self.journal.append(
             {
@@ -335,6 +339,35 @@ class Applier:
                 {"event": "complete", "topic": key[0], "partition": key[1], "while_down": True}
             )
             self.emit({"event": "partition-done", "partition": _key_text(key)})
+
+    def _safe_start(self, in_flight: Collection[Key]) -> None:
+        """Refuse (ClusterUnsettled) mid-migration, right after a controller change, or with
+        partitions outside the plan under-replicated; say what could not be checked."""
+        facts_of = getattr(self.cluster, "controller_facts", None)
+        facts = facts_of() if facts_of is not None else ControllerFacts()
+        everything = self.cluster.snapshot(None)
+        plan_keys = {*self.plan.targets, *self.plan.new_partitions}
+        checked = check_safe_start(
+            facts,
+            everything,
+            plan_keys,
+            in_flight,
+            settle_s=self.options.controller_settle_s,
+            allow_under_replicated=self.options.allow_under_replicated,
+        )
+        if checked.under_replicated:
+            names = ", ".join(_key_text(k) for k in checked.under_replicated[:5])
+            more = len(checked.under_replicated) - 5
+            self.emit(
+                {
+                    "event": "warning",
+                    "message": f"--allow-under-replicated: starting although "
+                    f"{len(checked.under_replicated)} partition(s) outside the plan are "
+                    f"under-replicated ({names}{f' and {more} more' if more > 0 else ''})",
+                }
+            )
+        for note in checked.notes:
+            self.emit({"event": "note", "message": note})
 
     def _require_permissions(self, check: Preflight, dir_todo: Mapping[DirKey, str]) -> None:
         """Refuse before any write when this principal may not do what the plan needs (a
@@ -565,7 +598,19 @@ class Applier:
         for name, values in self.cluster.configs("broker", brokers).items():
             existing[("broker", name)] = values
         _, already_ours = _journal_throttles(self.journal.read())
-        for resource, values in sorted(plan.merged_with(existing).items()):
+        fitted, widened = fit_to_limit(plan.merged_with(existing))
+        if widened:
+            self.emit(
+                {
+                    "event": "warning",
+                    "message": f"the throttled-replica lists of {len(widened)} topic(s) "
+                    f"({', '.join(widened[:3])}{' and more' if len(widened) > 3 else ''}) "
+                    f"would exceed Kafka's {MAX_CONFIG_VALUE}-byte config value limit "
+                    "(KAFKA-17993): every replica of those topics is throttled ('*') on the "
+                    "throttled brokers instead",
+                }
+            )
+        for resource, values in sorted(fitted.items()):
             kind, name = resource
             previous = {
                 k: v

@@ -26,6 +26,7 @@ from kreplica.executor.throttles import BROKER_KEYS, TOPIC_KEYS
 from kreplica.model import ClusterSnapshot
 
 Key = tuple[str, int]
+MIGRATION_FLAG = "zookeeper.metadata.migration.enable"
 FAILOVER_S = 60.0  # how long a write waits for a controller to answer again (a failover)
 
 
@@ -79,6 +80,8 @@ class KafkaCluster:
         # where a down broker's configs go (kreplica.executor.offline_configs); set by the CLI
         self.offline: Any = None
         self.last_path: str | None = None  # how the last alter_configs reached its broker
+        # kreplica.sources.zookeeper.ZooKeeperSource of a ZooKeeper-mode cluster; set by the CLI
+        self.zookeeper: Any = None
 
     def close(self) -> None:
         if self.offline is not None:
@@ -116,6 +119,61 @@ class KafkaCluster:
                 if k in entries and entries[k].value not in (None, "")
             }
         return {}
+
+    def controller_facts(self) -> Any:
+        """What a client can tell about the controller and a ZooKeeper-to-KRaft migration
+        (kreplica.executor.safestart.ControllerFacts; that module says what cannot be told)."""
+        from confluent_kafka.admin import ConfigResource, ResourceType  # type: ignore[attr-defined]
+        from kafka.errors import KafkaError
+
+        from kreplica.executor.safestart import ControllerFacts, read_controller_znode
+
+        migration: str | None = None
+        controller: str | None = None
+        age: float | None = None
+        leaderless = False
+        unknown: list[str] = []
+        if self.zookeeper is not None:
+            node = self.zookeeper.controller_znode()
+            if node is None:
+                leaderless = True  # an election is under way
+            else:
+                data, created = node
+                controller, migration = read_controller_znode(data)
+                age = time.time() - created
+        flagged: list[int] = []
+        for broker in sorted(self.live_broker_ids()):
+            resource = ConfigResource(ResourceType.BROKER, str(broker))
+            futures = self.source.confluent_admin().describe_configs(
+                [resource], request_timeout=self.source.timeout_s
+            )
+            try:
+                entries = self.source.call(futures[resource], f"describe broker {broker} configs")
+            except SourceError:
+                continue
+            entry = entries.get(MIGRATION_FLAG)
+            if entry is not None and str(entry.value).lower() == "true":
+                flagged.append(broker)
+        if flagged and migration is None:
+            migration = f"broker(s) {', '.join(map(str, flagged))} run with {MIGRATION_FLAG}=true"
+        if self.zookeeper is None:
+            try:
+                quorum = self.source.kafka_python_admin().describe_metadata_quorum()
+                part = quorum["topics"][0]["partitions"][0]
+            except (KafkaError, KeyError, IndexError):
+                unknown.append(
+                    "the controller's age: this cluster does not answer DescribeQuorum "
+                    "(ZooKeeper mode?); pass --zookeeper to check it"
+                )
+            else:
+                leader = int(part.get("leader_id", -1))
+                leaderless = leader < 0
+                controller = f"KRaft controller {leader} (epoch {part.get('leader_epoch')})"
+                unknown.append(
+                    "the controller's age: KRaft tells a client who leads the quorum, not "
+                    "since when"
+                )
+        return ControllerFacts(migration, controller, age, leaderless, tuple(unknown))
 
     # -- reading -----------------------------------------------------------------------------
 

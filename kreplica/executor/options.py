@@ -15,6 +15,10 @@ class ApplyOptions:
     additional: bool = False  # start beside other reassignments in flight
     on_drift: str = "fail"  # fail | skip
     allow_under_min_isr: bool = False
+    # safe start (kreplica.executor.safestart): partitions outside the plan under-replicated,
+    # and how long the active controller must have been in charge (0: not checked)
+    allow_under_replicated: bool = False
+    controller_settle_s: float = 60.0
     stall_timeout_s: float = 300.0
     poll_interval_s: float = 2.0
     resume: bool = False

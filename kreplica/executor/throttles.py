@@ -44,6 +44,11 @@ BROKER_KEYS = (LEADER_RATE, FOLLOWER_RATE, ALTER_DIRS_RATE)
 TOPIC = "topic"
 BROKER = "broker"
 LONG_MAX = 2**63 - 1  # the broker's rate config is a Java long
+# Every string in a Kafka protocol message (IncrementalAlterConfigs' config value, KRaft's
+# ConfigRecord) is at most 0x7fff bytes of UTF-8: a longer throttled-replica list cannot be set
+# (KAFKA-17993: "'value' field is too long to be serialized"). Appending it in pieces does not
+# help: the stored value has the same limit.
+MAX_CONFIG_VALUE = 0x7FFF
 
 Resource = tuple[str, str]  # ("topic", "orders") or ("broker", "3")
 ConfigValues = Mapping[Resource, Mapping[str, str | None]]
@@ -269,6 +274,25 @@ class ThrottlePlan:
                     continue
                 out.setdefault(resource, {})[key] = new
         return out
+
+
+def fit_to_limit(
+    configs: Mapping[Resource, Mapping[str, str]],
+) -> tuple[dict[Resource, dict[str, str]], list[str]]:
+    """Configs to SET, with every throttled-replica list longer than MAX_CONFIG_VALUE bytes
+    widened to "*" (every replica of the topic on the throttled brokers: what Kafka can take);
+    also the topics widened, for a note."""
+    out: dict[Resource, dict[str, str]] = {}
+    widened: list[str] = []
+    for resource, values in configs.items():
+        fitted = dict(values)
+        for key, value in values.items():
+            if key in TOPIC_KEYS and len(value.encode("utf-8")) > MAX_CONFIG_VALUE:
+                fitted[key] = "*"
+                if resource[1] not in widened:
+                    widened.append(resource[1])
+        out[resource] = fitted
+    return out, widened
 
 
 def throttle_plan(

@@ -77,6 +77,9 @@ class ProgressPrinter:
     def _on_warning(self, e: dict[str, Any]) -> None:
         self._print(f"warning: {e['message']}", "warning")
 
+    def _on_note(self, e: dict[str, Any]) -> None:
+        self._print(f"note: {e['message']}", "muted")
+
     def _on_throttle_set(self, e: dict[str, Any]) -> None:
         self._print(
             f"throttle {format_bytes(int(e['rate']))}/s set for the moving replicas of "

@@ -13,6 +13,7 @@ is 6 s), so that failure takes up to about 10 s.
 
 from __future__ import annotations
 
+import json
 import logging
 import warnings
 from collections.abc import Iterable
@@ -242,6 +243,26 @@ class ZooKeeperSource(LiveSource):
                 else:
                     out[path] = data
         return out
+
+    def controller_znode(self) -> tuple[dict[str, Any], float] | None:
+        """/controller's JSON and its creation time (epoch seconds: when the current
+        controller was elected); None when no controller holds it."""
+        from kazoo.exceptions import KazooException, NoNodeError
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        if self._client is None:
+            raise UsageError("this ZooKeeper source is closed")
+        try:
+            data, stat = self._client.get_async("/controller").get(timeout=self._timeout_s)
+        except NoNodeError:
+            return None
+        except (KazooException, KazooTimeoutError) as exc:
+            raise self._error("/controller", exc) from None
+        try:
+            parsed = json.loads(data or b"{}")
+        except ValueError:
+            parsed = {}
+        return (parsed if isinstance(parsed, dict) else {}), stat.ctime / 1000.0
 
     def _list(self, path: str) -> list[str]:
         """Children of `path`; [] when it does not exist."""

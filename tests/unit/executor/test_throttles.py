@@ -319,3 +319,40 @@ def test_throttles_cover_every_mover(raw: list[tuple[int, list[int], list[int]]]
         assert all(f"{m.partition}:{b}" in leaders for b in m.before)
         assert all(f"{m.partition}:{b}" in followers for b in m.added)
         assert set(m.before) | set(m.added) <= set(brokers)
+
+
+def test_fifty_thousand_partition_plan_stays_within_the_config_limit() -> None:
+    """KAFKA-17993: a list over 32767 bytes cannot be set. 50,000 partitions of one topic
+    widen to '*' (noted); the same spread over 100 topics keep their exact lists."""
+    from kreplica.executor.throttles import MAX_CONFIG_VALUE, fit_to_limit
+
+    def moves(topics: int) -> list[Move]:
+        per = 50_000 // topics
+        return [
+            Move(f"t{t}", p, (p % 30 + 1, (p + 1) % 30 + 1), (p % 30 + 1, (p + 7) % 30 + 1))
+            for t in range(topics)
+            for p in range(per)
+        ]
+
+    one = throttle_plan(moves(1), 10_000_000)
+    raw = one.merged_with({})
+    assert len(raw[("topic", "t0")][FOLLOWER_REPLICAS]) > MAX_CONFIG_VALUE  # would be refused
+    fitted, widened = fit_to_limit(raw)
+    assert widened == ["t0"]
+    assert fitted[("topic", "t0")] == {LEADER_REPLICAS: "*", FOLLOWER_REPLICAS: "*"}
+    assert fitted[("broker", "1")] == raw[("broker", "1")]  # rates untouched
+    spread, widened = fit_to_limit(throttle_plan(moves(100), 10_000_000).merged_with({}))
+    assert widened == []
+    lists = [vs for (kind, _), vs in spread.items() if kind == "topic"]
+    assert len(lists) == 100
+    assert all(len(v.encode()) <= MAX_CONFIG_VALUE for vs in lists for v in vs.values())
+    # exact lists: 2 sources and 1 destination for each of the topic's 500 partitions
+    assert all(vs[LEADER_REPLICAS].count(":") == 1000 for vs in lists)
+    assert all(vs[FOLLOWER_REPLICAS].count(":") == 500 for vs in lists)
+
+
+def test_a_widened_list_restores_what_was_there() -> None:
+
+    # kreplica set '*' over an earlier list: the earlier list comes back
+    assert restore_value(FOLLOWER_REPLICAS, "0:1", "*", "*") == "0:1"
+    assert restore_value(FOLLOWER_REPLICAS, None, "*", "*") is None

@@ -1,0 +1,139 @@
+"""Is the cluster settled enough to start moving partitions? (pure: fed with what was read)
+
+Refused, with nothing written (ClusterUnsettled, exit 11):
+
+    mid-migration from ZooKeeper to KRaft     KAFKA-16120/16121: reassignments in the hybrid
+                                              phase can stall or leave stray replicas
+    the active controller changed less than   a new controller is still loading state and
+    `settle_s` seconds ago                    electing leaders; moves pile on top of that
+    partitions outside the plan are under-    a replica on a live broker is catching up:
+    replicated (--allow-under-replicated)     more copying slows that repair (replicas
+                                              missing because their broker is down are
+                                              only noted: nothing copies to them meanwhile)
+
+What a client can know (`ControllerFacts`, gathered by the executor's cluster):
+- migration: ZooKeeper's /controller names a KRaft controller (`kraftControllerEpoch` >= 0,
+  the hybrid and dual-write phases), or a broker runs with
+  `zookeeper.metadata.migration.enable=true` (its static config, read with DescribeConfigs).
+  With only --bootstrap-server on KRaft brokers whose controllers still write to ZooKeeper,
+  nothing a client reads shows it: pass --zookeeper to cover that phase.
+- controller age: ZooKeeper mode, from the creation time of the ephemeral /controller znode
+  (the moment the current controller won its election). KRaft: DescribeQuorum names the
+  quorum leader and its epoch, not when it was elected, so the age is unknown; a quorum with
+  no leader is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kreplica.errors import ClusterUnsettled
+from kreplica.model import ClusterSnapshot
+
+Key = tuple[str, int]
+SHOWN = 5
+
+
+@dataclass(frozen=True)
+class ControllerFacts:
+    migration: str | None = None  # why the cluster is mid-migration; None: not seen
+    controller: str | None = None  # who controls it, for messages ("broker 2", "node 3007")
+    controller_age_s: float | None = None  # seconds since it took over; None: unknown
+    leaderless: bool = False  # no active controller right now (an election under way)
+    unknown: tuple[str, ...] = ()  # what of the controller's age could not be told, and why
+
+
+@dataclass
+class SafeStart:
+    under_replicated: list[Key] = field(default_factory=list)  # outside the plan (allowed)
+    notes: list[str] = field(default_factory=list)  # not checked, or let through
+
+
+def read_controller_znode(data: Mapping[str, Any]) -> tuple[str, str | None]:
+    """ZooKeeper's /controller JSON -> (who controls, why this is mid-migration or None).
+    Version 2 (3.4+) carries kraftControllerEpoch: -1 for a ZooKeeper controller, >= 0 once a
+    KRaft controller has taken the cluster over (the hybrid and dual-write phases)."""
+    who = data.get("brokerid")
+    raw = data.get("kraftControllerEpoch", -1)
+    epoch = raw if isinstance(raw, int) and not isinstance(raw, bool) else -1  # 0 is an epoch
+    if epoch < 0:
+        return f"broker {who}", None
+    return (
+        f"KRaft controller {who}",
+        f"ZooKeeper's /controller is held by KRaft controller {who}, kraftControllerEpoch {epoch}",
+    )
+
+
+def under_replicated_outside(
+    snapshot: ClusterSnapshot, plan_keys: Collection[Key], in_flight: Collection[Key]
+) -> tuple[list[Key], list[Key]]:
+    """Partitions not in the plan and not being reassigned with a replica out of sync:
+    (those with one on a live broker, catching up; those missing only replicas on down
+    brokers, which no copying repairs until the broker is back)."""
+    live = snapshot.live_broker_ids()
+    catching_up: list[Key] = []
+    down_only: list[Key] = []
+    for topic in snapshot.topics:
+        for part in topic.partitions:
+            key = (topic.name, part.partition)
+            if key in plan_keys or key in in_flight or part.isr is None:
+                continue
+            behind = [b for b in part.replicas if b not in part.isr or b not in live]
+            if any(b in live for b in behind):
+                catching_up.append(key)
+            elif behind:
+                down_only.append(key)
+    return sorted(catching_up), sorted(down_only)
+
+
+def _names(keys: list[Key]) -> str:
+    shown = ", ".join(f"{t}-{p}" for t, p in keys[:SHOWN])
+    return shown + (f" and {len(keys) - SHOWN} more" if len(keys) > SHOWN else "")
+
+
+def check_safe_start(
+    facts: ControllerFacts,
+    snapshot: ClusterSnapshot,
+    plan_keys: Collection[Key],
+    in_flight: Collection[Key],
+    *,
+    settle_s: float,
+    allow_under_replicated: bool,
+) -> SafeStart:
+    """Raise ClusterUnsettled for the first reason not to start; else what was let through."""
+    if facts.migration is not None:
+        raise ClusterUnsettled(
+            f"the cluster is mid-migration from ZooKeeper to KRaft ({facts.migration}); "
+            "reassignments in that phase can stall or leave stray replicas (KAFKA-16120, "
+            "KAFKA-16121): finish or roll back the migration first"
+        )
+    if facts.leaderless:
+        raise ClusterUnsettled(
+            "the cluster has no active controller right now (no KRaft quorum leader, or no "
+            "/controller in ZooKeeper): an election is under way; wait a minute and apply again"
+        )
+    if settle_s > 0 and facts.controller_age_s is not None and facts.controller_age_s < settle_s:
+        who = facts.controller or "the active controller"
+        raise ClusterUnsettled(
+            f"{who} became the active controller {max(0.0, facts.controller_age_s):.0f}s ago "
+            f"(less than --controller-settle {settle_s:g}s); wait until it has settled, or "
+            "pass --controller-settle 0"
+        )
+    unknown = facts.unknown if settle_s > 0 else ()  # all about the age, unasked with 0
+    result = SafeStart(notes=[f"not checked before starting: {u}" for u in unknown])
+    low, down_only = under_replicated_outside(snapshot, plan_keys, in_flight)
+    if low and not allow_under_replicated:
+        raise ClusterUnsettled(
+            f"{len(low)} partition(s) outside the plan are under-replicated with a replica "
+            f"catching up ({_names(low)}); more copying slows that repair: wait until they "
+            "are in sync, or pass --allow-under-replicated"
+        )
+    result.under_replicated = low
+    if down_only:
+        result.notes.append(
+            f"{len(down_only)} partition(s) outside the plan are under-replicated only "
+            f"because a broker is down ({_names(down_only)})"
+        )
+    return result

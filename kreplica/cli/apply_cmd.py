@@ -416,9 +416,9 @@ def throttles(
 ) -> None:
     """List the replication throttles set on a cluster. --clear restores those kreplica set
     and has not restored (found in the plans' journals), --clear --all removes every one."""
-    from kreplica.executor.apply import restore_journal_throttles
+    from kreplica.executor.apply import list_throttles, restore_journal_throttles
     from kreplica.executor.journal import Journal
-    from kreplica.executor.throttles import BROKER_KEYS, TOPIC_KEYS
+    from kreplica.executor.throttles import BROKER_KEYS
 
     unread: list[int] = []
     with connect(spec) as connection:
@@ -431,22 +431,8 @@ def throttles(
             known |= {int(n) for k, n in state.throttles_set if k == "broker"}
 
         def listed() -> list[dict[str, str]]:
-            topic_values = cluster.configs("topic", [t.name for t in snap.topics])
-            names = [str(b) for b in sorted(known)]
-            broker_values = cluster.configs("broker", names)
-            # a broker read by no way (down, KRaft or no ZooKeeper): never reported as "none"
-            unread[:] = [int(n) for n in names if n not in broker_values]
-            return [
-                {"kind": "topic", "name": name, "config": key, "value": value}
-                for name, values in sorted(topic_values.items())
-                for key, value in sorted(values.items())
-                if key in TOPIC_KEYS
-            ] + [
-                {"kind": "broker", "name": name, "config": key, "value": value}
-                for name, values in sorted(broker_values.items(), key=lambda kv: int(kv[0]))
-                for key, value in sorted(values.items())
-                if key in BROKER_KEYS
-            ]
+            rows, unread[:] = list_throttles(cluster, [t.name for t in snap.topics], known)
+            return rows
 
         rows = listed()
         cleared = 0

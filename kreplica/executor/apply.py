@@ -178,6 +178,7 @@ class Applier:
         self.clock = clock or _Clock()
         self._error_journalled = False
         self._started = False  # this run journalled its start (and may have set throttles)
+        self._everything: ClusterSnapshot | None = None  # every topic, read before starting
 
     # -- the whole run -----------------------------------------------------------------------
 
@@ -285,6 +286,7 @@ class Applier:
             for k in check.waiting
         ]
         result.bytes_total = self._bytes_total([*waiting, *check.todo])
+        self._report_leftovers("start", {})
         self._set_throttles([*waiting, *check.todo], snapshot)  # a new rate applies to both
         if waiting:
             self.emit({"event": "resume-wait", "partitions": [m.name for m in waiting]})
@@ -306,7 +308,9 @@ class Applier:
             wave_number += 1
             result.dir_moved, result.dir_bytes = self._move_dirs(wave_number, dir_todo)
             result.waves = wave_number
+        set_here = _journal_throttles(self.journal.read())[1]
         self.restore_throttles()
+        self._report_leftovers("end", set_here)
         after = self.cluster.snapshot(self.plan.topics)
         changed = set(result.moved) | set(result.created)
         result.leaders_off = sorted(
@@ -340,12 +344,40 @@ class Applier:
             )
             self.emit({"event": "partition-done", "partition": _key_text(key)})
 
+    def _report_leftovers(self, when: str, set_here: Mapping[Resource, Mapping[str, str]]) -> None:
+        """Replication throttles on the cluster that this apply did not set (left by earlier
+        runs, or someone else's): journalled and shown, never changed. At the end, a value this
+        run set and just restored may still read as set for a moment (ZooKeeper mode applies
+        configs through a notification): `set_here` is not reported."""
+        if self._everything is None:
+            return
+        _, ours = _journal_throttles(self.journal.read())
+        try:
+            rows, _ = list_throttles(
+                self.cluster,
+                [t.name for t in self._everything.topics],
+                self._everything.live_broker_ids(),
+            )
+        except KreplicaError as exc:
+            self.emit({"event": "warning", "message": f"cannot list leftover throttles: {exc}"})
+            return
+        left = [
+            row
+            for row in rows
+            if row["config"] not in ours.get((row["kind"], row["name"]), {})
+            and set_here.get((row["kind"], row["name"]), {}).get(row["config"]) != row["value"]
+        ]
+        if left:
+            self.journal.append({"event": "leftover-throttles", "when": when, "configs": left})
+            self.emit({"event": "leftover-throttles", "when": when, "configs": left})
+
     def _safe_start(self, in_flight: Collection[Key]) -> None:
         """Refuse (ClusterUnsettled) mid-migration, right after a controller change, or with
         partitions outside the plan under-replicated; say what could not be checked."""
         facts_of = getattr(self.cluster, "controller_facts", None)
         facts = facts_of() if facts_of is not None else ControllerFacts()
         everything = self.cluster.snapshot(None)
+        self._everything = everything  # the leftover-throttle checks read every topic
         plan_keys = {*self.plan.targets, *self.plan.new_partitions}
         checked = check_safe_start(
             facts,
@@ -986,6 +1018,29 @@ def _read_throttles(
         for name, values in cluster.configs(kind, sorted(names)).items():
             current[(kind, name)] = values
     return current
+
+
+def list_throttles(
+    cluster: Cluster, topics: Sequence[str], brokers: Iterable[int]
+) -> tuple[list[dict[str, str]], list[int]]:
+    """Every replication throttle set (not Kafka's default) on these topics and brokers, as rows
+    {kind, name, config, value}; and the brokers no way could read (down: unread, not none)."""
+    topic_values = cluster.configs("topic", sorted(topics))
+    names = [str(b) for b in sorted(set(brokers))]
+    broker_values = cluster.configs("broker", names)
+    unread = [int(n) for n in names if n not in broker_values]
+    rows = [
+        {"kind": "topic", "name": name, "config": key, "value": value}
+        for name, values in sorted(topic_values.items())
+        for key, value in sorted(values.items())
+        if key in TOPIC_KEYS
+    ] + [
+        {"kind": "broker", "name": name, "config": key, "value": value}
+        for name, values in sorted(broker_values.items(), key=lambda kv: int(kv[0]))
+        for key, value in sorted(values.items())
+        if key in BROKER_KEYS
+    ]
+    return rows, unread
 
 
 def restore_journal_throttles(

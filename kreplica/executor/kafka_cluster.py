@@ -28,6 +28,7 @@ from kreplica.model import ClusterSnapshot
 Key = tuple[str, int]
 MIGRATION_FLAG = "zookeeper.metadata.migration.enable"
 FAILOVER_S = 60.0  # how long a write waits for a controller to answer again (a failover)
+TOPIC_BATCH = 200  # topics per DescribeConfigs request
 
 
 class ExecutorError(KreplicaError):
@@ -274,17 +275,30 @@ class KafkaCluster:
         wanted = TOPIC_KEYS if kind == "topic" else BROKER_KEYS
         out: dict[str, dict[str, str]] = {}
         live = self.live_broker_ids() if kind == "broker" and names else set()
+        answers: dict[str, Any] = {}
+        if kind == "topic":  # many topics in one request (one BROKER resource per request)
+            for start in range(0, len(names), TOPIC_BATCH):
+                resources = [
+                    ConfigResource(resource_type, str(n)) for n in names[start:][:TOPIC_BATCH]
+                ]
+                futures = self.source.confluent_admin().describe_configs(
+                    resources, request_timeout=self.source.timeout_s
+                )
+                for resource in resources:
+                    answers[resource.name] = futures[resource]
         for name in names:
             if kind == "broker" and int(name) not in live:
                 stored = self.offline.read(int(name)) if self.offline is not None else None
                 if stored is not None:
                     out[str(name)] = {k: v for k, v in stored.items() if k in wanted}
                 continue
-            resource = ConfigResource(resource_type, str(name))
-            futures = self.source.confluent_admin().describe_configs(
-                [resource], request_timeout=self.source.timeout_s
-            )
-            entries = self.source.call(futures[resource], f"describe {kind} {name} configs")
+            future = answers.get(str(name))
+            if future is None:
+                resource = ConfigResource(resource_type, str(name))
+                future = self.source.confluent_admin().describe_configs(
+                    [resource], request_timeout=self.source.timeout_s
+                )[resource]
+            entries = self.source.call(future, f"describe {kind} {name} configs")
             values: dict[str, str] = {}
             for key in wanted:
                 entry = entries.get(key)

@@ -77,6 +77,18 @@ class ProgressPrinter:
     def _on_warning(self, e: dict[str, Any]) -> None:
         self._print(f"warning: {e['message']}", "warning")
 
+    def _on_leftover_throttles(self, e: dict[str, Any]) -> None:
+        rows = e["configs"]
+        shown = "; ".join(f"{r['kind']} {r['name']} {r['config']}={r['value']}" for r in rows[:4])
+        more = f" and {len(rows) - 4} more" if len(rows) > 4 else ""
+        when = "before starting" if e["when"] == "start" else "after finishing"
+        self._print(
+            f"throttles left from earlier runs ({when}; kept as they are): {shown}{more}; "
+            "`kreplica throttles --clear` restores those kreplica set, `--clear --all` removes "
+            "every one",
+            "warning",
+        )
+
     def _on_note(self, e: dict[str, Any]) -> None:
         self._print(f"note: {e['message']}", "muted")
 

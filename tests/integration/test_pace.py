@@ -139,12 +139,17 @@ def test_leftover_throttles_are_reported_and_kept(op: Operator, kafka: Kafka) ->
             op.run("apply", "l.json", "--throttle", "5MB/s", *op.source, "--controller-settle", "0")
         )
         text = proc.stdout + proc.stderr
-        lines = [x for x in text.splitlines() if "left from earlier runs" in x]
-        assert len(lines) == 2, text  # at the start and at the end
-        assert f"topic {other}" in lines[0] and f"topic {other}" in lines[1]
-        assert kafka.throttles([other]) == {f"topic {other}": {key: "0:1"}}
+        assert text.count("throttles left from earlier runs") == 2, text  # start and end
+        found = [e for e in op.journal("l.json") if e["event"] == "leftover-throttles"]
+        assert [e["when"] for e in found] == ["start", "end"]
+        for event in found:
+            assert {"kind": "topic", "name": other, "config": key, "value": "0:1"} in event[
+                "configs"
+            ]
+            assert not [r for r in event["configs"] if r["name"] == topic]  # ours: not listed
+        assert kafka.throttles([other]) == {f"topic {other}": {key: "0:1"}}  # kept
         assert kafka.throttles([topic]) == {}
-        op.log += lines
+        op.log += [x for x in text.splitlines() if "earlier runs" in x]
     finally:
         resource = ConfigResource(
             ResourceType.TOPIC,

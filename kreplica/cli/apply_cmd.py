@@ -96,8 +96,36 @@ def apply_options(opts: Options) -> Any:
         )
     if opts.stall_timeout <= 0:
         raise UsageError(f"--stall-timeout {opts.stall_timeout:g}: give a number of seconds > 0")
+    throttle = parse_rate(opts.throttle) if opts.throttle is not None else None
+    throttle_max = None
+    if opts.pace is not None:
+        if opts.pace != "auto":
+            raise UsageError(f"--pace {opts.pace!r}: use auto (or --throttle RATE for a fixed one)")
+        if opts.throttle is not None:
+            raise UsageError(
+                "--pace auto sets the throttle itself: give --throttle-min and --throttle-max "
+                "instead of --throttle"
+            )
+        if opts.throttle_min is None or opts.throttle_max is None:
+            raise UsageError(
+                "--pace auto needs --throttle-min RATE (where it starts) and --throttle-max RATE"
+            )
+        throttle, throttle_max = parse_rate(opts.throttle_min), parse_rate(opts.throttle_max)
+        if throttle > throttle_max:
+            raise UsageError(
+                f"--throttle-min {opts.throttle_min} is above --throttle-max {opts.throttle_max}; "
+                "give a floor at or below the ceiling"
+            )
+        if opts.pace_interval <= 0:
+            raise UsageError(f"--pace-interval {opts.pace_interval:g}: give seconds > 0")
+    elif opts.throttle_min is not None or opts.throttle_max is not None:
+        raise UsageError("--throttle-min and --throttle-max go with --pace auto; add it")
     return ApplyOptions(
-        throttle=parse_rate(opts.throttle) if opts.throttle is not None else None,
+        throttle=throttle,
+        throttle_max=throttle_max,
+        pace=opts.pace is not None,
+        pace_interval_s=opts.pace_interval,
+        keep_canary=opts.keep_canary,
         max_partitions=opts.max_partitions,
         max_per_broker=opts.max_per_broker,
         order=opts.order,
@@ -125,6 +153,7 @@ def run_apply(opts: Options, spec: SourceSpec, plan_path: Path) -> dict[str, Any
     from kreplica.executor.apply import Applier, require_moves
     from kreplica.executor.journal import Journal
     from kreplica.executor.planfile import load_plan_file, plan_siblings
+    from kreplica.executor.throttles import format_rate
     from kreplica.render.progress import ProgressPrinter
 
     options = apply_options(opts)  # bad flags fail before anything connects
@@ -170,6 +199,7 @@ def run_apply(opts: Options, spec: SourceSpec, plan_path: Path) -> dict[str, Any
         "leaders_off_preferred": [f"{t}-{p}" for t, p in result.leaders_off],
         "dir_moved": [f"{t}-{p}@{b}" for t, p, b in result.dir_moved],
         "completed_while_down": [f"{t}-{p}" for t, p in result.completed_meanwhile],
+        "pace": result.pace,
     }
     if not json_mode:
         out = _console()
@@ -191,6 +221,21 @@ def run_apply(opts: Options, spec: SourceSpec, plan_path: Path) -> dict[str, Any
                     else ""
                 )
                 + f"{result.seconds:.1f} s (journal {journal.path})",
+                markup=False,
+            )
+        if result.pace is not None:
+            pace = result.pace
+            p99_text = (
+                f"canary p99 {pace['canary_p99_ms']:g} ms over {pace['canary_records']} "
+                f"record(s) (baseline {pace['baseline_p99_ms']} ms)"
+                if pace.get("canary_p99_ms") is not None
+                else "no canary figure"
+            )
+            out.print(
+                f"pace auto: {pace['changes']} throttle change(s), last "
+                f"{format_rate(int(pace['final_rate']))} (floor "
+                f"{format_rate(int(pace['floor']))}, ceiling "
+                f"{format_rate(int(pace['ceiling']))}); {p99_text}",
                 markup=False,
             )
         if result.leaders_off:

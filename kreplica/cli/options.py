@@ -64,6 +64,11 @@ class Options:
     allow_under_min_isr: bool = False
     allow_under_replicated: bool = False
     controller_settle: float = 60.0
+    pace: Optional[str] = None  # noqa: UP045
+    throttle_min: Optional[str] = None  # noqa: UP045
+    throttle_max: Optional[str] = None  # noqa: UP045
+    pace_interval: float = 10.0
+    keep_canary: bool = False
     stall_timeout: float = 300.0
     resume: bool = False
     via: str = "kafka"
@@ -397,6 +402,71 @@ APPLY = [
             ),
         ],
         None,
+    ),
+    _param(
+        "pace",
+        Annotated[
+            Optional[str],  # noqa: UP045
+            typer.Option(
+                "--pace",
+                metavar="auto",
+                help="auto: the throttle follows the cluster's health between --throttle-min "
+                "and --throttle-max (a canary producer's p99, the ISR, the copy rate).",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        None,
+    ),
+    _param(
+        "throttle_min",
+        Annotated[
+            Optional[str],  # noqa: UP045
+            typer.Option(
+                "--throttle-min",
+                metavar="RATE",
+                help="--pace auto: the floor, and the rate it starts at.",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        None,
+    ),
+    _param(
+        "throttle_max",
+        Annotated[
+            Optional[str],  # noqa: UP045
+            typer.Option(
+                "--throttle-max",
+                metavar="RATE",
+                help="--pace auto: the ceiling.",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        None,
+    ),
+    _param(
+        "pace_interval",
+        Annotated[
+            float,
+            typer.Option(
+                "--pace-interval",
+                metavar="SECONDS",
+                help="--pace auto: seconds between two decisions.",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        10.0,
+    ),
+    _param(
+        "keep_canary",
+        Annotated[
+            bool,
+            typer.Option(
+                "--keep-canary",
+                help="--pace auto: keep the canary topic (kreplica-canary) afterwards.",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        False,
     ),
     _param(
         "max_partitions",

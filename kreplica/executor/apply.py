@@ -38,6 +38,7 @@ from kreplica.errors import (
     VerificationFailed,
 )
 from kreplica.executor.authz import CLUSTER, Need, apply_needs, throttle_needs
+from kreplica.executor.canary import Canary
 from kreplica.executor.cancelguard import cancel_risks, refusal_text
 from kreplica.executor.dirmoves import DirKey, ReplicaLog, is_done
 from kreplica.executor.dirmoves import copied as dir_copied
@@ -45,12 +46,15 @@ from kreplica.executor.journal import Journal, fold
 from kreplica.executor.kafka_cluster import BrokerDown
 from kreplica.executor.moves import Move
 from kreplica.executor.options import ApplyOptions
+from kreplica.executor.pace import PaceController, PaceSettings, Sample, p99
 from kreplica.executor.planfile import PlanFile
 from kreplica.executor.preflight import Preflight, preflight
 from kreplica.executor.safestart import ControllerFacts, check_safe_start
 from kreplica.executor.throttles import (
     ALTER_DIRS_RATE,
     BROKER_KEYS,
+    FOLLOWER_RATE,
+    LEADER_RATE,
     MAX_CONFIG_VALUE,
     TOPIC_KEYS,
     InFlight,
@@ -70,6 +74,7 @@ CREATE_BATCH = 500  # KRaft refuses one huge CreatePartitions batch
 # for a few seconds, so DescribeLogDirs to it fails) is retried this long before apply gives up
 # (the moves go on; --resume picks them up).
 READ_RETRY_S = 120.0
+CANARY_EVERY_S = 0.1  # --pace auto: a canary record to every partition this often
 
 
 class _Cancelled(Exception):
@@ -125,6 +130,7 @@ class ApplyResult:
     dir_bytes: int = 0
     # submitted by an earlier run, found done on resume (they finished while no kreplica ran)
     completed_meanwhile: list[Key] = field(default_factory=list)
+    pace: dict[str, Any] | None = None  # --pace auto: rates, changes, canary figures
 
 
 @dataclass
@@ -179,6 +185,12 @@ class Applier:
         self._error_journalled = False
         self._started = False  # this run journalled its start (and may have set throttles)
         self._everything: ClusterSnapshot | None = None  # every topic, read before starting
+        self._rate_brokers: list[str] = []  # brokers whose throttle rate kreplica set
+        self._pace: PaceController | None = None
+        self._canary: Canary | None = None
+        self._pace_at = 0.0  # when the last pace sample was taken
+        self._pace_sizes: dict[tuple[Key, int], int] = {}  # new replica -> bytes, last sample
+        self._pace_log: dict[str, Any] = {}
 
     # -- the whole run -----------------------------------------------------------------------
 
@@ -209,6 +221,8 @@ class Applier:
                     f"replicas and the throttles are restored; {self.plan.path} is not applied "
                     "(kreplica verify shows what was done)"
                 ) from None
+            finally:
+                self._stop_pace()  # the canary stops whatever happened
 
     def _run(self) -> ApplyResult:
         started = self.clock.now()
@@ -288,6 +302,7 @@ class Applier:
         result.bytes_total = self._bytes_total([*waiting, *check.todo])
         self._report_leftovers("start", {})
         self._set_throttles([*waiting, *check.todo], snapshot)  # a new rate applies to both
+        self._start_pace(snapshot, check)
         if waiting:
             self.emit({"event": "resume-wait", "partitions": [m.name for m in waiting]})
             self._wait({m.key: m.after for m in waiting}, {m.key: m for m in waiting}, wave=0)
@@ -324,6 +339,7 @@ class Applier:
             and p.leader != p.replicas[0]
         )
         result.seconds = self.clock.now() - started
+        result.pace = self._pace_summary()
         self.journal.append(
             {
                 "event": "finish",
@@ -343,6 +359,165 @@ class Applier:
                 {"event": "complete", "topic": key[0], "partition": key[1], "while_down": True}
             )
             self.emit({"event": "partition-done", "partition": _key_text(key)})
+
+    # -- --pace auto ---------------------------------------------------------------------------
+
+    def _start_pace(self, snapshot: ClusterSnapshot, check: Preflight) -> None:
+        """Start the canary, measure its baseline p99 before the first wave, count the
+        partitions outside the plan out of the ISR, and hand both to the controller."""
+        if not self.options.pace or self.options.throttle is None:
+            return
+        ceiling = self.options.throttle_max or self.options.throttle
+        settings = PaceSettings(floor=self.options.throttle, ceiling=ceiling)
+        baseline: float | None = None
+        if hasattr(self.cluster, "create_topic_if_missing"):  # a real cluster (not a test's)
+            self._canary = Canary(
+                self.cluster, sorted(snapshot.live_broker_ids()), every_s=CANARY_EVERY_S
+            )
+            self._canary.start()
+            self.clock.sleep(1.0)  # connections and metadata: not the cluster's latency
+            self._canary.take()
+            self.clock.sleep(min(10.0, max(2.0, self.options.pace_interval_s)))
+            latencies, _ = self._canary.take()
+            baseline = p99(latencies)
+            self._pace_log["baseline_samples"] = len(latencies)
+        before = self._out_of_isr()
+        self._pace = PaceController(settings, baseline, before or 0)
+        self._pace_at = self.clock.now()
+        self._pace_log.update(
+            {
+                "floor": settings.floor,
+                "ceiling": settings.ceiling,
+                "baseline_p99_ms": None if baseline is None else round(baseline, 2),
+                "changes": 0,
+                "latencies": [],
+            }
+        )
+        event = {
+            "event": "pace-start",
+            "rate": settings.floor,
+            "ceiling": settings.ceiling,
+            "baseline_p99_ms": self._pace_log["baseline_p99_ms"],
+            "out_of_isr": before,
+            "canary": self._canary.topic if self._canary is not None else None,
+        }
+        self.journal.append(event)
+        self.emit(event)
+
+    def _out_of_isr(self) -> int | None:
+        count = getattr(self.cluster, "out_of_isr", None)
+        if count is None:
+            return 0
+        exclude = {*self.plan.targets, *self.plan.new_partitions}
+        if self._canary is not None:
+            exclude |= {(self._canary.topic, p) for p in range(len(self._canary.brokers))}
+        try:
+            return int(count(exclude))
+        except KreplicaError:
+            return None  # unknown this time: not a degradation
+
+    def _pace_tick(
+        self,
+        pending: Mapping[Key, Sequence[int]],
+        moves: Mapping[Key, Move | None],
+        sizes: Mapping[tuple[str, int, int], int],
+    ) -> None:
+        """Once per pace interval: one health sample to the controller; a change of rate is
+        written to the brokers, journalled and shown with its reason."""
+        if self._pace is None:
+            return
+        now = self.clock.now()
+        elapsed = now - self._pace_at
+        if elapsed < self.options.pace_interval_s:
+            return
+        self._pace_at = now
+        latencies, failed = self._canary.take() if self._canary is not None else ([], 0)
+        self._pace_log["latencies"] += latencies
+        grown: dict[int, int] = {}
+        current: dict[tuple[Key, int], int] = {}
+        for key, target in pending.items():
+            move = moves.get(key)
+            before = set(move.before) if move is not None else set()
+            for broker in target:
+                if broker in before:
+                    continue
+                size = sizes.get((key[0], key[1], broker))
+                if size is None:
+                    continue
+                current[(key, broker)] = size
+                last = self._pace_sizes.get((key, broker))
+                if last is not None:
+                    grown[broker] = grown.get(broker, 0) + max(0, size - last)
+        self._pace_sizes = current
+        out = self._out_of_isr()
+        sample = Sample(
+            canary_p99_ms=p99(latencies),
+            outside_out_of_isr=out if out is not None else self._pace.outside_before,
+            copy_bps=max(grown.values()) / elapsed if grown else None,
+            canary_failed=failed,
+        )
+        decision = self._pace.observe(sample)
+        if decision is None:
+            return
+        self._set_rate(decision.rate)
+        self._pace_log["changes"] += 1
+        event = {
+            "event": "pace",
+            "rate": decision.rate,
+            "previous": decision.previous,
+            "reason": decision.reason,
+            "canary_p99_ms": None
+            if sample.canary_p99_ms is None
+            else round(sample.canary_p99_ms, 2),
+            "out_of_isr": sample.outside_out_of_isr,
+            "copy_bps": None if sample.copy_bps is None else int(sample.copy_bps),
+        }
+        self.journal.append(event)
+        self.emit(event)
+
+    def _set_rate(self, rate: int) -> None:
+        """The leader and follower rates on every broker kreplica throttles (the journal keeps
+        what was there before the first one, for the restore)."""
+        values = {LEADER_RATE: str(rate), FOLLOWER_RATE: str(rate)}
+        for name in self._rate_brokers:
+            self.journal.append(
+                {
+                    "event": "throttle-set",
+                    "kind": "broker",
+                    "name": name,
+                    "previous": {},
+                    "values": values,
+                }
+            )
+            try:
+                self.cluster.alter_configs("broker", name, values)
+            except BrokerDown as exc:  # its rate stays; the restore still covers it
+                self.emit({"event": "warning", "message": f"pace: {exc}"})
+
+    def _stop_pace(self) -> None:
+        if self._canary is None:
+            return
+        canary, self._canary = self._canary, None
+        failed = canary.stop(delete=not self.options.keep_canary)
+        if failed:
+            self.emit(
+                {
+                    "event": "warning",
+                    "message": f"the canary topic {canary.topic} stays: {failed}; delete it "
+                    "with kafka-topics --delete",
+                }
+            )
+
+    def _pace_summary(self) -> dict[str, Any] | None:
+        if self._pace is None:
+            return None
+        latencies = self._pace_log.pop("latencies", [])
+        return {
+            **self._pace_log,
+            "final_rate": self._pace.rate,
+            "canary_p99_ms": None if not latencies else round(p99(latencies) or 0.0, 2),
+            "canary_records": len(latencies),
+        }
 
     def _report_leftovers(self, when: str, set_here: Mapping[Resource, Mapping[str, str]]) -> None:
         """Replication throttles on the cluster that this apply did not set (left by earlier
@@ -624,6 +799,7 @@ class Applier:
         plan = throttle_plan(moves, self.options.throttle, in_flight)
         topics = sorted(plan.topics)
         brokers = [str(b) for b in sorted(plan.brokers)]
+        self._rate_brokers = brokers
         existing: dict[Resource, dict[str, str]] = {}
         for name, values in self.cluster.configs("topic", topics).items():
             existing[("topic", name)] = values
@@ -835,6 +1011,7 @@ class Applier:
             # times out, and a stall could not be reported while it is down.
             sizes = self.cluster.replica_bytes(topics, snapshot.live_broker_ids())
             copied, total = self._copied(targets, moves, snapshot, sizes)
+            self._pace_tick(pending, moves, sizes)
             now = self.clock.now()
             done = len(targets) - len(pending)
             if copied > last_copied:

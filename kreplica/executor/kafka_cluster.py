@@ -515,6 +515,57 @@ class KafkaCluster:
         for future in futures.values():
             self.source.call(future, f"create partitions of {topic}")
 
+    def create_topic_if_missing(self, topic: str, assignment: Sequence[Sequence[int]]) -> bool:
+        """Create `topic` with these replicas per partition unless it exists; True when created.
+        Waits until every partition has a leader."""
+        from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+
+        admin = self.source.confluent_admin()
+        if topic in admin.list_topics(timeout=self.source.timeout_s).topics:
+            return False
+        request = NewTopic(
+            topic,
+            num_partitions=len(assignment),  # librdkafka wants the count with the assignment
+            replica_assignment=[list(r) for r in assignment],
+        )
+        for future in admin.create_topics(
+            [request], request_timeout=self.source.timeout_s
+        ).values():
+            try:
+                self.source.call(future, f"create topic {topic}")
+            except SourceError as exc:
+                if "TOPIC_ALREADY_EXISTS" not in str(exc) and "already exists" not in str(exc):
+                    raise
+                return False
+        deadline = time.monotonic() + self.source.timeout_s
+        while time.monotonic() < deadline:
+            meta = admin.list_topics(topic, timeout=self.source.timeout_s).topics.get(topic)
+            if (
+                meta is not None
+                and meta.error is None
+                and len(meta.partitions) == len(assignment)
+                and all(p.leader >= 0 for p in meta.partitions.values())
+            ):
+                break
+            time.sleep(0.2)
+        return True
+
+    def delete_topic(self, topic: str) -> None:
+        admin = self.source.confluent_admin()
+        for future in admin.delete_topics([topic], request_timeout=self.source.timeout_s).values():
+            self.source.call(future, f"delete topic {topic}")
+
+    def out_of_isr(self, exclude: Collection[Key] = ()) -> int:
+        """Partitions with a replica out of the ISR now, cluster-wide (one Metadata request),
+        those in `exclude` left out."""
+        meta = self.source.confluent_admin().list_topics(timeout=self.source.timeout_s)
+        count = 0
+        for name, topic in meta.topics.items():
+            for pid, part in topic.partitions.items():
+                if (name, pid) not in exclude and len(part.isrs) < len(part.replicas):
+                    count += 1
+        return count
+
     def elect_preferred(self, keys: Sequence[Key]) -> dict[Key, str | None]:
         """Preferred leader election; key -> None when elected (or not needed), else the error."""
         from confluent_kafka import ElectionType, TopicPartition  # ElectionType: top level only

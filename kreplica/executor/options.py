@@ -25,3 +25,9 @@ class ApplyOptions:
     # bytes/s for copies between log dirs of one broker (replica.alter.log.dirs.io.max.bytes.
     # per.second); None: the `throttle` rate when one is given, else no limit
     dir_throttle: int | None = None
+    # --pace auto (kreplica.executor.pace): `throttle` is the floor, `throttle_max` the
+    # ceiling; the rate is re-decided every `pace_interval_s` from the canary and the ISR
+    pace: bool = False
+    throttle_max: int | None = None
+    pace_interval_s: float = 10.0
+    keep_canary: bool = False

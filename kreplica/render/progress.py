@@ -89,6 +89,22 @@ class ProgressPrinter:
             "warning",
         )
 
+    def _on_pace_start(self, e: dict[str, Any]) -> None:
+        base = e.get("baseline_p99_ms")
+        self._print(
+            f"pace auto: throttle starts at {format_bytes(int(e['rate']))}/s (ceiling "
+            f"{format_bytes(int(e['ceiling']))}/s); canary {e.get('canary') or 'none'}, "
+            f"baseline p99 {'?' if base is None else f'{base:g} ms'}, "
+            f"{e.get('out_of_isr')} partition(s) outside the plan out of the ISR"
+        )
+
+    def _on_pace(self, e: dict[str, Any]) -> None:
+        self._print(
+            f"pace: throttle {format_bytes(int(e['previous']))}/s -> "
+            f"{format_bytes(int(e['rate']))}/s ({e['reason']})",
+            "warning" if int(e["rate"]) < int(e["previous"]) else "",
+        )
+
     def _on_note(self, e: dict[str, Any]) -> None:
         self._print(f"note: {e['message']}", "muted")
 

@@ -420,6 +420,10 @@ class AdminSource(LiveSource):
     def confluent_admin(self) -> Any:
         return self._admin_client()
 
+    def client_settings(self) -> dict[str, Any]:
+        """librdkafka settings for another client of this cluster (apply's canary producer)."""
+        return dict(confluent_config(self._bootstrap, self._client_config))
+
     def kafka_python_admin(self) -> Any:
         return self._kafka_python_client()
 

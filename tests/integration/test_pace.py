@@ -13,6 +13,8 @@ Kafka 4.x KRaft; a topic per test), kreplica run in subprocesses as an operator 
 from __future__ import annotations
 
 import json
+import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +25,14 @@ import pytest
 from kreplica.sandbox import SandboxInfo
 from kreplica.testing import TopicSpec, create_topics
 from tests.integration.conftest import produce
-from tests.integration.test_apply import Kafka, Operator, _ok, _one_line
+from tests.integration.test_apply import (
+    Kafka,
+    LoadProducer,
+    Operator,
+    _ok,
+    _one_line,
+    consume_all,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -161,3 +170,93 @@ def test_leftover_throttles_are_reported_and_kept(op: Operator, kafka: Kafka) ->
         for future in kafka.admin.incremental_alter_configs([resource]).values():
             future.result(timeout=20)
     print("\n".join(op.log))
+
+
+def _heavy_load(bootstrap: str, topic: str, stop: threading.Event) -> None:
+    """acks=all writes as fast as the cluster takes them, until stopped: the load step."""
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "batch.size": 262144}
+    )
+    value = os.urandom(8192)
+    while not stop.is_set():
+        try:
+            for _ in range(200):
+                producer.produce(topic, value)
+        except BufferError:
+            pass
+        producer.poll(0.01)
+    producer.flush(30)
+
+
+def test_pace_auto_rises_then_backs_off_under_a_load_step(op: Operator, kafka: Kafka) -> None:
+    """A steady producer runs all along; the throttle starts at the floor and rises; a second
+    producer writing as fast as it can makes the canary's p99 climb, and pace backs off. Every
+    acknowledged record of the steady producer is readable afterwards."""
+    topic = f"paced-{op.info.mode}"
+    noise = f"paced-noise-{op.info.mode}"
+    create_topics(
+        op.info.bootstrap_servers,
+        [
+            TopicSpec(topic, partitions=6, replication_factor=1),
+            TopicSpec(noise, partitions=3, replication_factor=3),
+        ],
+    )
+    produce(op.info.bootstrap_servers, topic, 16 * 1024 * 1024)
+    _ok(op.run("expand", "-t", topic, "--rf", "2", "--dry-run", "--out", "p.json", *op.source))
+    floor, ceiling = 200_000, 3_000_000
+    steady = LoadProducer(op.info.bootstrap_servers, topic)
+    steady.start()
+    stop_heavy = threading.Event()
+    heavy = threading.Thread(
+        target=_heavy_load, args=(op.info.bootstrap_servers, noise, stop_heavy), daemon=True
+    )
+    apply = op.start(
+        "apply", "p.json", *op.source, "--pace", "auto", "--throttle-min", "200KB/s",
+        "--throttle-max", "3MB/s", "--pace-interval", "1", "--controller-settle", "0",
+    )  # fmt: skip
+    try:
+        op.wait_journal("p.json", "pace", apply)  # the first change: a raise, all is quiet
+        heavy.start()
+        loaded_at = len([e for e in op.journal("p.json") if e["event"] == "pace"])
+        deadline = time.monotonic() + 120
+        while apply.poll() is None and time.monotonic() < deadline:  # until pace backs off
+            paced = [e for e in op.journal("p.json") if e["event"] == "pace"][loaded_at:]
+            if any(e["reason"].startswith("back off:") for e in paced):
+                break
+            time.sleep(0.2)
+        stop_heavy.set()
+        out, err = apply.communicate(timeout=180)
+    finally:
+        stop_heavy.set()
+        steady.stop.set()
+        if apply.poll() is None:
+            apply.kill()
+    steady.join(timeout=150)
+    heavy.join(timeout=60)
+    assert apply.returncode == 0, out + err
+    events = op.journal("p.json")
+    start = next(e for e in events if e["event"] == "pace-start")
+    assert start["rate"] == floor and start["baseline_p99_ms"] is not None
+    paces = [e for e in events if e["event"] == "pace"]
+    assert paces[0]["reason"].startswith("raise:") and paces[0]["rate"] > floor
+    assert all(floor <= e["rate"] <= ceiling for e in paces)
+    for e in paces:  # each change reached the brokers through the journal's throttle-set
+        index = events.index(e)
+        rates = [x for x in events[: index + 1] if x["event"] == "throttle-set"]
+        assert rates[-1]["values"]["follower.replication.throttled.rate"] == str(e["rate"])
+    downs = [e for e in paces[loaded_at:] if e["reason"].startswith("back off:")]
+    op.log += [f"{e['previous']} -> {e['rate']}: {e['reason']}" for e in paces]
+    print("\n".join(op.log))
+    assert downs, "no back-off after the load step"
+    assert "pace: throttle" in out + err
+    # afterwards: the plan applied, no throttle, the canary topic gone, nothing lost
+    assert kafka.replicas(topic) == json_plan(op.cwd / "p.json")
+    assert kafka.throttles([topic]) == {}
+    topics = kafka.admin.list_topics(timeout=15).topics
+    assert "kreplica-canary" not in topics
+    assert not steady.failed and steady.unflushed == 0
+    records = consume_all(op.info.bootstrap_servers, topic).values()
+    read = {int(v[:10]) for part in records for _, v in part if len(v) == 200}  # the steady's
+    assert steady.acked and set(steady.acked) <= read

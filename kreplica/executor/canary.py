@@ -1,0 +1,119 @@
+"""The canary of `--pace auto`: small acks=all records to a topic kreplica owns, one partition
+led by each broker (replicated to the next ones), so its latency feels every broker's
+replication. A background thread sends a record to every partition each `every_s`; `take()`
+hands over the latencies (ms) and failures since the last call."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from kreplica.errors import SourceError
+
+CANARY_TOPIC = "kreplica-canary"
+RECORD = b"k" * 100
+
+
+def canary_assignment(brokers: Sequence[int], rf: int = 3) -> list[list[int]]:
+    """Partition i led by the i-th broker, followed by the next ones (RF up to 3)."""
+    ids = sorted(brokers)
+    width = min(rf, len(ids))
+    return [[ids[(i + k) % len(ids)] for k in range(width)] for i in range(len(ids))]
+
+
+class Canary:
+    def __init__(
+        self, cluster: Any, brokers: Sequence[int], *, topic: str = CANARY_TOPIC, every_s: float
+    ) -> None:
+        self.cluster = cluster  # kreplica.executor.kafka_cluster.KafkaCluster
+        self.topic = topic
+        self.brokers = sorted(brokers)
+        self.every_s = every_s
+        self.created = False  # this run created the topic
+        self.exists = False  # the topic is there (created now or before)
+        self._lock = threading.Lock()
+        self._latencies: list[float] = []
+        self._failed = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._producer: Any = None
+
+    def start(self) -> None:
+        """Create the topic when missing, then start sending."""
+        from confluent_kafka import Producer
+
+        self.created = self.cluster.create_topic_if_missing(
+            self.topic, canary_assignment(self.brokers)
+        )
+        self.exists = True
+        settings = self.cluster.source.client_settings()
+        settings.update(
+            {
+                "acks": "all",
+                "linger.ms": 0,
+                "enable.idempotence": False,
+                "message.timeout.ms": 30000,
+                "client.id": "kreplica-canary",
+            }
+        )
+        settings.pop("error_cb", None)
+        settings.pop("logger", None)
+        self._producer = Producer(settings)
+        self._thread = threading.Thread(target=self._run, name="kreplica-canary", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        partitions = range(len(self.brokers))
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            # poll() returns at the first delivery: wait out the rest of the period, so the
+            # canary stays a trickle (one record per partition per period) on a busy cluster
+            while (left := next_at - time.monotonic()) > 0 and not self._stop.is_set():
+                self._producer.poll(left)
+            next_at = max(next_at + self.every_s, time.monotonic())
+            for partition in partitions:
+                sent = time.monotonic()
+                try:
+                    self._producer.produce(
+                        self.topic,
+                        RECORD,
+                        partition=partition,
+                        on_delivery=lambda err, _msg, sent=sent: self._delivered(err, sent),
+                    )
+                except BufferError:
+                    with self._lock:
+                        self._failed += 1
+            self._producer.poll(0)
+
+    def _delivered(self, err: Any, sent: float) -> None:
+        with self._lock:
+            if err is not None:
+                self._failed += 1
+            else:
+                self._latencies.append((time.monotonic() - sent) * 1000.0)
+
+    def take(self) -> tuple[list[float], int]:
+        with self._lock:
+            latencies, failed = self._latencies, self._failed
+            self._latencies, self._failed = [], 0
+        return latencies, failed
+
+    def stop(self, *, delete: bool) -> str | None:
+        """Stop sending; delete the topic (kreplica's own, whoever created it) when `delete`
+        says so. Returns why the delete failed, if it did."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self._producer is not None:
+            if self._producer.flush(3):  # still unanswered: their latency is not needed
+                self._producer.purge()
+                self._producer.flush(1)
+            self._producer = None
+        if delete and self.exists:
+            try:
+                self.cluster.delete_topic(self.topic)
+            except SourceError as exc:
+                return str(exc)
+        return None

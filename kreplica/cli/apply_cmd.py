@@ -120,7 +120,26 @@ def apply_options(opts: Options) -> Any:
             raise UsageError(f"--pace-interval {opts.pace_interval:g}: give seconds > 0")
     elif opts.throttle_min is not None or opts.throttle_max is not None:
         raise UsageError("--throttle-min and --throttle-max go with --pace auto; add it")
+    from kreplica.cli.broker_cmd import parse_size
+    from kreplica.executor.window import parse_window, parse_zone
+
+    window = parse_window(opts.window) if opts.window is not None else None
+    if window is None and (opts.window_tz is not None or opts.window_floor):
+        raise UsageError("--window-tz and --window-floor go with --window HH:MM-HH:MM; add it")
+    if opts.window_floor and opts.pace is None:
+        raise UsageError(
+            "--window-floor drops the throttle to the --pace auto floor; add --pace auto"
+        )
+    budget = None
+    if opts.max_bytes_per_hour is not None:
+        budget = parse_size(opts.max_bytes_per_hour, "--max-bytes-per-hour")
+        if budget <= 0:
+            raise UsageError(f"--max-bytes-per-hour {opts.max_bytes_per_hour}: give more than 0")
     return ApplyOptions(
+        window=window,
+        window_tz=parse_zone(opts.window_tz),
+        window_floor=opts.window_floor,
+        max_bytes_per_hour=budget,
         throttle=throttle,
         throttle_max=throttle_max,
         pace=opts.pace is not None,

@@ -69,6 +69,10 @@ class Options:
     throttle_max: Optional[str] = None  # noqa: UP045
     pace_interval: float = 10.0
     keep_canary: bool = False
+    window: Optional[str] = None  # noqa: UP045
+    window_tz: Optional[str] = None  # noqa: UP045
+    window_floor: bool = False
+    max_bytes_per_hour: Optional[str] = None  # noqa: UP045
     stall_timeout: float = 300.0
     resume: bool = False
     via: str = "kafka"
@@ -467,6 +471,58 @@ APPLY = [
             ),
         ],
         False,
+    ),
+    _param(
+        "window",
+        Annotated[
+            Optional[str],  # noqa: UP045
+            typer.Option(
+                "--window",
+                metavar="HH:MM-HH:MM",
+                help="Start waves only inside this daily window (local time; may wrap past "
+                "midnight); outside it apply waits.",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        None,
+    ),
+    _param(
+        "window_tz",
+        Annotated[
+            Optional[str],  # noqa: UP045
+            typer.Option(
+                "--window-tz",
+                metavar="ZONE",
+                help="--window in this time zone (Europe/Paris, UTC) instead of local time.",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        None,
+    ),
+    _param(
+        "window_floor",
+        Annotated[
+            bool,
+            typer.Option(
+                "--window-floor",
+                help="--pace auto: outside the window, moves in flight go on at the floor.",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        False,
+    ),
+    _param(
+        "max_bytes_per_hour",
+        Annotated[
+            Optional[str],  # noqa: UP045
+            typer.Option(
+                "--max-bytes-per-hour",
+                metavar="SIZE",
+                help="Start no wave that would copy more than SIZE (e.g. 500GB) within an hour.",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        None,
     ),
     _param(
         "max_partitions",

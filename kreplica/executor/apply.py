@@ -22,6 +22,7 @@ import json
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -46,7 +47,7 @@ from kreplica.executor.journal import Journal, fold
 from kreplica.executor.kafka_cluster import BrokerDown
 from kreplica.executor.moves import Move
 from kreplica.executor.options import ApplyOptions
-from kreplica.executor.pace import PaceController, PaceSettings, Sample, p99
+from kreplica.executor.pace import Decision, PaceController, PaceSettings, Sample, p99
 from kreplica.executor.planfile import PlanFile
 from kreplica.executor.preflight import Preflight, preflight
 from kreplica.executor.safestart import ControllerFacts, check_safe_start
@@ -63,6 +64,7 @@ from kreplica.executor.throttles import (
     throttle_plan,
 )
 from kreplica.executor.waves import expand_steps, plan_waves
+from kreplica.executor.window import budget_wait
 from kreplica.model import ClusterSnapshot
 
 Key = tuple[str, int]
@@ -74,6 +76,7 @@ CREATE_BATCH = 500  # KRaft refuses one huge CreatePartitions batch
 # for a few seconds, so DescribeLogDirs to it fails) is retried this long before apply gives up
 # (the moves go on; --resume picks them up).
 READ_RETRY_S = 120.0
+WINDOW_POLL_S = 30.0  # a wait for the window or the budget looks again this often
 CANARY_EVERY_S = 0.1  # --pace auto: a canary record to every partition this often
 
 
@@ -191,6 +194,7 @@ class Applier:
         self._pace_at = 0.0  # when the last pace sample was taken
         self._pace_sizes: dict[tuple[Key, int], int] = {}  # new replica -> bytes, last sample
         self._pace_log: dict[str, Any] = {}
+        self._waves_started: list[tuple[float, int]] = []  # (wall time, bytes) for the budget
 
     # -- the whole run -----------------------------------------------------------------------
 
@@ -315,6 +319,8 @@ class Applier:
             order=self.options.order,
         ):
             wave_number += 1
+            self._wait_for_window(wave_number, wave)
+            self._waves_started.append((self.clock.wall(), self._bytes_total(wave) or 0))
             self._run_wave(wave_number, wave)
         result.moved += [m.key for m in check.todo]
         result.waves = wave_number
@@ -359,6 +365,51 @@ class Applier:
                 {"event": "complete", "topic": key[0], "partition": key[1], "while_down": True}
             )
             self.emit({"event": "partition-done", "partition": _key_text(key)})
+
+    # -- windows and the byte budget -----------------------------------------------------------
+
+    def _moment(self) -> datetime:
+        return datetime.fromtimestamp(self.clock.wall(), tz=self.options.window_tz)
+
+    def _window_closed(self) -> bool:
+        window = self.options.window
+        return window is not None and not window.is_open(self._moment())
+
+    def _wait_for_window(self, number: int, wave: Sequence[Move]) -> None:
+        """Before a wave: wait (journalled, shown) while outside the window or over the byte
+        budget; a cancel still stops the wait."""
+        waited = False
+        while True:
+            window, budget = self.options.window, self.options.max_bytes_per_hour
+            seconds, reason = 0.0, ""
+            if window is not None and not window.is_open(self._moment()):
+                moment = self._moment()
+                seconds = (window.next_open(moment) - moment).total_seconds()
+                reason = f"outside the window {window.text()}"
+            elif budget is not None:
+                size = self._bytes_total(wave) or 0
+                seconds = budget_wait(self._waves_started, self.clock.wall(), size, budget)
+                reason = f"--max-bytes-per-hour {budget}: {size} more bytes would pass it"
+            if seconds <= 0:
+                break
+            if not waited:
+                until = datetime.fromtimestamp(self.clock.wall() + seconds, tz=UTC)
+                event = {
+                    "event": "window-wait",
+                    "wave": number,
+                    "reason": reason,
+                    "seconds": round(seconds, 1),
+                    "until": until.isoformat(timespec="seconds"),
+                }
+                self.journal.append(event)
+                self.emit(event)
+                waited = True
+            if cancel_marker(self.journal).exists():
+                raise _Cancelled()
+            self.clock.sleep(min(seconds, WINDOW_POLL_S))
+        if waited:
+            self.journal.append({"event": "window-open", "wave": number})
+            self.emit({"event": "window-open", "wave": number})
 
     # -- --pace auto ---------------------------------------------------------------------------
 
@@ -457,6 +508,12 @@ class Applier:
             canary_failed=failed,
         )
         decision = self._pace.observe(sample)
+        if self.options.window_floor and self._window_closed():
+            floor = self._pace.settings.floor
+            decision = None
+            if self._pace.rate != floor:  # the moves in flight finish at the floor
+                decision = Decision(floor, self._pace.rate, "window closed: at the floor")
+                self._pace.rate = floor
         if decision is None:
             return
         self._set_rate(decision.rate)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import tzinfo
+
+from kreplica.executor.window import Window
 
 
 @dataclass(frozen=True)
@@ -31,3 +34,9 @@ class ApplyOptions:
     throttle_max: int | None = None
     pace_interval_s: float = 10.0
     keep_canary: bool = False
+    # kreplica.executor.window: waves start only inside `window` (in `window_tz`, None: local
+    # time) and within `max_bytes_per_hour`; `window_floor`: outside it, the pace floor
+    window: Window | None = None
+    window_tz: tzinfo | None = None
+    window_floor: bool = False
+    max_bytes_per_hour: int | None = None

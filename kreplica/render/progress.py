@@ -105,6 +105,15 @@ class ProgressPrinter:
             "warning" if int(e["rate"]) < int(e["previous"]) else "",
         )
 
+    def _on_window_wait(self, e: dict[str, Any]) -> None:
+        self._print(
+            f"wave {e['wave']} waits until {e['until']} ({e['reason']}); Ctrl-C stops here, "
+            "`--resume` later continues"
+        )
+
+    def _on_window_open(self, e: dict[str, Any]) -> None:
+        self._print(f"wave {e['wave']} may start now")
+
     def _on_note(self, e: dict[str, Any]) -> None:
         self._print(f"note: {e['message']}", "muted")
 

@@ -1,0 +1,107 @@
+"""Maintenance windows and the byte budget: the pure rules, and the apply loop against the
+simulated cluster with a fake clock (a window that closes mid-run: no wave starts after it,
+the next starts when it opens again)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kreplica.errors import UsageError
+from kreplica.executor.apply import Applier, _Clock
+from kreplica.executor.journal import Journal
+from kreplica.executor.options import ApplyOptions
+from kreplica.executor.window import Window, budget_wait, parse_window, parse_zone
+from tests.unit.executor.test_apply_loop import START, TARGET, SimulatedCluster, Submitter, _plan
+
+
+def at(hh: int, mm: int, day: int = 1) -> datetime:
+    return datetime(2026, 6, day, hh, mm, tzinfo=UTC)
+
+
+def test_windows_plain_and_past_midnight() -> None:
+    day = parse_window("09:30-17:00")
+    assert day == Window(570, 1020) and day.text() == "09:30-17:00"
+    assert day.is_open(at(9, 30)) and not day.is_open(at(17, 0)) and not day.is_open(at(3, 0))
+    assert day.next_open(at(18, 0)) == at(9, 30, day=2)
+    assert day.next_open(at(8, 0)) == at(9, 30)
+    assert day.next_open(at(12, 0)) == at(12, 0)
+    night = parse_window("22:00-06:00")
+    assert night.is_open(at(23, 59)) and night.is_open(at(5, 59)) and not night.is_open(at(6, 0))
+    assert night.next_open(at(12, 0)) == at(22, 0)
+    assert parse_window("00:00-00:00").is_open(at(13, 13))  # the whole day
+    for bad in ("9-17", "25:00-06:00", "22:60-06:00", "22:00"):
+        with pytest.raises(UsageError, match="--window"):
+            parse_window(bad)
+    with pytest.raises(UsageError, match="--window-tz 'Mars/Base'"):
+        parse_zone("Mars/Base")
+    assert parse_zone("Europe/Paris") is not None and parse_zone(None) is None
+
+
+def test_budget_wait() -> None:
+    assert budget_wait([], 0.0, 500, 100) == 0.0  # alone and too big: starts anyway
+    assert budget_wait([(0.0, 60)], 10.0, 40, 100) == 0.0
+    assert budget_wait([(0.0, 60)], 10.0, 50, 100) == 3590.0  # once the 60 left the hour
+    assert budget_wait([(0.0, 60), (100.0, 30)], 200.0, 30, 100) == 3400.0
+    assert budget_wait([(0.0, 60)], 3700.0, 90, 100) == 0.0  # an hour ago: not counted
+
+
+class FakeClock:
+    def __init__(self, wall: float) -> None:
+        self.t = wall
+        self.slept: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.t += max(seconds, 0.001)
+
+
+def _run(tmp_path: Path, clock: FakeClock, **options: Any) -> tuple[Any, list[dict[str, Any]]]:
+    cluster = SimulatedCluster(START)
+    events: list[dict[str, Any]] = []
+    applier = Applier(
+        cluster,
+        Submitter(cluster),
+        _plan(tmp_path, TARGET, START),
+        Journal(tmp_path / "plan.journal.jsonl"),
+        ApplyOptions(poll_interval_s=60.0, max_partitions=2, **options),
+        events.append,
+        _Clock(now=lambda: clock.t, sleep=clock.sleep, wall=lambda: clock.t),
+    )
+    result = applier.run()
+    return result, Journal(tmp_path / "plan.journal.jsonl").read()
+
+
+def test_a_window_that_closes_mid_run_holds_the_next_wave_until_it_opens(tmp_path: Path) -> None:
+    # 16:58 UTC in a 09:00-17:00 window; each poll of the move takes 60 s (the fake clock),
+    # so wave 1 ends after 17:00 and wave 2 waits for 09:00 the next day
+    clock = FakeClock(at(16, 58).timestamp())
+    result, journal = _run(tmp_path, clock, window=parse_window("09:00-17:00"), window_tz=UTC)
+    assert result.waves == 2 and sorted(result.moved) == sorted(TARGET)
+    kinds = [e["event"] for e in journal]
+    assert kinds.index("wave-done") < kinds.index("window-wait") < kinds.index("window-open")
+    wait = next(e for e in journal if e["event"] == "window-wait")
+    assert wait["wave"] == 2 and wait["until"] == "2026-06-02T09:00:00+00:00"
+    second = [i for i, e in enumerate(journal) if e["event"] == "submit" and e["wave"] == 2]
+    assert len(second) == 2 and all(kinds.index("window-open") < i for i in second)
+    assert clock.t >= at(9, 0, day=2).timestamp()  # the fake clock waited into the window
+
+
+def test_outside_the_window_from_the_start_waits_before_the_first_wave(tmp_path: Path) -> None:
+    clock = FakeClock(at(20, 0).timestamp())
+    _, journal = _run(tmp_path, clock, window=parse_window("22:00-06:00"), window_tz=UTC)
+    kinds = [e["event"] for e in journal]
+    assert kinds.index("window-wait") < kinds.index("submit")
+    assert next(e for e in journal if e["event"] == "window-wait")["seconds"] == 7200.0
+
+
+def test_the_byte_budget_spaces_the_waves(tmp_path: Path) -> None:
+    # each partition copies 10 bytes (the simulated size): a wave of 2 is 20 bytes
+    clock = FakeClock(at(12, 0).timestamp())
+    _, journal = _run(tmp_path, clock, max_bytes_per_hour=30)
+    waits = [e for e in journal if e["event"] == "window-wait"]
+    assert len(waits) == 1 and waits[0]["wave"] == 2
+    assert "--max-bytes-per-hour 30" in waits[0]["reason"]

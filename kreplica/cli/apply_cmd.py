@@ -172,8 +172,8 @@ def run_apply(opts: Options, spec: SourceSpec, plan_path: Path) -> dict[str, Any
     from kreplica.executor.apply import Applier, require_moves
     from kreplica.executor.journal import Journal
     from kreplica.executor.planfile import load_plan_file, plan_siblings
-    from kreplica.executor.throttles import format_rate
     from kreplica.render.progress import ProgressPrinter
+    from kreplica.render.text import format_bytes
 
     options = apply_options(opts)  # bad flags fail before anything connects
     plan = load_plan_file(plan_path)
@@ -252,9 +252,9 @@ def run_apply(opts: Options, spec: SourceSpec, plan_path: Path) -> dict[str, Any
             )
             out.print(
                 f"pace auto: {pace['changes']} throttle change(s), last "
-                f"{format_rate(int(pace['final_rate']))} (floor "
-                f"{format_rate(int(pace['floor']))}, ceiling "
-                f"{format_rate(int(pace['ceiling']))}); {p99_text}",
+                f"{format_bytes(int(pace['final_rate']))}/s (floor "
+                f"{format_bytes(int(pace['floor']))}/s, ceiling "
+                f"{format_bytes(int(pace['ceiling']))}/s); {p99_text}",
                 markup=False,
             )
         if result.leaders_off:

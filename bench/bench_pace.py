@@ -8,13 +8,14 @@ as an operator runs it; a probe producer (small acks=all records to every broker
 kreplica's canary, so both runs are measured alike) records its latency during the apply.
 
 .venv/bin/python bench/bench_pace.py [--mode kraft|zk] [--mb 200] [--partitions 12]
-    [--fixed 10MB/s] [--min 5MB/s] [--max 100MB/s] [--interval 5]
+    [--fixed 10MB/s] [--min 5MB/s] [--max 100MB/s] [--interval 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -32,16 +33,22 @@ from kreplica.executor.pace import p99
 from kreplica.sandbox import DEFAULT_KRAFT_VERSION, DEFAULT_ZK_VERSION
 from kreplica.testing import TopicSpec, create_topics, running_cluster
 
+QUIET = logging.getLogger("bench.pace.librdkafka")
+QUIET.addHandler(logging.NullHandler())
+QUIET.propagate = False
+
 
 class Probe(threading.Thread):
-    """acks=all records of 100 bytes to each partition of `topic` every 50 ms; latencies."""
+    """acks=all records of 100 bytes to each partition of `topic` every 100 ms; latencies."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
         super().__init__(daemon=True)
         from confluent_kafka import Producer
 
         self.topic, self.partitions = topic, partitions
-        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+        self.producer = Producer(
+            {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, "logger": QUIET}
+        )
         self.latencies: list[float] = []
         self.failed = 0
         self.stop = threading.Event()
@@ -66,32 +73,34 @@ class Probe(threading.Thread):
                     partition=p,
                     on_delivery=lambda e, _m, s=sent: self._done(e, s),
                 )
-            next_at += 0.05
+            next_at += 0.1
             while (left := next_at - time.monotonic()) > 0:
                 self.producer.poll(left)
         self.producer.flush(10)
 
 
 class Steady(threading.Thread):
-    """The cluster's own traffic: about 2 MB/s of acks=all writes until stopped."""
+    """The cluster's own traffic: about 200 KB/s of acks=all writes until stopped."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
         super().__init__(daemon=True)
         from confluent_kafka import Producer
 
         self.topic = topic
-        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+        self.producer = Producer(
+            {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "logger": QUIET}
+        )
         self.stop = threading.Event()
 
     def run(self) -> None:
         value = os.urandom(1000)
         while not self.stop.is_set():
-            for _ in range(100):
+            for _ in range(20):
                 try:
                     self.producer.produce(self.topic, value)
                 except BufferError:
                     break
-            self.producer.poll(0.05)
+            self.producer.poll(0.1)
         self.producer.flush(30)
 
 
@@ -111,7 +120,7 @@ def main() -> None:
     parser.add_argument("--fixed", default="10MB/s")
     parser.add_argument("--min", default="5MB/s")
     parser.add_argument("--max", default="100MB/s")
-    parser.add_argument("--interval", default="5")
+    parser.add_argument("--interval", default="3")
     args = parser.parse_args()
     version = DEFAULT_ZK_VERSION if args.mode == "zk" else DEFAULT_KRAFT_VERSION
     with tempfile.TemporaryDirectory(prefix="bench-pace-") as tmp:

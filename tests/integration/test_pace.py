@@ -206,7 +206,7 @@ def test_pace_auto_rises_then_backs_off_under_a_load_step(op: Operator, kafka: K
     )
     produce(op.info.bootstrap_servers, topic, 16 * 1024 * 1024)
     _ok(op.run("expand", "-t", topic, "--rf", "2", "--dry-run", "--out", "p.json", *op.source))
-    floor, ceiling = 200_000, 3_000_000
+    floor, ceiling = 500_000, 4_000_000
     steady = LoadProducer(op.info.bootstrap_servers, topic)
     steady.start()
     stop_heavy = threading.Event()
@@ -214,8 +214,8 @@ def test_pace_auto_rises_then_backs_off_under_a_load_step(op: Operator, kafka: K
         target=_heavy_load, args=(op.info.bootstrap_servers, noise, stop_heavy), daemon=True
     )
     apply = op.start(
-        "apply", "p.json", *op.source, "--pace", "auto", "--throttle-min", "200KB/s",
-        "--throttle-max", "3MB/s", "--pace-interval", "1", "--controller-settle", "0",
+        "apply", "p.json", *op.source, "--pace", "auto", "--throttle-min", "500KB/s",
+        "--throttle-max", "4MB/s", "--pace-interval", "1", "--controller-settle", "0",
     )  # fmt: skip
     lines = _collect_lines(apply)  # read as it comes: a full pipe would block the apply
     try:

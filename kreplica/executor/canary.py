@@ -62,7 +62,7 @@ class Canary:
                 "acks": "all",
                 "linger.ms": 0,
                 "enable.idempotence": False,
-                "message.timeout.ms": 30000,
+                "message.timeout.ms": 10000,  # unacknowledged for 10 s: failed (degraded)
                 "client.id": "kreplica-canary",
             }
         )

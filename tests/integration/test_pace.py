@@ -191,6 +191,7 @@ def _heavy_load(bootstrap: str, topic: str, stop: threading.Event) -> None:
     producer.flush(30)
 
 
+@pytest.mark.timeout(420)
 def test_pace_auto_rises_then_backs_off_under_a_load_step(op: Operator, kafka: Kafka) -> None:
     """A steady producer runs all along; the throttle starts at the floor and rises; a second
     producer writing as fast as it can makes the canary's p99 climb, and pace backs off. Every
@@ -210,9 +211,11 @@ def test_pace_auto_rises_then_backs_off_under_a_load_step(op: Operator, kafka: K
     steady = LoadProducer(op.info.bootstrap_servers, topic)
     steady.start()
     stop_heavy = threading.Event()
-    heavy = threading.Thread(
-        target=_heavy_load, args=(op.info.bootstrap_servers, noise, stop_heavy), daemon=True
-    )
+    heavy = [
+        threading.Thread(
+            target=_heavy_load, args=(op.info.bootstrap_servers, noise, stop_heavy), daemon=True
+        )
+    ]
     apply = op.start(
         "apply", "p.json", *op.source, "--pace", "auto", "--throttle-min", "500KB/s",
         "--throttle-max", "4MB/s", "--pace-interval", "1", "--controller-settle", "0",
@@ -220,7 +223,8 @@ def test_pace_auto_rises_then_backs_off_under_a_load_step(op: Operator, kafka: K
     lines = _collect_lines(apply)  # read as it comes: a full pipe would block the apply
     try:
         op.wait_journal("p.json", "pace", apply)  # the first change: a raise, all is quiet
-        heavy.start()
+        for thread in heavy:
+            thread.start()
         loaded_at = len([e for e in op.journal("p.json") if e["event"] == "pace"])
         deadline = time.monotonic() + 120
         while apply.poll() is None and time.monotonic() < deadline:  # until pace backs off
@@ -236,7 +240,8 @@ def test_pace_auto_rises_then_backs_off_under_a_load_step(op: Operator, kafka: K
         if apply.poll() is None:
             apply.kill()
     steady.join(timeout=150)
-    heavy.join(timeout=60)
+    for thread in heavy:
+        thread.join(timeout=60)
     out = "".join(lines)
     assert apply.returncode == 0, out
     events = op.journal("p.json")

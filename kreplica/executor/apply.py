@@ -305,6 +305,8 @@ class Applier:
         ]
         result.bytes_total = self._bytes_total([*waiting, *check.todo])
         self._report_leftovers("start", {})
+        if check.todo and not waiting:  # nothing of ours moves yet: no throttle while waiting
+            self._wait_for_window(1, [])
         self._set_throttles([*waiting, *check.todo], snapshot)  # a new rate applies to both
         self._start_pace(snapshot, check)
         if waiting:

@@ -92,9 +92,13 @@ def test_a_window_that_closes_mid_run_holds_the_next_wave_until_it_opens(tmp_pat
 
 def test_outside_the_window_from_the_start_waits_before_the_first_wave(tmp_path: Path) -> None:
     clock = FakeClock(at(20, 0).timestamp())
-    _, journal = _run(tmp_path, clock, window=parse_window("22:00-06:00"), window_tz=UTC)
+    _, journal = _run(
+        tmp_path, clock, window=parse_window("22:00-06:00"), window_tz=UTC, throttle=1000
+    )
     kinds = [e["event"] for e in journal]
-    assert kinds.index("window-wait") < kinds.index("submit")
+    # no throttle is set while nothing moves: the wait comes first
+    assert kinds.index("window-wait") < kinds.index("throttle-set") < kinds.index("submit")
+    assert kinds.count("window-wait") == 1
     assert next(e for e in journal if e["event"] == "window-wait")["seconds"] == 7200.0
 
 

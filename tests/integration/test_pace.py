@@ -173,18 +173,24 @@ def test_leftover_throttles_are_reported_and_kept(op: Operator, kafka: Kafka) ->
     print("\n".join(op.log))
 
 
-def _heavy_load(bootstrap: str, topic: str, stop: threading.Event) -> None:
-    """acks=all writes as fast as the cluster takes them, until stopped: the load step."""
+def _heavy_load(bootstrap: str, topic: str, stop: threading.Event, acked: list[int]) -> None:
+    """acks=all writes as fast as the cluster takes them, until stopped: the load step.
+    `acked` collects the bytes acknowledged."""
     from confluent_kafka import Producer
 
     producer = Producer(
         {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "batch.size": 262144}
     )
     value = os.urandom(8192)
+
+    def done(err: Any, msg: Any) -> None:
+        if err is None:
+            acked.append(len(msg.value()))
+
     while not stop.is_set():
         try:
             for _ in range(200):
-                producer.produce(topic, value)
+                producer.produce(topic, value, on_delivery=done)
         except BufferError:
             pass
         producer.poll(0.01)
@@ -211,9 +217,12 @@ def test_pace_auto_rises_then_backs_off_under_a_load_step(op: Operator, kafka: K
     steady = LoadProducer(op.info.bootstrap_servers, topic)
     steady.start()
     stop_heavy = threading.Event()
+    heavy_acked: list[int] = []
     heavy = [
         threading.Thread(
-            target=_heavy_load, args=(op.info.bootstrap_servers, noise, stop_heavy), daemon=True
+            target=_heavy_load,
+            args=(op.info.bootstrap_servers, noise, stop_heavy, heavy_acked),
+            daemon=True,
         )
     ]
     apply = op.start(
@@ -258,7 +267,9 @@ def test_pace_auto_rises_then_backs_off_under_a_load_step(op: Operator, kafka: K
         assert rates[-1]["values"]["follower.replication.throttled.rate"] == str(e["rate"])
     downs = [e for e in paces[loaded_at:] if e["reason"].startswith("back off:")]
     op.log += [f"{e['previous']} -> {e['rate']}: {e['reason']}" for e in paces]
+    op.log.append(f"load step: {sum(heavy_acked) / 1e6:.0f} MB acknowledged")
     print("\n".join(op.log))
+    assert heavy_acked, "the load step wrote nothing"
     assert downs, "no back-off after the load step"
     assert "pace: throttle" in out
     # afterwards: the plan applied, no throttle, the canary topic gone, nothing lost

@@ -345,11 +345,14 @@ class LoadProducer(threading.Thread):
     """Idempotent acks=all producer writing sequence numbers until stopped; records every
     delivery report."""
 
-    def __init__(self, bootstrap: str, topic: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, *, records_per_s: int | None = None) -> None:
         super().__init__(daemon=True)
         from confluent_kafka import Producer
 
         self.topic = topic
+        # None: as fast as 50 records per poll allow (a few thousand a second, more on an
+        # idle machine); a number: at most that many, whatever the machine
+        self.records_per_s = records_per_s
         self.producer = Producer(
             {
                 "bootstrap.servers": bootstrap,
@@ -373,7 +376,13 @@ class LoadProducer(threading.Thread):
 
     def run(self) -> None:
         pad = b"." * 190
+        started = time.monotonic()
         while not self.stop.is_set():
+            if self.records_per_s is not None:
+                ahead = self.sent / self.records_per_s - (time.monotonic() - started)
+                if ahead > 0:
+                    self.producer.poll(ahead)
+                    continue
             for _ in range(50):  # ~50 records every 10 ms: a few thousand a second
                 self.producer.produce(
                     self.topic,

@@ -7,20 +7,20 @@ Kafka 4.x KRaft; a topic per test), kreplica run in subprocesses as an operator 
 2. throttle hygiene: throttles left on a topic by an earlier run are reported at the start and
    at the end of an apply, and stay as they were.
 3. `--pace auto`: the throttle starts at the floor and rises while a canary producer's p99
-   holds; every step is a journal event with its reason; the canary topic is deleted after.
+   holds, and backs off when the canary's writes fail; every step is a journal event with its
+   reason; the canary topic is deleted after.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.groups import per_mode
 
 from kreplica.sandbox import SandboxInfo
 from kreplica.testing import TopicSpec, create_topics
@@ -38,7 +38,7 @@ from tests.integration.test_apply import (
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 
-@pytest.fixture(params=["zk", "kraft"])
+@pytest.fixture(params=per_mode("cluster"))
 def shared(request: pytest.FixtureRequest) -> SandboxInfo:
     info: SandboxInfo = request.getfixturevalue(f"{request.param}_cluster")
     return info
@@ -173,86 +173,61 @@ def test_leftover_throttles_are_reported_and_kept(op: Operator, kafka: Kafka) ->
     print("\n".join(op.log))
 
 
-def _heavy_load(bootstrap: str, topic: str, stop: threading.Event, acked: list[int]) -> None:
-    """acks=all writes as fast as the cluster takes them, until stopped: the load step.
-    `acked` collects the bytes acknowledged."""
-    from confluent_kafka import Producer
+def _canary_max_message_bytes(kafka: Kafka, value: str | None) -> None:
+    """Set (or, None, remove) the canary topic's max.message.bytes: below a canary record's
+    size every canary write fails at once (MESSAGE_TOO_LARGE is not retried), a degradation
+    that does not depend on how busy the machine is."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "batch.size": 262144}
-    )
-    value = os.urandom(8192)
+    from kreplica.executor.canary import CANARY_TOPIC
 
-    def done(err: Any, msg: Any) -> None:
-        if err is None:
-            acked.append(len(msg.value()))
-
-    while not stop.is_set():
-        try:
-            for _ in range(200):
-                producer.produce(topic, value, on_delivery=done)
-        except BufferError:
-            pass
-        producer.poll(0.01)
-    producer.flush(30)
+    op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+    entry = ConfigEntry("max.message.bytes", value or "", incremental_operation=op)
+    resource = ConfigResource(ResourceType.TOPIC, CANARY_TOPIC, incremental_configs=[entry])
+    for future in kafka.admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=20)
 
 
 @pytest.mark.timeout(420)
-def test_pace_auto_rises_then_backs_off_under_a_load_step(op: Operator, kafka: Kafka) -> None:
-    """A steady producer runs all along; the throttle starts at the floor and rises; a second
-    producer writing as fast as it can makes the canary's p99 climb, and pace backs off. Every
-    acknowledged record of the steady producer is readable afterwards."""
+def test_pace_auto_rises_then_backs_off_when_the_canary_fails(op: Operator, kafka: Kafka) -> None:
+    """A steady producer runs all along; the throttle starts at the floor and rises while the
+    canary is healthy; when the canary's writes start failing, pace backs off at the next
+    interval, and the new rate reaches the brokers. Every acknowledged record of the steady
+    producer is readable afterwards. (A load step's effect on latency is what bench_pace.py
+    measures: on a shared 2-core machine it is too noisy to assert.)"""
     topic = f"paced-{op.info.mode}"
-    noise = f"paced-noise-{op.info.mode}"
-    create_topics(
-        op.info.bootstrap_servers,
-        [
-            TopicSpec(topic, partitions=6, replication_factor=1),
-            TopicSpec(noise, partitions=3, replication_factor=3),
-        ],
-    )
-    produce(op.info.bootstrap_servers, topic, 16 * 1024 * 1024)
+    create_topics(op.info.bootstrap_servers, [TopicSpec(topic, partitions=6, replication_factor=1)])
+    produce(op.info.bootstrap_servers, topic, 24 * 1024 * 1024)
     _ok(op.run("expand", "-t", topic, "--rf", "2", "--dry-run", "--out", "p.json", *op.source))
-    floor, ceiling = 500_000, 4_000_000
-    steady = LoadProducer(op.info.bootstrap_servers, topic)
+    # the steady producer well under the floor (~0.1 MB/s against 0.5 MB/s a broker), so the
+    # followers catch up even at the floor; a ceiling low enough that the move outlasts the
+    # back-off
+    floor, ceiling = 500_000, 2_000_000
+    steady = LoadProducer(op.info.bootstrap_servers, topic, records_per_s=500)
     steady.start()
-    stop_heavy = threading.Event()
-    heavy_acked: list[int] = []
-    heavy = [
-        threading.Thread(
-            target=_heavy_load,
-            args=(op.info.bootstrap_servers, noise, stop_heavy, heavy_acked),
-            daemon=True,
-        )
-    ]
     apply = op.start(
         "apply", "p.json", *op.source, "--pace", "auto", "--throttle-min", "500KB/s",
-        "--throttle-max", "4MB/s", "--pace-interval", "1", "--controller-settle", "0",
+        "--throttle-max", "2MB/s", "--pace-interval", "1", "--controller-settle", "0",
     )  # fmt: skip
     lines = _collect_lines(apply)  # read as it comes: a full pipe would block the apply
+    degraded_at = 0
     try:
         op.wait_journal("p.json", "pace", apply)  # the first change: a raise, all is quiet
-        for thread in heavy:
-            thread.start()
-        loaded_at = len([e for e in op.journal("p.json") if e["event"] == "pace"])
-        # until pace backs off; bounded, so a cluster flooded for minutes does not hide the
-        # answer (the back-off is asserted below)
-        deadline = time.monotonic() + 45
+        degraded_at = len([e for e in op.journal("p.json") if e["event"] == "pace"])
+        _canary_max_message_bytes(kafka, "16")
+        deadline = time.monotonic() + 30
         while apply.poll() is None and time.monotonic() < deadline:
-            paced = [e for e in op.journal("p.json") if e["event"] == "pace"][loaded_at:]
+            paced = [e for e in op.journal("p.json") if e["event"] == "pace"][degraded_at:]
             if any(e["reason"].startswith("back off:") for e in paced):
                 break
             time.sleep(0.2)
-        stop_heavy.set()
-        apply.wait(timeout=180)
+        _canary_max_message_bytes(kafka, None)
+        apply.wait(timeout=300)
     finally:
-        stop_heavy.set()
         steady.stop.set()
         if apply.poll() is None:
             apply.kill()
     steady.join(timeout=150)
-    for thread in heavy:
-        thread.join(timeout=60)
     out = "".join(lines)
     assert apply.returncode == 0, out
     events = op.journal("p.json")
@@ -265,12 +240,12 @@ def test_pace_auto_rises_then_backs_off_under_a_load_step(op: Operator, kafka: K
         index = events.index(e)
         rates = [x for x in events[: index + 1] if x["event"] == "throttle-set"]
         assert rates[-1]["values"]["follower.replication.throttled.rate"] == str(e["rate"])
-    downs = [e for e in paces[loaded_at:] if e["reason"].startswith("back off:")]
+    downs = [e for e in paces[degraded_at:] if e["reason"].startswith("back off:")]
     op.log += [f"{e['previous']} -> {e['rate']}: {e['reason']}" for e in paces]
-    op.log.append(f"load step: {sum(heavy_acked) / 1e6:.0f} MB acknowledged")
     print("\n".join(op.log))
-    assert heavy_acked, "the load step wrote nothing"
-    assert downs, "no back-off after the load step"
+    failed = [e for e in downs if "canary record(s) failed" in e["reason"]]
+    assert failed, "no back-off after the canary's writes failed"
+    assert failed[0]["rate"] < failed[0]["previous"]
     assert "pace: throttle" in out
     # afterwards: the plan applied, no throttle, the canary topic gone, nothing lost
     assert kafka.replicas(topic) == json_plan(op.cwd / "p.json")

@@ -216,15 +216,15 @@ PLAN_ROW = T.StructType(
 def plan_frame(
     snapshots: DataFrame, policy: Policy, settings: PlanSettings, *, write_to: str | None = None
 ) -> DataFrame:
-    """One plan row per cluster: the adapter, run on each cluster's whole snapshot (grouped
-    by cluster, so cluster-wide balance sees every topic), clusters planned in parallel
-    tasks. With `write_to` (a local folder every executor sees: local and single-machine
-    masters), each task writes its clusters' plan files there and the rows carry only the
-    summary numbers, so no plan passes through the driver."""
+    """One plan row per cluster: the adapter, run on each cluster's whole snapshot (so
+    cluster-wide balance sees every topic), clusters planned in parallel tasks. With
+    `write_to` (a local folder every executor sees: local and single-machine masters), each
+    task writes its clusters' plan files there and the rows carry only the summary numbers,
+    so no plan passes through the driver."""
     shipped = policy.to_dict()
     columns = [f.name for f in PLAN_ROW.fields]
 
-    def plan_group(pdf: Any) -> Any:
+    def plan_batches(batches: Any) -> Any:
         import pandas as pd
 
         from kreplica.fleet.adapter import plan_cluster
@@ -233,25 +233,26 @@ def plan_frame(
         from kreplica.sources.snapshot import parse_snapshot_text
 
         pol = policy_from_dict(shipped)
-        rows = []
-        for cluster_id, file, text in zip(pdf["cluster_id"], pdf["file"], pdf["json"], strict=True):
-            snapshot = parse_snapshot_text(text, origin=file)
-            row = plan_cluster(snapshot, pol, key=cluster_id, file=file, settings=settings)
-            row["has_plan"] = row["reassignment"] is not None
-            if write_to is not None:
-                folder = f"plans/{report.safe_name(cluster_id)}"
-                for column, name in PLAN_FILES:
-                    if row[column] is not None:
-                        write_local(Path(write_to), f"{folder}/{name}", row.pop(column).encode())
-                        row[column] = None
-            rows.append(row)
-        return pd.DataFrame(rows, columns=columns)
+        for pdf in batches:
+            rows = []
+            for cluster_id, file, text in zip(
+                pdf["cluster_id"], pdf["file"], pdf["json"], strict=True
+            ):
+                snapshot = parse_snapshot_text(text, origin=file)
+                row = plan_cluster(snapshot, pol, key=cluster_id, file=file, settings=settings)
+                row["has_plan"] = row["reassignment"] is not None
+                if write_to is not None:
+                    folder = f"plans/{report.safe_name(cluster_id)}"
+                    for column, name in PLAN_FILES:
+                        if row[column] is not None:
+                            write_local(Path(write_to), f"{folder}/{name}", row[column].encode())
+                            row[column] = None
+                rows.append(row)
+            yield pd.DataFrame(rows, columns=columns)
 
-    return (
-        snapshots.select("cluster_id", "file", "json")
-        .groupBy("cluster_id")
-        .applyInPandas(plan_group, PLAN_ROW)
-    )
+    # one row is one whole cluster (a second file for a cluster was skipped by `load`), so the
+    # parsed snapshots' own partitions are the tasks: no shuffle of the snapshots' text
+    return snapshots.select("cluster_id", "file", "json").mapInPandas(plan_batches, PLAN_ROW)
 
 
 def plan(

@@ -278,7 +278,8 @@ class Plan:
     cluster_id: str | None
     snapshot_fingerprint: str
     strategy: str
-    changes: tuple[PartitionChange, ...]
+    # A tuple, or from the array planner a lazy sequence over arrays (kreplica/columns.py)
+    changes: Sequence[PartitionChange]
     report: Mapping[str, object] = field(default_factory=dict)
     findings: tuple[Finding, ...] = ()
 

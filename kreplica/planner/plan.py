@@ -565,7 +565,15 @@ def make_plan(
     With `balanced`, a topic whose request only adds replicas gets the lowest replica spread
     any placement of the new replicas reaches (balance.py); a topic whose request lowers RF or
     repairs racks is never worse than `kafka` or `append` on its spread.
-    The disk guard checks the result (planner/disk.py)."""
+    The disk guard checks the result (planner/disk.py).
+
+    A ColumnarSnapshot (kreplica/columns.py) goes to the array planner (planner/arrays.py)
+    when its `refusal` finds nothing it does not handle; it returns the same kind of plan."""
+    if getattr(snapshot, "columns", None) is not None:
+        from kreplica.planner import arrays
+
+        if arrays.refusal(snapshot, requests, options) is None:
+            return arrays.plan_arrays(snapshot, requests, options)
     plan = _best_plan(snapshot, requests, options)
     return finish_plan(plan, snapshot, options.disk_headroom, options.log_dirs)
 

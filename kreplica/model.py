@@ -284,10 +284,14 @@ class Plan:
     findings: tuple[Finding, ...] = ()
 
     @property
-    def reassignments(self) -> tuple[PartitionChange, ...]:
+    def reassignments(self) -> Sequence[PartitionChange]:
         """Changes to existing partitions (what kafka-reassign-partitions executes)."""
+        if getattr(self.changes, "columnar", False):
+            return self.changes  # the array planner only changes existing partitions
         return tuple(c for c in self.changes if not c.is_new and c.changed)
 
     @property
-    def new_partitions(self) -> tuple[PartitionChange, ...]:
+    def new_partitions(self) -> Sequence[PartitionChange]:
+        if getattr(self.changes, "columnar", False):
+            return ()
         return tuple(c for c in self.changes if c.is_new)

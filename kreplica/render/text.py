@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -326,7 +326,7 @@ def runbook_commands(
 
 
 def _after_by_topic(
-    changes: tuple[PartitionChange, ...],
+    changes: Sequence[PartitionChange],
 ) -> dict[str, dict[int, tuple[int, ...]]]:
     """topic -> {partition: replicas after the change}."""
     after: dict[str, dict[int, tuple[int, ...]]] = {}

@@ -47,6 +47,7 @@ from kreplica.model import ClusterSnapshot, Finding, Plan
 from kreplica.planner.disk import REMOTE_STORAGE, DiskGuard, disk_report, unchecked_reason
 from kreplica.planner.evaluate import spread, spread_floor
 from kreplica.planner.options import PlanOptions, TopicRequest
+from kreplica.planner.requests import _min_isr_findings, eligible_brokers
 
 I64 = npt.NDArray[np.int64]
 MAX_RACKS = 12  # 4,096 rack sets per feasibility check; more racks go to the object planner
@@ -98,8 +99,6 @@ def refusal(
 ) -> str | None:
     """Why the array planner does not take this request (None: it does). The object planner
     then plans it, with every rule; this list is the whole dispatch."""
-    from kreplica.planner.plan import eligible_brokers
-
     columns: PartitionColumns | None = getattr(snapshot, "columns", None)
     if columns is None:
         return "the snapshot is not in columns"
@@ -402,8 +401,6 @@ def plan_arrays(
     snapshot: ClusterSnapshot, requests: Sequence[TopicRequest], options: PlanOptions
 ) -> Plan:
     """The plan of a request `refusal` accepted (see the module doc)."""
-    from kreplica.planner.plan import _min_isr_findings, eligible_brokers
-
     columns: PartitionColumns = snapshot.columns  # type: ignore[attr-defined]
     eligible, _why = eligible_brokers(snapshot, options)
     setup = _Setup(snapshot, columns, eligible)

@@ -362,3 +362,52 @@ def test_plan_files_and_json_lists_from_arrays_are_what_orjson_writes_for_the_di
         assert output.dumps(doc, pretty=False) == output.dumps(plain, pretty=False)
         assert output.dumps(doc, pretty=True) == output.dumps(plain, pretty=True)
     assert orjson.loads(output.dumps(docs["reassignment"], pretty=False))["partitions"]
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 5, 8, 1000])
+def test_the_diff_of_an_array_plan_reads_only_up_to_the_limit_and_matches_the_object_rows(limit):
+    import dataclasses
+
+    from kreplica.render.text import diff_rows
+
+    rng = random.Random(11)
+    snap = random_cluster(rng, brokers=9, racks=3, topics=4, rf=2)
+    col = columnar(snap)
+    # every other partition of t1 already at RF 3: unchanged runs between changes
+    requests = [TopicRequest(topic=t.name, rf=3) for t in snap.topics]
+    plan = make_plan(col, requests)
+    assert getattr(plan.changes, "columnar", False)
+    as_tuple = dataclasses.replace(plan, changes=tuple(plan.changes))
+    assert diff_rows(plan, col, limit) == diff_rows(as_tuple, snap, limit)
+    mixed = random_cluster(rng, brokers=9, racks=3, topics=3, rf=2)
+    topics = [
+        dataclasses.replace(
+            t,
+            partitions=tuple(
+                dataclasses.replace(
+                    p,
+                    replicas=(
+                        *p.replicas,
+                        next(
+                            b.id
+                            for b in mixed.brokers
+                            if b.id not in p.replicas
+                            and b.rack not in {mixed.racks()[x] for x in p.replicas}
+                        ),
+                    ),
+                    isr=None,
+                )
+                if p.partition % 3 == 1 and len({mixed.racks()[x] for x in p.replicas}) < 3
+                else p
+                for p in t.partitions
+            ),
+        )
+        for t in mixed.topics
+    ]
+    mixed = dataclasses.replace(mixed, topics=tuple(topics))
+    col = columnar(mixed)
+    plan = make_plan(col, [TopicRequest(topic=t.name, rf=3) for t in mixed.topics])
+    assert getattr(plan.changes, "columnar", False)
+    as_tuple = dataclasses.replace(plan, changes=tuple(plan.changes))
+    assert diff_rows(plan, col, limit) == diff_rows(as_tuple, mixed, limit)
+    assert not col.materialised

@@ -142,7 +142,15 @@ def refusal(
         rf = columns.rf[lo:hi]
         assert req.rf is not None
         if bool((rf > req.rf).any()):
-            return "RF lowered"
+            if req.rf != 1:
+                return "RF lowered to more than 1"
+            if not options.force:
+                return "RF lowered to min.insync.replicas or below without --force"
+            lowered = rf > 1
+            leader = columns.leader[lo:hi][lowered]
+            first = columns.replicas[lo:hi, 0][lowered]
+            if bool(((leader != NO_LEADER) & (leader != first)).any()):
+                return "RF lowered where the leader is not the first replica"
         if bool((columns.isr_kind[lo:hi] == ISR_OTHER).any()):
             return "replicas out of sync"
         units = req.rf - rf
@@ -415,12 +423,26 @@ def plan_arrays(
     rf_after = columns.rf.copy()
     ordered = sorted(requests, key=lambda r: r.topic)
     for req in ordered:
-        findings.extend(_min_isr_findings(columns.topics[index[req.topic]], req, options))
+        i = index[req.topic]
+        lo, hi = int(columns.start[i]), int(columns.start[i + 1])
+        assert req.rf is not None
+        lowering = bool((columns.rf[lo:hi] > req.rf).any())
+        findings.extend(_min_isr_findings(columns.topics[i], req, options, lowering))
     for req in ordered:
         i = index[req.topic]
         lo, hi = int(columns.start[i]), int(columns.start[i + 1])
         requested[lo:hi] = True
         assert req.rf is not None
+        if req.rf == 1:  # RF -> 1: each partition keeps its leader, its first replica
+            lowered = columns.rf[lo:hi] > 1
+            after[lo:hi, 1:][lowered] = -1
+            changed[lo:hi] |= lowered
+            rf_after[lo:hi] = np.minimum(rf_after[lo:hi], 1)
+            setup.cluster -= np.bincount(
+                setup.dense[lo:hi, 1:][lowered][setup.dense[lo:hi, 1:][lowered] >= 0],
+                minlength=setup.nb,
+            )
+            continue
         topic = _Topic(setup, lo, hi, req.rf)
         if not bool(topic.units.any()):
             continue
@@ -480,8 +502,8 @@ def report_arrays(
     setup: _Setup,
     changes: ArrayChanges,
 ) -> dict[str, Any]:
-    """build_report's dict (report.py), counted with bincount over the arrays. The plan only
-    adds replicas at the end of existing partitions: no removals, moves or new leaders."""
+    """build_report's dict (report.py), counted with bincount over the arrays. Each change
+    adds replicas after the existing ones or drops replicas (RF -> 1): no moves."""
     columns = setup.columns
     nb = setup.nb
     ids = setup.ids.tolist()
@@ -506,12 +528,22 @@ def report_arrays(
     rows = changes.rows
     rf0 = columns.rf[rows]
     after_dense = setup.to_dense(changes.after)
-    cols = np.arange(after_dense.shape[1])[None, :]
-    new_mask = (cols >= rf0[:, None]) & (after_dense >= 0)
+    before_rows = dense[rows]
+    kept = (after_dense[:, :, None] == before_rows[:, None, :]).any(axis=2)
+    new_mask = (after_dense >= 0) & ~kept
+    stays = (before_rows[:, :, None] == after_dense[:, None, :]).any(axis=2)
+    gone_mask = (before_rows >= 0) & ~stays
     new_idx = after_dense[new_mask]
     added_per = np.bincount(new_idx, minlength=nb)
-    after_counts = before + added_per
+    removed_per = np.bincount(before_rows[gone_mask], minlength=nb)
+    after_counts = before + added_per - removed_per
     per_row_added = new_mask.sum(axis=1)
+    per_row_removed = gone_mask.sum(axis=1)
+    preferred_after = (
+        preferred
+        - np.bincount(before_rows[:, 0][before_rows[:, 0] >= 0], minlength=nb)
+        + np.bincount(after_dense[:, 0][after_dense[:, 0] >= 0], minlength=nb)
+    )
     sizes = columns.size[rows]
     sizes_known = not bool((sizes == NO_SIZE).any())
     size_each = np.repeat(np.where(sizes == NO_SIZE, 0, sizes), per_row_added)
@@ -530,7 +562,7 @@ def report_arrays(
         size_each[known[setup.rack_of[src_idx[known]] != setup.rack_of[new_idx[known]]]].sum()
     )
     cross += int(size_each[~src_known].sum())  # a source the snapshot does not list: another rack
-    leaders_changed = int(((lead >= 0) & (lead != columns.replicas[rows, 0])).sum())
+    leaders_changed = int((source != changes.after[:, 0]).sum())
 
     # rack violations and spreads over the requested topics
     live_racks = len(set(setup.rack_of.tolist()))
@@ -551,7 +583,12 @@ def report_arrays(
         minlength=nt * nb,
     ).reshape(nt, nb)
     change_topic = np.repeat(topic_row[rows], per_row_added)
-    ta_all = tb_all + np.bincount(change_topic * nb + new_idx, minlength=nt * nb).reshape(nt, nb)
+    gone_topic = np.repeat(topic_row[rows], per_row_removed)
+    ta_all = (
+        tb_all
+        + np.bincount(change_topic * nb + new_idx, minlength=nt * nb).reshape(nt, nb)
+        - np.bincount(gone_topic * nb + before_rows[gone_mask], minlength=nt * nb).reshape(nt, nb)
+    )
     for name in sorted(set(topics)):
         i = index[name]
         tb, ta = tb_all[i], ta_all[i]
@@ -561,6 +598,7 @@ def report_arrays(
     cluster_scope = elig | (before > 0) | (after_counts > 0)
     peak = before + added_per
     added_total = int(per_row_added.sum())
+    removed_total = int(per_row_removed.sum())
     return {
         "strategy": options.strategy,
         "topics": sorted(set(topics)),
@@ -568,10 +606,10 @@ def report_arrays(
         "partitions_changed": len(rows),
         "partitions_created": 0,
         "replicas_added": added_total,
-        "replicas_removed": 0,
-        "existing_replicas_moved": 0,
+        "replicas_removed": removed_total,
+        "existing_replicas_moved": int(np.minimum(per_row_added, per_row_removed).sum()),
         "lower_bound_replicas_added": added_total,
-        "lower_bound_replicas_removed": 0,
+        "lower_bound_replicas_removed": removed_total,
         "bytes_to_move": int(size_each.sum()) if sizes_known else None,
         "bytes_lower_bound": int(size_each.sum()) if sizes_known else None,
         "cross_rack_bytes": int(cross) if sizes_known else None,
@@ -583,7 +621,7 @@ def report_arrays(
         "broker_replicas_after": _per_broker(ids, after_counts.tolist()),
         "broker_leaders_before": leaders_before,
         "broker_preferred_leaders_before": _per_broker(ids, preferred.tolist()),
-        "broker_leaders_after": _per_broker(ids, preferred.tolist()),
+        "broker_leaders_after": _per_broker(ids, preferred_after.tolist()),
         "broker_bytes_in": _per_broker(ids, [int(v) for v in bytes_in.tolist()]),
         "broker_bytes_out": dict(sorted(bytes_out.items())),
         "topic_spread_before": spread_before,
@@ -616,8 +654,9 @@ def _imbalance(
     index: dict[str, int],
     changes: ArrayChanges,
 ) -> list[Finding]:
-    """plan._imbalance_findings for a plan that only adds replicas, each topic's spread
-    proven lowest under the rack rule (step 1 of the module doc)."""
+    """plan._imbalance_findings for an array plan: a topic that only gets replicas has its
+    spread proven lowest under the rack rule (step 1 of the module doc); one lowered to
+    RF 1 kept the only replicas it could (its leaders)."""
     spreads = report["topic_spread_after"]
     uneven = sorted((value, topic) for topic, value in spreads.items() if value > 1)
     if not uneven:
@@ -626,7 +665,12 @@ def _imbalance(
     worst_topic = min(topic for value, topic in uneven if value == worst_value)
     ids = setup.ids.tolist()
     all_forced = True
+    lowered = changes.rf < columns.rf[changes.rows]
+    lowered_topics = {columns.topics[t].name for t in changes.topic_index[lowered].tolist()}
     for _, name in uneven:
+        if name in lowered_topics:
+            all_forced = False
+            continue
         i = index[name]
         lo, hi = int(columns.start[i]), int(columns.start[i + 1])
         block = setup.dense[lo:hi]
@@ -645,7 +689,12 @@ def _imbalance(
             after[b] = after.get(b, 0) + 1
         if spread(after) > spread_floor(fixed, eligible_counts, len(added_ids)):
             all_forced = False
-    if all_forced:
+    if any(name in lowered_topics for _, name in uneven):
+        why = (
+            "this is the most even of the balanced, kafka and append placements for these "
+            "moves; no existing replica moves to even them out"
+        )
+    elif all_forced:
         why = (
             "with every existing replica where it is, no placement of the new ones does "
             "better; only moving existing replicas would, and this plan moves none"

@@ -44,14 +44,18 @@ def eligible_brokers(
     return sorted(eligible), why_not
 
 
-def _min_isr_findings(topic: Topic, req: TopicRequest, options: PlanOptions) -> list[Finding]:
+def _min_isr_findings(
+    topic: Topic, req: TopicRequest, options: PlanOptions, lowering: bool | None = None
+) -> list[Finding]:
     """RF at or below the effective min.insync.replicas (topic override, cluster or broker
     default, else Kafka's 1): lowering there is refused unless forced. The text names the
-    value used and where it comes from."""
+    value used and where it comes from. `lowering`: whether some partition has more replicas
+    than asked (None: read from topic.partitions)."""
     if req.rf is None:
         return []
     min_isr = topic.min_insync_replicas
-    lowering = any(len(p.replicas) > req.rf for p in topic.partitions)
+    if lowering is None:
+        lowering = any(len(p.replicas) > req.rf for p in topic.partitions)
     if req.rf > min_isr:
         if lowering and topic.min_insync_replicas_assumed:
             return [

@@ -411,3 +411,23 @@ def test_the_diff_of_an_array_plan_reads_only_up_to_the_limit_and_matches_the_ob
     as_tuple = dataclasses.replace(plan, changes=tuple(plan.changes))
     assert diff_rows(plan, col, limit) == diff_rows(as_tuple, mixed, limit)
     assert not col.materialised
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 100_000), rf=st.integers(2, 3), racks=st.integers(1, 3))
+def test_rf_down_to_one_is_the_object_planners_plan_exactly(seed, rf, racks):
+    rng = random.Random(seed)
+    snap = random_cluster(rng, brokers=rng.randint(rf, 9), racks=racks, topics=3, rf=rf)
+    col = columnar(snap)
+    requests = [TopicRequest(topic=t.name, rf=1) for t in snap.topics]
+    options = PlanOptions(force=True)
+    why = arrays.refusal(col, requests, options)
+    first_leads = all(p.leader in (None, p.replicas[0]) for t in snap.topics for p in t.partitions)
+    assert (why is None) == first_leads, why
+    assert arrays.refusal(col, requests, PlanOptions()) is not None  # min.isr: needs --force
+    plan = make_plan(col, requests, options)
+    expected = make_plan(snap, requests, options)
+    assert getattr(plan.changes, "columnar", False) == first_leads
+    assert list(plan.changes) == list(expected.changes)
+    assert plan.report == expected.report
+    assert plan.findings == expected.findings

@@ -545,7 +545,7 @@ def report_arrays(
         + np.bincount(after_dense[:, 0][after_dense[:, 0] >= 0], minlength=nb)
     )
     sizes = columns.size[rows]
-    sizes_known = not bool((sizes == NO_SIZE).any())
+    sizes_known = not bool(((sizes == NO_SIZE) & (per_row_added > 0)).any())
     size_each = np.repeat(np.where(sizes == NO_SIZE, 0, sizes), per_row_added)
     bytes_in = np.bincount(new_idx, weights=size_each, minlength=nb)
     lead = columns.leader[rows]

@@ -431,3 +431,44 @@ def test_rf_down_to_one_is_the_object_planners_plan_exactly(seed, rf, racks):
     assert list(plan.changes) == list(expected.changes)
     assert plan.report == expected.report
     assert plan.findings == expected.findings
+
+
+def _kafka_vectors():
+    from pathlib import Path
+
+    path = Path("/work/shared/reference/vectors/kafka_assignment_vectors.json")
+    if not path.exists():
+        return []
+    out = []
+    for v in json.loads(path.read_text()):
+        expected = v.get("expected")
+        kafka_placed = v["algorithm"] in ("rack_aware", "striped") and v.get("racks")
+        if kafka_placed and isinstance(expected, dict) and expected:
+            out.append(v)
+    return out
+
+
+@pytest.mark.parametrize("vector", _kafka_vectors(), ids=lambda v: v["source"].split("#")[-1])
+def test_kafka_placed_topics_get_the_object_planners_figures(vector):
+    """Kafka's own layouts (the reference vectors): RF + 1 and RF -> 1 on the array path give
+    the object planner's report figures where the objective ties (RF -> 1: the same plan)."""
+    racks = {int(b): r for b, r in vector["racks"].items()}
+    brokers = tuple(Broker(b, rack=racks.get(b, "none")) for b in sorted(racks))
+    parts = tuple(
+        Partition("t", int(p), tuple(reps))
+        for p, reps in sorted(vector["expected"].items(), key=lambda kv: int(kv[0]))
+    )
+    snap = ClusterSnapshot(brokers=brokers, topics=(Topic("t", parts),))
+    col = columnar(snap)
+    rf = max(len(p.replicas) for p in parts)
+    for target, options in ((rf + 1, PlanOptions()), (1, PlanOptions(force=True))):
+        requests = [TopicRequest(topic="t", rf=target)]
+        if arrays.refusal(col, requests, options) is not None:
+            continue
+        plan = make_plan(col, requests, options)
+        expected = make_plan(snap, requests, options)
+        for key in TIED:
+            assert plan.report[key] == expected.report[key], key
+        assert plan.findings == expected.findings
+        if target == 1:
+            assert list(plan.changes) == list(expected.changes)

@@ -80,6 +80,8 @@ class _Setup:
         self.elig_rack_mask = int(np.bitwise_or.reduce(1 << elig_racks)) if elig_racks.size else 0
         used = self.dense[self.dense >= 0]
         self.cluster = np.bincount(used, minlength=nb).astype(np.int64)
+        self.fresh: I64 | None = None  # per row, set by _prepare when replicas are added
+        self.eligible_ids = eligible
 
     def to_dense(self, broker_ids: npt.NDArray[Any]) -> I64:
         """Broker ids as indexes into the broker table; -1 for PAD and unlisted brokers."""
@@ -99,69 +101,85 @@ def refusal(
 ) -> str | None:
     """Why the array planner does not take this request (None: it does). The object planner
     then plans it, with every rule; this list is the whole dispatch."""
+    return _prepare(snapshot, requests, options)[0]
+
+
+def plan_if_taken(
+    snapshot: ClusterSnapshot, requests: Sequence[TopicRequest], options: PlanOptions
+) -> Plan | None:
+    """The array plan when `refusal` finds nothing, else None (make_plan's dispatch)."""
+    why, setup = _prepare(snapshot, requests, options)
+    if why is not None or setup is None:
+        return None
+    return plan_arrays(snapshot, requests, options, setup)
+
+
+def _prepare(
+    snapshot: ClusterSnapshot, requests: Sequence[TopicRequest], options: PlanOptions
+) -> tuple[str | None, _Setup | None]:
     columns: PartitionColumns | None = getattr(snapshot, "columns", None)
     if columns is None:
-        return "the snapshot is not in columns"
+        return "the snapshot is not in columns", None
     if options.strategy != "balanced":
-        return f"strategy {options.strategy}"
+        return f"strategy {options.strategy}", None
     if options.seed is not None:
-        return "a --seed"
+        return "a --seed", None
     if options.log_dirs != "any":
-        return "log dirs named"
+        return "log dirs named", None
     if not requests:
-        return "no request"
+        return "no request", None
     if any(not b.alive for b in snapshot.brokers):
-        return "a broker is down"
+        return "a broker is down", None
     if any(b.rack is None for b in snapshot.brokers):
-        return "a broker without a rack"
+        return "a broker without a rack", None
     if len({b.rack for b in snapshot.brokers}) > MAX_RACKS:
-        return f"more than {MAX_RACKS} racks"
+        return f"more than {MAX_RACKS} racks", None
     if DiskGuard.build(snapshot, options.disk_headroom) is not None:
-        return "disk figures to guard"
+        return "disk figures to guard", None
     names = [r.topic for r in requests]
     if len(set(names)) != len(names):
-        return "a topic asked twice"
+        return "a topic asked twice", None
     index = {t.name: i for i, t in enumerate(columns.topics)}
     if any(n not in index for n in names):
-        return "an unknown topic"
+        return "an unknown topic", None
     for req in requests:
         if req.rf is None or req.partitions is not None or req.fix_racks:
-            return "not an RF change alone"
+            return "not an RF change alone", None
         if req.rf < 1:
-            return "an invalid RF"
+            return "an invalid RF", None
     try:
         eligible, _why = eligible_brokers(snapshot, options)
     except KreplicaError:
-        return "a broker list to refuse"
+        return "a broker list to refuse", None
     setup = _Setup(snapshot, columns, eligible)
     if setup.unknown:
-        return "replicas on brokers the snapshot does not list"
+        return "replicas on brokers the snapshot does not list", None
+    target = np.full(columns.rows, -1, dtype=np.int64)  # the RF asked per row (-1: none)
     for req in requests:
         i = index[req.topic]
-        lo, hi = int(columns.start[i]), int(columns.start[i + 1])
-        rf = columns.rf[lo:hi]
-        assert req.rf is not None
-        if bool((rf > req.rf).any()):
-            if req.rf != 1:
-                return "RF lowered to more than 1"
-            if not options.force:
-                return "RF lowered to min.insync.replicas or below without --force"
-            lowered = rf > 1
-            leader = columns.leader[lo:hi][lowered]
-            first = columns.replicas[lo:hi, 0][lowered]
-            if bool(((leader != NO_LEADER) & (leader != first)).any()):
-                return "RF lowered where the leader is not the first replica"
-        if bool((columns.isr_kind[lo:hi] == ISR_OTHER).any()):
-            return "replicas out of sync"
-        units = req.rf - rf
-        if not bool(units.any()):
-            continue
-        if req.rf > len(eligible):
-            return "too few eligible brokers"
-        fresh = _fresh_masks(setup, setup.dense[lo:hi])
-        if bool((_popcount(fresh) < units).any()):
-            return "more new replicas than fresh racks"
-    return None
+        target[int(columns.start[i]) : int(columns.start[i + 1])] = int(req.rf or 0)
+    asked = target >= 0
+    rf = columns.rf
+    lowered = asked & (rf > target)
+    if bool(lowered.any()):
+        if bool((target[lowered] != 1).any()):
+            return "RF lowered to more than 1", None
+        if not options.force:
+            return "RF lowered to min.insync.replicas or below without --force", None
+        leader = columns.leader[lowered]
+        if bool(((leader != NO_LEADER) & (leader != columns.replicas[lowered, 0])).any()):
+            return "RF lowered where the leader is not the first replica", None
+    if bool((asked & (columns.isr_kind == ISR_OTHER)).any()):
+        return "replicas out of sync", None
+    grows = asked & (rf < target)
+    if bool(grows.any()):
+        if int(target[grows].max()) > len(eligible):
+            return "too few eligible brokers", None
+        setup.fresh = _fresh_masks(setup, setup.dense)
+        if bool((_popcount(setup.fresh[grows]) < (target - rf)[grows]).any()):
+            return "more new replicas than fresh racks", None
+    setup.eligible_ids = eligible
+    return None, setup
 
 
 def _popcount(masks: I64) -> I64:
@@ -206,6 +224,9 @@ class _Topic:
     def __init__(self, setup: _Setup, lo: int, hi: int, target: int) -> None:
         self.s = setup
         self.dense = setup.dense[lo:hi]
+        self.fresh = (
+            setup.fresh[lo:hi] if setup.fresh is not None else _fresh_masks(setup, self.dense)
+        )
         self.rf = setup.columns.rf[lo:hi]
         self.units = (target - self.rf).astype(np.int64)
         used = self.dense[self.dense >= 0]
@@ -219,7 +240,7 @@ class _Topic:
         scope = elig | (self.base > 0)
         base_e = self.base[elig]
         fixed = self.base[scope & ~elig]
-        fresh = _fresh_masks(s, self.dense)
+        fresh = self.fresh
         grows = self.units > 0
         key = fresh[grows] * 64 + self.units[grows]
         classes, inverse, n_c = np.unique(key, return_inverse=True, return_counts=True)
@@ -406,12 +427,18 @@ def _unwind(
 
 
 def plan_arrays(
-    snapshot: ClusterSnapshot, requests: Sequence[TopicRequest], options: PlanOptions
+    snapshot: ClusterSnapshot,
+    requests: Sequence[TopicRequest],
+    options: PlanOptions,
+    setup: _Setup | None = None,
 ) -> Plan:
     """The plan of a request `refusal` accepted (see the module doc)."""
-    columns: PartitionColumns = snapshot.columns  # type: ignore[attr-defined]
-    eligible, _why = eligible_brokers(snapshot, options)
-    setup = _Setup(snapshot, columns, eligible)
+    if setup is None:
+        why, setup = _prepare(snapshot, requests, options)
+        if why is not None or setup is None:
+            raise ValueError(f"not an array plan: {why}")
+    columns = setup.columns
+    eligible = setup.eligible_ids
     index = {t.name: i for i, t in enumerate(columns.topics)}
     findings: list[Finding] = []
     n = columns.rows

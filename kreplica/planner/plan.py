@@ -505,8 +505,9 @@ def make_plan(
     if getattr(snapshot, "columns", None) is not None:
         from kreplica.planner import arrays
 
-        if arrays.refusal(snapshot, requests, options) is None:
-            return arrays.plan_arrays(snapshot, requests, options)
+        plan = arrays.plan_if_taken(snapshot, requests, options)  # None: arrays.refusal
+        if plan is not None:
+            return plan
     plan = _best_plan(snapshot, requests, options)
     return finish_plan(plan, snapshot, options.disk_headroom, options.log_dirs)
 

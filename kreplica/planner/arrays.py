@@ -295,22 +295,9 @@ class _Topic:
         elig_idx = np.flatnonzero(s.eligible)
         rack_e = s.rack_of[elig_idx]
         load = s.cluster[elig_idx]
-        # rack totals: the polymatroid greedy from the lower bounds, least loaded racks first
-        x = a.copy()
-        left = int(self.units.sum()) - int(x.sum())
-        mean = np.bincount(rack_e, weights=load, minlength=nr) / np.maximum(
-            np.bincount(rack_e, minlength=nr), 1
-        )
-        for r in np.lexsort((np.arange(nr), mean)).tolist():
-            if not left:
-                break
-            has = member[:, r] == 1
-            slack = int((f[has] - member[has] @ x).min())
-            add = min(left, int(b[r] - x[r]), slack)
-            if add > 0:
-                x[r] += add
-                left -= add
-        assert left == 0, "rack totals short of the units"
+        count, x = self._extras(lo_b, hi_b, f, member, elig_idx, rack_e, load)
+        if count is None:
+            x = self._rack_totals(a, b, f, member, rack_e, load)
         y = _transport(n_c * c_units, n_c, c_fresh, x)
         # each class's units, rack by rack, dealt to its partitions in turn
         grow_rows = np.flatnonzero(self.units > 0)
@@ -330,17 +317,17 @@ class _Topic:
         rows = np.concatenate(rows_l)
         slots = np.concatenate(slots_l)
         racks = np.concatenate(racks_l)
-        # brokers per rack within their windows: floors first, the rest to the least loaded
-        count = lo_b.copy()
-        pref = np.lexsort((elig_idx, load + lo_b, rack_e))  # by rack, then load after floors
-        room = (hi_b - lo_b)[pref]
-        rack_sorted = rack_e[pref]
-        extra = (x - a)[rack_sorted]
-        before = np.concatenate([[0], np.cumsum(room)[:-1]])
-        rack_first = np.searchsorted(rack_sorted, rack_sorted)
-        used_before = before - before[rack_first]
-        give = np.clip(extra - used_before, 0, room)
-        count[pref] += give
+        if count is None:  # brokers per rack within their windows: floors, then least loaded
+            count = lo_b.copy()
+            pref = np.lexsort((elig_idx, load + lo_b, rack_e))  # by rack, then load
+            room = (hi_b - lo_b)[pref]
+            rack_sorted = rack_e[pref]
+            extra = (x - a)[rack_sorted]
+            before = np.concatenate([[0], np.cumsum(room)[:-1]])
+            rack_first = np.searchsorted(rack_sorted, rack_sorted)
+            used_before = before - before[rack_first]
+            count[pref] += np.clip(extra - used_before, 0, room)
+        pref = np.lexsort((elig_idx, rack_e))
         brokers = np.repeat(elig_idx[pref], count[pref])
         unit_order = np.lexsort((rows, racks))
         broker_of = np.empty(len(rows), dtype=np.int64)
@@ -348,6 +335,47 @@ class _Topic:
         delta = np.zeros(s.nb, dtype=np.int64)
         delta[elig_idx] = count
         return rows, slots, broker_of, delta
+
+    def _extras(
+        self, lo_b: I64, hi_b: I64, f: I64, member: I64, elig_idx: I64, rack_e: I64, load: I64
+    ) -> tuple[I64 | None, I64]:
+        """Units per eligible broker when the units above the floors go where the greedy picks
+        would put them one by one (fewest topic replicas, then fewest in the cluster, then
+        broker order), if the rack rule admits those rack totals; else (None, -)."""
+        nr = len(self.s.rack_names)
+        room = hi_b - lo_b
+        extra = int(self.units.sum()) - int(lo_b.sum())
+        owners = np.repeat(np.arange(len(elig_idx)), room)
+        step = np.arange(len(owners)) - np.repeat(np.cumsum(room) - room, room)
+        topic_key = (self.base[elig_idx] + lo_b)[owners] + step
+        cluster_key = (load + lo_b)[owners] + step
+        pick = np.lexsort((elig_idx[owners], cluster_key, topic_key))[:extra]
+        count = lo_b + np.bincount(owners[pick], minlength=len(elig_idx))
+        x = np.bincount(rack_e, weights=count, minlength=nr).astype(np.int64)
+        if bool((member @ x > f).any()):
+            return None, x
+        return count, x
+
+    def _rack_totals(self, a: I64, b: I64, f: I64, member: I64, rack_e: I64, load: I64) -> I64:
+        """Rack totals by the polymatroid greedy from the lower bounds, least loaded racks
+        first (when the greedy picks' totals break the rack rule)."""
+        nr = len(self.s.rack_names)
+        x = a.copy()
+        left = int(self.units.sum()) - int(x.sum())
+        mean = np.bincount(rack_e, weights=load, minlength=nr) / np.maximum(
+            np.bincount(rack_e, minlength=nr), 1
+        )
+        for r in np.lexsort((np.arange(nr), mean)).tolist():
+            if not left:
+                break
+            has = member[:, r] == 1
+            slack = int((f[has] - member[has] @ x).min())
+            add = min(left, int(b[r] - x[r]), slack)
+            if add > 0:
+                x[r] += add
+                left -= add
+        assert left == 0, "rack totals short of the units"
+        return x
 
 
 def _transport(supply: I64, cap: I64, fresh: I64, demand: I64) -> I64:

@@ -8,7 +8,9 @@
   planner's on every measure the objective ties (replicas added at the lower bound, none
   removed or moved, rack violations, topic spreads: both are the lowest the rack rule
   allows), and its plans keep every existing replica in place and put each new one on an
-  eligible broker on a rack its partition lacks;
+  eligible broker on a rack its partition lacks. The cluster spread is a tie-break in both
+  and not compared (on 226 random clusters: equal 178, array lower 16, higher 32, by 1-3);
+  RF -> 1 is the object planner's plan exactly;
 - the plan files and the --output json lists written from the arrays are byte for byte what
   orjson writes for the lists of dicts.
 """

@@ -232,8 +232,8 @@ def emit_envelope(
             buffer.write(piece)
         buffer.write(b"\n")
         buffer.flush()
-    else:
-        out.write(dumps(document, pretty=pretty))
+    else:  # `swapped` has the lists as dicts when pretty (built once)
+        out.write(dumps(swapped if pretty else document, pretty=pretty))
     out.flush()
     STATE.envelope_sent = True
 

@@ -44,11 +44,21 @@ def source_spec(opts: Options) -> SourceSpec:
     return spec
 
 
-def read_cluster(spec: SourceSpec, topics: Sequence[str] | None = None) -> ClusterSnapshot:
-    """All topics by default: planning balances against the whole cluster's load."""
+def read_cluster(
+    spec: SourceSpec, topics: Sequence[str] | None = None, *, columnar: bool = False
+) -> ClusterSnapshot:
+    """All topics by default: planning balances against the whole cluster's load.
+    `columnar`: a snapshot file is read into columns (kreplica/columns.py) for the array
+    planner; the snapshot's objects are built only if something else reads them."""
+    if columnar and spec.kind == "snapshot" and not topics and spec.snapshot:
+        from kreplica.sources.snapshot import load_snapshot_columnar
+
+        snap: ClusterSnapshot = load_snapshot_columnar(spec.snapshot)
+        gc.freeze()
+        return snap
     source = spec.open()
     try:
-        snap: ClusterSnapshot = source.snapshot(list(topics) if topics else None)
+        snap = source.snapshot(list(topics) if topics else None)
     finally:
         source.close()
     # The snapshot lives as long as this process and holds no cycles: keep the cyclic
@@ -62,7 +72,13 @@ def require_topics(snap: ClusterSnapshot, names: Sequence[str]) -> None:
     """Unknown names fail before planning, all of them in one message."""
     from kreplica.sources.assemble import select_topics
 
-    select_topics((t.name for t in snap.topics), names)
+    select_topics(topic_list(snap), names)
+
+
+def topic_list(snap: ClusterSnapshot) -> list[str]:
+    """The snapshot's topic names, in order (a ColumnarSnapshot's without building topics)."""
+    names = getattr(snap, "topic_names", None)
+    return list(names()) if names is not None else [t.name for t in snap.topics]
 
 
 def describe_source(spec: SourceSpec) -> str:
@@ -107,7 +123,7 @@ def rf_change(opts: Options, *, topics: list[str], rf: int, direction: str) -> N
     if rf < 1:
         raise UsageError(f"--rf {rf} is not a replication factor; use 1 or more")
     spec = source_spec(opts)
-    snap = read_cluster(spec)
+    snap = read_cluster(spec, columnar=True)
     require_topics(snap, topics)
     currents: dict[str, int] = {}
     for name in topics:
@@ -146,7 +162,7 @@ def topic_names(
     names = list(dict.fromkeys(topics))
     require_topics(snap, names)
     if pattern is not None:
-        matched = [t.name for t in snap.topics if pattern.fullmatch(t.name)]
+        matched = [name for name in topic_list(snap) if pattern.fullmatch(name)]
         if not matched:
             from kreplica.errors import UnknownTopicError
 
@@ -179,7 +195,7 @@ def plan_topics(
         raise UsageError("no topic given; pass --topic NAME (repeatable) or --topics REGEX")
     pattern = topics_pattern(regex)  # a bad regex fails before connecting
     spec = source_spec(opts)
-    snap = read_cluster(spec)
+    snap = read_cluster(spec, columnar=True)
     names = topic_names(snap, topics, pattern)
     from kreplica.planner import TopicRequest
 
@@ -377,9 +393,9 @@ def plan_data(
         "cluster_id": plan.cluster_id,
         "snapshot_fingerprint": plan.snapshot_fingerprint,
         "strategy": plan.strategy,
-        "reassignment": reassignment_json(plan),
+        "reassignment": reassignment_json(plan, lazy=True),
         "new_partitions": new_partitions_list(plan),
-        "rollback": rollback_json(plan),
+        "rollback": rollback_json(plan, lazy=True),
         "report": dict(plan.report),
         "findings": findings_json(plan.findings),
         "files": {k: str(v) for k, v in files.items()} if files else None,
@@ -405,9 +421,9 @@ def write_plan_files(
     return write_documents(
         out,
         lambda: {
-            "reassignment": reassignment_json(plan),
-            "rollback": rollback_json(plan),
-            "plan_document": plan_document(plan, snap),
+            "reassignment": reassignment_json(plan, lazy=True),
+            "rollback": rollback_json(plan, lazy=True),
+            "plan_document": plan_document(plan, snap, lazy=True),
         },
         overwrite=overwrite,
     )
@@ -448,7 +464,7 @@ def write_documents(
     contents = documents()
     for key, path in paths.items():
         try:
-            path.write_text(output.file_text(contents[key]), encoding="utf-8")
+            output.write_file(path, contents[key])
         except OSError as exc:
             raise UsageError(f"cannot write {str(path)!r} ({exc.strerror}); check --out") from None
     return paths

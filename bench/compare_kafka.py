@@ -545,11 +545,21 @@ def _generate_runs(
             _timed(cmd, cwd=cwd, env=env)
         times: dict[str, list[float]] = {label: [] for label in ("kafka", *commands)}
         kafka_out = ""
+        retries = 0
         for run in range(runs):
             wall, kafka_out = _timed(kafka_cmd)
             times["kafka"].append(wall)
             for label, (cmd, cwd) in commands.items():
-                times[label].append(_timed(cmd, cwd=cwd, env=env)[0])
+                try:
+                    wall = _timed(cmd, cwd=cwd, env=env)[0]
+                except SandboxError as exc:
+                    # On an overloaded machine a broker's ZooKeeper session can lapse for a
+                    # moment (kreplica then refuses to plan around a dead broker): once more.
+                    _log(verbose, f"generate: {label} failed, retried in 10 s: {str(exc)[:200]}")
+                    retries += 1
+                    time.sleep(10)
+                    wall = _timed(cmd, cwd=cwd, env=env)[0]
+                times[label].append(wall)
             _log(
                 verbose,
                 f"generate run {run + 1}: "
@@ -603,6 +613,7 @@ def _generate_runs(
         "runs": runs,
         **walls,
         "kreplica_zk_same_plan": same_zk,
+        "kreplica_retries": retries,
         **{f"phase_{k}_s": round(v, 3) for k, v in phases.items()},
         "loadavg_1m": round(os.getloadavg()[0], 1),
         "lower_bound_copies": n_partitions,

@@ -208,11 +208,11 @@ def per_replica(
     """A partition's replica_dirs and replica_sizes (replicas' order), None when unknown."""
     if not placed:
         return None, None
-    found = [placed.get(b) for b in replicas]
-    return (
-        tuple(f[0] if f else None for f in found),
-        tuple(f[1] if f else None for f in found),
-    )
+    found = [placed.get(b, _UNPLACED) for b in replicas]
+    return tuple([f[0] for f in found]), tuple([f[1] for f in found])
+
+
+_UNPLACED: tuple[None, None] = (None, None)  # a replica DescribeLogDirs did not list
 
 
 # DescribeConfigs' ConfigSource names → where the effective value comes from (model's

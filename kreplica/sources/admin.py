@@ -654,19 +654,21 @@ class AdminSource(LiveSource):
         to its HOST:PORT for errors. kafka-python waits for each broker before asking the next
         when given them all; a thread per broker keeps them in flight together on its I/O
         loop, while the caller goes on with other requests."""
-        _import_kafka_python()
         from concurrent.futures import ThreadPoolExecutor
-
-        from kafka.errors import ClusterAuthorizationFailedError, KafkaError
 
         wanted = {name: sorted(parts) for name, parts in topic_partitions.items()}
         ids = sorted(brokers)
         if not ids:
             return list
 
+        # kafka-python is imported in the pool's threads (by the bootstrap thread, which they
+        # wait for), never here: the caller goes on with its own requests meanwhile
         def ask(broker_id: int) -> list[Mapping[str, Any]] | BaseException:
+            client = self._kafka_python_client()
+            from kafka.errors import KafkaError
+
             try:
-                answer: list[Mapping[str, Any]] = self._kafka_python_client().describe_log_dirs(
+                answer: list[Mapping[str, Any]] = client.describe_log_dirs(
                     topic_partitions=wanted, brokers=[broker_id]
                 )
             except KafkaError as exc:
@@ -679,6 +681,8 @@ class AdminSource(LiveSource):
         pool.shutdown(wait=False)  # its threads end with their request
 
         def answers() -> list[Mapping[str, Any]]:
+            from kafka.errors import ClusterAuthorizationFailedError
+
             failed: list[tuple[int, BaseException]] = []
             out: list[Mapping[str, Any]] = []
             for broker_id, future in zip(ids, futures, strict=True):

@@ -171,3 +171,24 @@ def test_no_sizes_plans_the_same_and_says_bytes_were_not_read(zk: SandboxInfo) -
     assert without["report"]["sizes_read"] is False
     assert "--no-sizes" in without["report"]["disk"]["unchecked"]
     assert with_sizes["reassignment"] == without["reassignment"]
+
+
+def test_zookeeper_bulk_reads_on_a_degraded_cluster(
+    zk_degraded: SandboxInfo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Broker 6 killed: the pipelined reads see what kazoo sees (its registration gone, so it
+    is dead, out of every ISR, still named in the assignments and the real leaders)."""
+    from tests.integration.conftest import DEAD_BROKER
+
+    assert zk_degraded.zookeeper is not None
+    monkeypatch.setattr(zookeeper_source, "_WIRE_FROM", 1)
+    with zookeeper_source.ZooKeeperSource(zk_degraded.zookeeper) as source:
+        wire = source.snapshot()
+        source._plain = False
+        kazoo = source.snapshot()
+    assert _same(wire, kazoo)
+    assert DEAD_BROKER not in wire.live_broker_ids()
+    hand = wire.topic("hand")
+    assert hand.partitions[0].replicas[0] == DEAD_BROKER
+    assert all(DEAD_BROKER not in (p.isr or ()) for p in hand.partitions)
+    assert hand.partitions[0].leader != DEAD_BROKER

@@ -315,8 +315,13 @@ class AdminSource(LiveSource):
 
     def close(self) -> None:
         self._admin = None  # confluent-kafka clients are released when dropped
-        with contextlib.suppress(Exception):  # a bootstrap that failed has nothing to close
-            self._join_kafka_python()
+        thread = self._kafka_python_thread
+        if thread is not None and thread is not threading.current_thread():
+            # a bootstrap still under way (the caller failed meanwhile) ends within the
+            # timeout on its own: its client is dropped with the thread (a daemon)
+            thread.join(self._timeout_s)
+            if thread.is_alive():
+                return
         client, self._kafka_python = self._kafka_python, None
         if client is not None:
             # a broken connection has nothing left to report on close
@@ -706,8 +711,10 @@ class AdminSource(LiveSource):
     def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
         captured_at = utc_timestamp(datetime.now(UTC))
         wanted = None if topics is None else list(topics)
-        self._start_kafka_python()
         cluster_id, live = self._live_brokers()
+        # after the first answer: refused credentials are reported by librdkafka at once,
+        # while kafka-python would retry them for the whole timeout
+        self._start_kafka_python()
         metadata = self._topics()
         names = select_topics(metadata, wanted)
         log_dirs = (

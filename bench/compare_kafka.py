@@ -569,7 +569,12 @@ def _generate_runs(
                 f"generate run {run + 1}: "
                 + ", ".join(f"{label} {t[-1]:.2f} s" for label, t in times.items()),
             )
-        phases = _phase_profile(expand(sources["kreplica"], Path(tmp) / "phases.json"), env)
+        phase_args = expand(sources["kreplica"], Path(tmp) / "phases.json")
+        try:
+            phases = _phase_profile(phase_args, env)
+        except SandboxError:  # as above: once more after a lapsed broker session
+            time.sleep(10)
+            phases = _phase_profile(phase_args, env)
         _log(verbose, "generate phases: " + ", ".join(f"{k} {v:.2f} s" for k, v in phases.items()))
         current, proposed = _generate_output(kafka_out)
         ours = _assignment(json.loads(plan.read_text()))

@@ -45,18 +45,23 @@ def source_spec(opts: Options) -> SourceSpec:
 
 
 def read_cluster(
-    spec: SourceSpec, topics: Sequence[str] | None = None, *, columnar: bool = False
+    spec: SourceSpec,
+    topics: Sequence[str] | None = None,
+    *,
+    columnar: bool = False,
+    sizes: bool = True,
 ) -> ClusterSnapshot:
     """All topics by default: planning balances against the whole cluster's load.
     `columnar`: a snapshot file is read into columns (kreplica/columns.py) for the array
-    planner; the snapshot's objects are built only if something else reads them."""
-    if columnar and spec.kind == "snapshot" and not topics and spec.snapshot:
+    planner; the snapshot's objects are built only if something else reads them.
+    sizes=False: no partition sizes, replica dirs or disk figures (no DescribeLogDirs)."""
+    if columnar and sizes and spec.kind == "snapshot" and not topics and spec.snapshot:
         from kreplica.sources.snapshot import load_snapshot_columnar
 
         snap: ClusterSnapshot = load_snapshot_columnar(spec.snapshot)
         gc.freeze()
         return snap
-    source = spec.open()
+    source = spec.open(read_sizes=sizes)
     try:
         snap = source.snapshot(list(topics) if topics else None)
     finally:
@@ -123,7 +128,7 @@ def rf_change(opts: Options, *, topics: list[str], rf: int, direction: str) -> N
     if rf < 1:
         raise UsageError(f"--rf {rf} is not a replication factor; use 1 or more")
     spec = source_spec(opts)
-    snap = read_cluster(spec, columnar=True)
+    snap = read_cluster(spec, columnar=True, sizes=not opts.no_sizes)
     require_topics(snap, topics)
     currents: dict[str, int] = {}
     for name in topics:
@@ -195,7 +200,7 @@ def plan_topics(
         raise UsageError("no topic given; pass --topic NAME (repeatable) or --topics REGEX")
     pattern = topics_pattern(regex)  # a bad regex fails before connecting
     spec = source_spec(opts)
-    snap = read_cluster(spec, columnar=True)
+    snap = read_cluster(spec, columnar=True, sizes=not opts.no_sizes)
     names = topic_names(snap, topics, pattern)
     from kreplica.planner import TopicRequest
 
@@ -245,12 +250,26 @@ def _plan_and_show(
         log_dirs=parse_log_dirs_mode(opts.log_dirs),
     )
     plan = make_plan(snap, requests, plan_options)
+    if opts.no_sizes and spec.kind != "snapshot":  # the report says why it has no bytes
+        plan = _sizes_not_read(plan)
     impact = None
     if plan.new_partitions:  # keyed producers and consumer groups see the new partitions
         from kreplica.cli.impact_cmd import plan_client_impact
 
         impact = plan_client_impact(plan, snap, spec, keys_file=keys_file, sample=sample)
     show_plan(opts, spec, snap, plan, title, impact=impact)
+
+
+def _sizes_not_read(plan: Plan) -> Plan:
+    """The plan's report marked `sizes_read: false`, its disk check unchecked for that reason."""
+    import dataclasses
+    from collections.abc import Mapping
+
+    report: dict[str, Any] = {**plan.report, "sizes_read": False}
+    disk = report.get("disk")
+    if isinstance(disk, Mapping) and disk.get("unchecked"):
+        report["disk"] = {**disk, "unchecked": "--no-sizes: no disk sizes read"}
+    return dataclasses.replace(plan, report=report)
 
 
 def show_plan(
@@ -493,7 +512,8 @@ def explain(opts: Options, *, topics: list[str]) -> None:
 
     spec = source_spec(opts)
     wanted = list(dict.fromkeys(topics))
-    snap = read_cluster(spec, wanted)  # only what is asked for: cheap on a large cluster
+    # only what is asked for, and no sizes (an explanation shows none): cheap on a large cluster
+    snap = read_cluster(spec, wanted, sizes=False)
     names = wanted or [t.name for t in snap.topics]
     results = [explain_topic(snap, name) for name in names]
     if not results:

@@ -127,7 +127,9 @@ def optimality_line(report: Mapping[str, Any]) -> str:
         plural(int(report.get("leaders_changed") or 0), "leader") + " changed",
     ]
     moved = report.get("bytes_to_move")
-    if moved is None:
+    if report.get("sizes_read") is False:
+        parts.append("bytes: not read (--no-sizes)")
+    elif moved is None:
         parts.append("data size unknown (the source has no partition sizes)")
     else:
         copy = f"{format_bytes(moved)} to copy"

@@ -59,6 +59,78 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         for mark in JVM_DIRS.get(top, ()):
             item.add_marker(mark)
+    if getattr(config, "workerinput", None) is not None and config.getvalue("loadgroup"):
+        _xdist_groups(items)
+
+
+# --------------------------------------------------------------------------- xdist groups
+# Under `--dist loadgroup` (scripts/test) the tests that share a session cluster, the Spark
+# session or a module's private cluster run on one worker (tests/support/groups.py says why).
+def _resources(item: pytest.Item) -> set[str]:
+    """The session fixtures and module fixture instances of ours that `item` uses."""
+    found = {str(arg) for mark in item.iter_markers("uses") for arg in mark.args}
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return found
+    defs = info.name2fixturedefs
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params if callspec is not None else {}
+    # the module-wide params (a module fixture's "zk"/"kraft") tell its instances apart
+    wide = "".join(
+        f"[{k}={v}]"
+        for k, v in sorted(params.items())
+        if k in defs and defs[k][-1].scope != "function"
+    )
+    for name in item.fixturenames:
+        if name.startswith("_") or name not in defs or not defs[name][-1].baseid:
+            continue  # ours only: pytest's and the plugins' fixtures have no baseid
+        scope = defs[name][-1].scope
+        if scope == "session":
+            found.add(name)
+        elif scope in ("package", "module", "class"):
+            found.add(f"{item.path.name}::{name}{wide}")
+    # xdist reads a group from the nodeid's "@NAME" suffix, and not if a "]" follows the "@"
+    return {key.replace("[", "(").replace("]", ")") for key in found}
+
+
+def _xdist_groups(items: list[pytest.Item]) -> None:
+    """One xdist group per set of tests linked by a shared resource (union-find)."""
+    parent: dict[str, str] = {}
+
+    def root(key: str) -> str:
+        while parent.setdefault(key, key) != key:
+            parent[key] = parent[parent[key]]
+            key = parent[key]
+        return key
+
+    used = {item.nodeid: sorted(_resources(item)) for item in items}
+    for keys in used.values():
+        for key in keys:
+            parent[root(key)] = root(keys[0])
+    members: dict[str, set[str]] = {}
+    for key in list(parent):
+        members.setdefault(root(key), set()).add(key)
+    # named after its session fixtures (zk_cluster+kraft_cluster), else its module fixture
+    names = {
+        top: "+".join(sorted(k for k in keys if "::" not in k)) or min(keys)
+        for top, keys in members.items()
+    }
+    for item in items:
+        if used[item.nodeid]:
+            _set_group(item, names[root(used[item.nodeid][0])])
+
+
+def _set_group(item: pytest.Item, group: str) -> None:
+    """What xdist does for an xdist_group mark: the group as a suffix of the nodeid, which its
+    scheduler splits off. Done here because xdist 3.8 writes `_nodeid`, which pytest 9.2 no
+    longer reads (pytest-xdist issue 1386: the groups are silently ignored)."""
+    nodeid = f"{item.nodeid}@{group}"
+    if hasattr(item, "_id"):  # pytest >= 9.2: a structured id that keeps the string it parsed
+        from _pytest.nodeid import NodeId
+
+        item._id = NodeId.parse(nodeid)
+    else:
+        item._nodeid = nodeid
 
 
 # --------------------------------------------------------------------------- the no-JVM guard

@@ -7,9 +7,12 @@
   (bench/java/AssignBench.java, compiled at run time into ~/.cache/kreplica/bench), same
   inputs, only the call timed on each side, outputs compared partition by partition.
 - generate: a ZooKeeper-mode sandbox (6 brokers, racks a/b/c, 200 topics x 100 partitions at
-  RF 2); `kreplica expand --rf 3 --dry-run --out F` end to end against
-  `kafka-reassign-partitions --generate`, wall time of each process and the replicas each plan
-  would copy for RF 2 -> 3. The sandbox is always torn down.
+  RF 2); `kreplica expand --rf 3 --dry-run --out F` end to end, through the AdminClient and (ZK
+  mode) through `--zookeeper`, against `kafka-reassign-partitions --generate`, alternating:
+  medians, ratios, the replicas each plan would copy for RF 2 -> 3, and a phase profile of one
+  more kreplica run (start-up, read, plan, write, render). `--baseline DIR` also times the
+  kreplica of another checkout (e.g. `git worktree add /tmp/base main`) in the same rotation.
+  The sandbox is torn down unless `--sandbox NAME` named one that was already running.
 - startup: `kreplica --help` against `python -c pass` (bench/bench_startup.py's measure()).
 
 bench/bench_scale.py --with-kafka imports compare_assign, compare_generate and compare_startup:
@@ -310,10 +313,16 @@ def _copies(current: Assignment, target: Assignment) -> tuple[int, int, int]:
     return copied, dropped, leaders
 
 
-def _timed(cmd: Sequence[str], *, timeout: float = 900) -> tuple[float, str]:
+def _timed(
+    cmd: Sequence[str],
+    *,
+    timeout: float = 900,
+    cwd: Path = REPO,
+    env: Mapping[str, str] | None = None,
+) -> tuple[float, str]:
     start = time.perf_counter()
     done = subprocess.run(
-        cmd, capture_output=True, text=True, check=False, timeout=timeout, cwd=REPO
+        cmd, capture_output=True, text=True, check=False, timeout=timeout, cwd=cwd, env=env
     )
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
@@ -336,18 +345,22 @@ def compare_generate(
     mode: str = "zk",
     kafka_version: str | None = None,
     name: str | None = None,
+    baseline: Path | None = None,
     verbose: bool = False,
 ) -> list[Row]:
     """Start a sandbox (`mode` zk: Kafka 3.9 with ZooKeeper; kraft: Kafka 4.x) with `topics` x
     `partitions_per_topic` partitions at RF `rf`, then time `kreplica expand --rf rf+1 --dry-run
     --out F` (the CLI process) and `kafka-reassign-partitions --generate` (the JVM) for the same
     topics and brokers, `runs` times each, alternating; count the replicas each way copies for
-    RF+1. One row; the sandbox is stopped even on error or Ctrl-C."""
+    RF+1. One row; the sandbox is stopped even on error or Ctrl-C, unless `name` is a sandbox
+    that was running already (it is reused, topics it lacks are created, and it is left up).
+    `baseline`: a checkout whose kreplica is timed too (the before of a change)."""
     from kreplica import sandbox
     from kreplica.sandbox import cluster as sandbox_cluster
 
     sandbox.reap_orphans("bench-compare-")
     kafka_version = kafka_version or default_version(mode)
+    existing = sandbox.status(name) if name else None
     name = name or f"bench-compare-{os.getpid()}"
     names = [f"bench-t{i:04d}" for i in range(topics)]
     broker_ids = list(range(1, brokers + 1))
@@ -371,7 +384,7 @@ def compare_generate(
     try:
         heap[:] = BROKER_HEAP
         try:
-            info = sandbox.up(
+            info = existing or sandbox.up(
                 mode=mode,
                 brokers=brokers,
                 racks=racks,
@@ -381,25 +394,45 @@ def compare_generate(
             )
         finally:
             heap[:] = saved
+        row["kafka_version"] = info.kafka_version if existing else kafka_version
         row["sandbox_up_s"] = round(time.perf_counter() - start, 1)
         _log(verbose, f"generate: sandbox {name} up in {row['sandbox_up_s']} s")
         start = time.perf_counter()
-        for first in range(0, topics, batch_topics):
+        present = _existing_topics(info.bootstrap_servers) if existing else set()
+        missing = [t for t in names if t not in present]
+        for first in range(0, len(missing), batch_topics):
             _create_batch(
                 info.bootstrap_servers,
-                names[first : first + batch_topics],
+                missing[first : first + batch_topics],
                 partitions_per_topic,
                 rf,
             )
             _log(verbose, f"generate: {min(topics, first + batch_topics)} topics created")
         row["create_topics_s"] = round(time.perf_counter() - start, 1)
         row.update(
-            _generate_runs(name, info.bootstrap_servers, names, broker_ids, rf, runs, verbose)
+            _generate_runs(
+                name,
+                info.bootstrap_servers,
+                info.zookeeper,
+                names,
+                broker_ids,
+                rf,
+                runs,
+                baseline,
+                verbose,
+            )
         )
     finally:
-        sandbox.down(name)
-        _log(verbose, f"generate: sandbox {name} down")
+        if existing is None:
+            sandbox.down(name)
+            _log(verbose, f"generate: sandbox {name} down")
     return [row]
+
+
+def _existing_topics(bootstrap: str) -> set[str]:
+    from confluent_kafka.admin import AdminClient
+
+    return set(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=60).topics)
 
 
 def _create_batch(bootstrap: str, names: list[str], partitions: int, rf: int) -> None:
@@ -442,13 +475,25 @@ def _create_batch(bootstrap: str, names: list[str], partitions: int, rf: int) ->
     wait_for_leaders(bootstrap, dict.fromkeys(names, partitions), timeout_s=900)
 
 
+def _kreplica_env() -> dict[str, str]:
+    """The environment of a timed kreplica process: bytecode caching on (as an installed
+    package has it; a development shell may turn it off, and compiling every module again
+    costs each run half a second)."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.pop("PYTHONPATH", None)  # `-m kreplica` from cwd: the checkout's own package
+    return env
+
+
 def _generate_runs(
     name: str,
     bootstrap: str,
+    zookeeper: str | None,
     names: list[str],
     broker_ids: list[int],
     rf: int,
     runs: int,
+    baseline: Path | None,
     verbose: bool,
 ) -> Row:
     from kreplica.sandbox import tool_command
@@ -468,34 +513,76 @@ def _generate_runs(
             ],
         )
         plan = Path(tmp) / "plan.json"
-        ours_cmd = [
-            *KREPLICA_CLI,
-            "expand",
-            *(arg for t in names for arg in ("-t", t)),
-            "--rf",
-            str(rf + 1),
-            "--bootstrap-server",
-            bootstrap,
-            "--timeout",
-            "300",
-            "--dry-run",
-            "--out",
-            str(plan),
-            "--force-out",
-        ]
-        ours_s: list[float] = []
-        kafka_s: list[float] = []
+
+        def expand(source: list[str], out: Path) -> list[str]:
+            return [
+                "expand",
+                *(arg for t in names for arg in ("-t", t)),
+                "--rf",
+                str(rf + 1),
+                *source,
+                "--timeout",
+                "300",
+                "--dry-run",
+                "--out",
+                str(out),
+                "--force-out",
+            ]
+
+        sources = {"kreplica": ["--bootstrap-server", bootstrap]}
+        if zookeeper:
+            sources["kreplica_zk"] = ["--zookeeper", zookeeper]
+        # label -> (command, cwd): ours from this checkout, the baseline's from its own
+        commands: dict[str, tuple[list[str], Path]] = {}
+        for label, source in sources.items():
+            out = plan if label == "kreplica" else Path(tmp) / f"{label}.json"
+            commands[label] = ([*KREPLICA_CLI, *expand(source, out)], REPO)
+            if baseline is not None:
+                base_out = Path(tmp) / f"base_{label}.json"
+                commands[f"base_{label}"] = ([*KREPLICA_CLI, *expand(source, base_out)], baseline)
+        env = _kreplica_env()
+        for cmd, cwd in commands.values():  # untimed: bytecode written, files cached
+            _timed(cmd, cwd=cwd, env=env)
+        times: dict[str, list[float]] = {label: [] for label in ("kafka", *commands)}
         kafka_out = ""
+        retries = 0
         for run in range(runs):
             wall, kafka_out = _timed(kafka_cmd)
-            kafka_s.append(wall)
-            ours_s.append(_timed(ours_cmd)[0])
+            times["kafka"].append(wall)
+            for label, (cmd, cwd) in commands.items():
+                try:
+                    wall = _timed(cmd, cwd=cwd, env=env)[0]
+                except SandboxError as exc:
+                    # On an overloaded machine a broker's ZooKeeper session can lapse for a
+                    # moment (kreplica then refuses to plan around a dead broker): once more.
+                    _log(verbose, f"generate: {label} failed, retried in 10 s: {str(exc)[:200]}")
+                    retries += 1
+                    time.sleep(10)
+                    try:
+                        wall = _timed(cmd, cwd=cwd, env=env)[0]
+                    except SandboxError as again:
+                        _log(verbose, f"generate: {label} failed again, run left out: {again}")
+                        continue
+                times[label].append(wall)
             _log(
                 verbose,
-                f"generate run {run + 1}: kafka {kafka_s[-1]:.2f} s, ours {ours_s[-1]:.2f} s",
+                f"generate run {run + 1}: "
+                + ", ".join(f"{label} {t[-1]:.2f} s" for label, t in times.items()),
             )
+        phase_args = expand(sources["kreplica"], Path(tmp) / "phases.json")
+        try:
+            phases = _phase_profile(phase_args, env)
+        except SandboxError:  # as above: once more after a lapsed broker session
+            time.sleep(10)
+            phases = _phase_profile(phase_args, env)
+        _log(verbose, "generate phases: " + ", ".join(f"{k} {v:.2f} s" for k, v in phases.items()))
         current, proposed = _generate_output(kafka_out)
         ours = _assignment(json.loads(plan.read_text()))
+        same_zk = (
+            _assignment(json.loads((Path(tmp) / "kreplica_zk.json").read_text())) == ours
+            if zookeeper
+            else None
+        )
 
     n_partitions = len(current)
     # Kafka's tool keeps RF: its proposal re-places every partition from scratch at RF `rf`.
@@ -521,15 +608,24 @@ def _generate_runs(
     scratch_copied, scratch_dropped, scratch_leaders = _copies(current, scratch)
     ours_copied, ours_dropped, ours_leaders = _copies(current, ours)
     unchanged = n_partitions - len(ours)  # partitions kreplica leaves out of the plan
-    ours_median, kafka_median = statistics.median(ours_s), statistics.median(kafka_s)
+    kafka_median = statistics.median(times["kafka"])
+    walls: Row = {}
+    for label, samples in times.items():
+        if not samples:
+            continue
+        key = "kafka_generate" if label == "kafka" else label
+        walls[f"{key}_wall_s"] = round(statistics.median(samples), 3)
+        walls[f"{key}_best_s"] = round(min(samples), 3)
+        if label != "kafka":
+            ratio_key = "wall_ratio" if label == "kreplica" else f"{label}_wall_ratio"
+            walls[ratio_key] = round(statistics.median(samples) / kafka_median, 2)
     return {
         "partitions_seen": n_partitions,
         "runs": runs,
-        "kreplica_wall_s": round(ours_median, 3),
-        "kreplica_best_s": round(min(ours_s), 3),
-        "kafka_generate_wall_s": round(kafka_median, 3),
-        "kafka_generate_best_s": round(min(kafka_s), 3),
-        "wall_ratio": round(ours_median / kafka_median, 2),
+        **walls,
+        "kreplica_zk_same_plan": same_zk,
+        "kreplica_retries": retries,
+        **{f"phase_{k}_s": round(v, 3) for k, v in phases.items()},
         "loadavg_1m": round(os.getloadavg()[0], 1),
         "lower_bound_copies": n_partitions,
         "kreplica_copies": ours_copied,
@@ -545,6 +641,59 @@ def _generate_runs(
         "kafka_scratch_leaders_changed": scratch_leaders,
         "copies_ratio_generate_plus_one": round(plus_one / max(1, ours_copied), 2),
         "copies_ratio_scratch": round(scratch_copied / max(1, ours_copied), 2),
+    }
+
+
+# One kreplica CLI run with its steps timed, in a fresh process (`python -c` this, then the
+# file for the figures, then the CLI's arguments): wrappers around the functions the command
+# calls. python (interpreter start-up) is the parent's wall time minus the child's own.
+PHASE_CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+phases = {}
+def timed(module, name, label):
+    inner = getattr(module, name)
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            phases[label] = phases.get(label, 0.0) + time.perf_counter() - start
+    setattr(module, name, wrapper)
+import kreplica.cli.commands as commands
+import kreplica.planner as planner
+phases["imports"] = time.perf_counter() - t0
+timed(commands, "read_cluster", "read")
+timed(planner, "make_plan", "plan")
+timed(commands, "write_plan_files", "write")
+timed(commands, "rf_change", "command")
+from kreplica.cli.app import run
+code = run(sys.argv[2:])
+phases["total"] = time.perf_counter() - t0
+with open(sys.argv[1], "w") as out:
+    json.dump({"code": code, **phases}, out)
+"""
+
+
+def _phase_profile(args: Sequence[str], env: Mapping[str, str]) -> dict[str, float]:
+    """Seconds per step of one `kreplica ARGS` run: python (interpreter start), imports (the
+    CLI commands and planner modules), cli (typer: building the app, parsing), read (the
+    cluster), plan, write (--out files), render (the rest of the command: checks, the table)."""
+    with tempfile.TemporaryDirectory(prefix="kreplica-phases-") as tmp:
+        figures = Path(tmp) / "phases.json"
+        wall, _ = _timed([sys.executable, "-c", PHASE_CHILD, str(figures), *args], env=env)
+        got = json.loads(figures.read_text())
+    if got.get("code"):
+        raise SandboxError(f"the profiled kreplica run exited {got['code']}")
+    command = got["command"]
+    return {
+        "python": wall - got["total"],
+        "imports": got["imports"],
+        "cli": got["total"] - got["imports"] - command,
+        "read": got["read"],
+        "plan": got["plan"],
+        "write": got.get("write", 0.0),
+        "render": command - got["read"] - got["plan"] - got.get("write", 0.0),
     }
 
 
@@ -633,12 +782,19 @@ ASSIGN_COLUMNS = [
     ("warm_ratio", "kreplica/Kafka"),
     ("identical", "identical"),
 ]
+PHASES = ("python", "imports", "cli", "read", "plan", "write", "render")
 GENERATE_COLUMNS = [
     ("mode", "mode"),
     ("kafka_version", "Kafka"),
     ("partitions", "partitions"),
     ("kreplica_wall_s", "kreplica expand s"),
+    ("kreplica_zk_wall_s", "with --zookeeper s"),
     ("kafka_generate_wall_s", "Kafka --generate s"),
+    ("wall_ratio", "ratio"),
+    ("kreplica_zk_wall_ratio", "--zookeeper ratio"),
+    ("base_kreplica_wall_s", "baseline s"),
+    ("base_kreplica_zk_wall_s", "baseline --zookeeper s"),
+    ("loadavg_1m", "load"),
     ("lower_bound_copies", "lower bound"),
     ("kreplica_copies", "kreplica copies"),
     ("kreplica_existing_moved", "kreplica moved"),
@@ -646,6 +802,10 @@ GENERATE_COLUMNS = [
     ("kafka_generate_existing_moved", "Kafka generate moved"),
     ("kafka_scratch_rf_plus_one_copies", "Kafka RF3 scratch copies"),
     ("kafka_scratch_existing_moved", "Kafka scratch moved"),
+]
+GENERATE_PHASE_COLUMNS = [
+    ("mode", "mode"),
+    *((f"phase_{p}_s", f"{p} s") for p in PHASES),
 ]
 STARTUP_COLUMNS = [
     ("command", "command"),
@@ -659,6 +819,7 @@ def print_tables(rows: list[Row]) -> None:
     for bench, title, columns in (
         ("assign", "assign_replicas vs AdminUtils.assignReplicasToBrokers (RF 3)", ASSIGN_COLUMNS),
         ("generate", "kreplica expand vs kafka-reassign-partitions --generate", GENERATE_COLUMNS),
+        ("generate", "kreplica expand (AdminClient), one run by phase", GENERATE_PHASE_COLUMNS),
         ("startup", "start-up", STARTUP_COLUMNS),
     ):
         selected = [r for r in rows if r["bench"] == bench]
@@ -683,6 +844,12 @@ def main() -> None:
     parser.add_argument("--partitions-per-topic", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3, help="timed runs per generate side")
     parser.add_argument("--modes", default="zk", help="generate's sandboxes: zk, kraft or zk,kraft")
+    parser.add_argument(
+        "--sandbox", help="generate: reuse this running sandbox (left running), else start one"
+    )
+    parser.add_argument(
+        "--baseline", type=Path, help="generate: also time the kreplica of this checkout"
+    )
     parser.add_argument("--startup-runs", type=int, default=20)
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     parser.add_argument(
@@ -724,6 +891,8 @@ def main() -> None:
                 partitions_per_topic=args.partitions_per_topic,
                 runs=args.runs,
                 mode=mode,
+                name=args.sandbox,
+                baseline=args.baseline,
                 verbose=verbose,
             )
     if "startup" in only:

@@ -278,15 +278,20 @@ class Plan:
     cluster_id: str | None
     snapshot_fingerprint: str
     strategy: str
-    changes: tuple[PartitionChange, ...]
+    # A tuple, or from the array planner a lazy sequence over arrays (kreplica/columns.py)
+    changes: Sequence[PartitionChange]
     report: Mapping[str, object] = field(default_factory=dict)
     findings: tuple[Finding, ...] = ()
 
     @property
-    def reassignments(self) -> tuple[PartitionChange, ...]:
+    def reassignments(self) -> Sequence[PartitionChange]:
         """Changes to existing partitions (what kafka-reassign-partitions executes)."""
+        if getattr(self.changes, "columnar", False):
+            return self.changes  # the array planner only changes existing partitions
         return tuple(c for c in self.changes if not c.is_new and c.changed)
 
     @property
-    def new_partitions(self) -> tuple[PartitionChange, ...]:
+    def new_partitions(self) -> Sequence[PartitionChange]:
+        if getattr(self.changes, "columnar", False):
+            return ()
         return tuple(c for c in self.changes if c.is_new)

@@ -296,7 +296,10 @@ def plan_cmd(
 
 # Broker operations take their own --brokers (the brokers to drain / add), so they get the
 # planning options without the topic commands' --strategy, --brokers, --force, --replace-dead.
-BROKER_PLAN = [p for p in PLAN if p.name not in ("strategy", "brokers", "force", "replace_dead")]
+# drain and the other broker plans balance bytes: they always read sizes
+BROKER_PLAN = [
+    p for p in PLAN if p.name not in ("strategy", "brokers", "force", "replace_dead", "no_sizes")
+]
 BrokerIdsOpt = Annotated[
     str, typer.Option("--brokers", metavar="IDS", help="Broker ids, e.g. 4,5.")
 ]

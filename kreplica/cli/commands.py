@@ -44,11 +44,26 @@ def source_spec(opts: Options) -> SourceSpec:
     return spec
 
 
-def read_cluster(spec: SourceSpec, topics: Sequence[str] | None = None) -> ClusterSnapshot:
-    """All topics by default: planning balances against the whole cluster's load."""
-    source = spec.open()
+def read_cluster(
+    spec: SourceSpec,
+    topics: Sequence[str] | None = None,
+    *,
+    columnar: bool = False,
+    sizes: bool = True,
+) -> ClusterSnapshot:
+    """All topics by default: planning balances against the whole cluster's load.
+    `columnar`: a snapshot file is read into columns (kreplica/columns.py) for the array
+    planner; the snapshot's objects are built only if something else reads them.
+    sizes=False: no partition sizes, replica dirs or disk figures (no DescribeLogDirs)."""
+    if columnar and sizes and spec.kind == "snapshot" and not topics and spec.snapshot:
+        from kreplica.sources.snapshot import load_snapshot_columnar
+
+        snap: ClusterSnapshot = load_snapshot_columnar(spec.snapshot)
+        gc.freeze()
+        return snap
+    source = spec.open(read_sizes=sizes)
     try:
-        snap: ClusterSnapshot = source.snapshot(list(topics) if topics else None)
+        snap = source.snapshot(list(topics) if topics else None)
     finally:
         source.close()
     # The snapshot lives as long as this process and holds no cycles: keep the cyclic
@@ -62,7 +77,13 @@ def require_topics(snap: ClusterSnapshot, names: Sequence[str]) -> None:
     """Unknown names fail before planning, all of them in one message."""
     from kreplica.sources.assemble import select_topics
 
-    select_topics((t.name for t in snap.topics), names)
+    select_topics(topic_list(snap), names)
+
+
+def topic_list(snap: ClusterSnapshot) -> list[str]:
+    """The snapshot's topic names, in order (a ColumnarSnapshot's without building topics)."""
+    names = getattr(snap, "topic_names", None)
+    return list(names()) if names is not None else [t.name for t in snap.topics]
 
 
 def describe_source(spec: SourceSpec) -> str:
@@ -107,7 +128,7 @@ def rf_change(opts: Options, *, topics: list[str], rf: int, direction: str) -> N
     if rf < 1:
         raise UsageError(f"--rf {rf} is not a replication factor; use 1 or more")
     spec = source_spec(opts)
-    snap = read_cluster(spec)
+    snap = read_cluster(spec, columnar=True, sizes=not opts.no_sizes)
     require_topics(snap, topics)
     currents: dict[str, int] = {}
     for name in topics:
@@ -146,7 +167,7 @@ def topic_names(
     names = list(dict.fromkeys(topics))
     require_topics(snap, names)
     if pattern is not None:
-        matched = [t.name for t in snap.topics if pattern.fullmatch(t.name)]
+        matched = [name for name in topic_list(snap) if pattern.fullmatch(name)]
         if not matched:
             from kreplica.errors import UnknownTopicError
 
@@ -179,7 +200,7 @@ def plan_topics(
         raise UsageError("no topic given; pass --topic NAME (repeatable) or --topics REGEX")
     pattern = topics_pattern(regex)  # a bad regex fails before connecting
     spec = source_spec(opts)
-    snap = read_cluster(spec)
+    snap = read_cluster(spec, columnar=True, sizes=not opts.no_sizes)
     names = topic_names(snap, topics, pattern)
     from kreplica.planner import TopicRequest
 
@@ -229,12 +250,26 @@ def _plan_and_show(
         log_dirs=parse_log_dirs_mode(opts.log_dirs),
     )
     plan = make_plan(snap, requests, plan_options)
+    if opts.no_sizes and spec.kind != "snapshot":  # the report says why it has no bytes
+        plan = _sizes_not_read(plan)
     impact = None
     if plan.new_partitions:  # keyed producers and consumer groups see the new partitions
         from kreplica.cli.impact_cmd import plan_client_impact
 
         impact = plan_client_impact(plan, snap, spec, keys_file=keys_file, sample=sample)
     show_plan(opts, spec, snap, plan, title, impact=impact)
+
+
+def _sizes_not_read(plan: Plan) -> Plan:
+    """The plan's report marked `sizes_read: false`, its disk check unchecked for that reason."""
+    import dataclasses
+    from collections.abc import Mapping
+
+    report: dict[str, Any] = {**plan.report, "sizes_read": False}
+    disk = report.get("disk")
+    if isinstance(disk, Mapping) and disk.get("unchecked"):
+        report["disk"] = {**disk, "unchecked": "--no-sizes: no disk sizes read"}
+    return dataclasses.replace(plan, report=report)
 
 
 def show_plan(
@@ -377,9 +412,9 @@ def plan_data(
         "cluster_id": plan.cluster_id,
         "snapshot_fingerprint": plan.snapshot_fingerprint,
         "strategy": plan.strategy,
-        "reassignment": reassignment_json(plan),
+        "reassignment": reassignment_json(plan, lazy=True),
         "new_partitions": new_partitions_list(plan),
-        "rollback": rollback_json(plan),
+        "rollback": rollback_json(plan, lazy=True),
         "report": dict(plan.report),
         "findings": findings_json(plan.findings),
         "files": {k: str(v) for k, v in files.items()} if files else None,
@@ -405,9 +440,9 @@ def write_plan_files(
     return write_documents(
         out,
         lambda: {
-            "reassignment": reassignment_json(plan),
-            "rollback": rollback_json(plan),
-            "plan_document": plan_document(plan, snap),
+            "reassignment": reassignment_json(plan, lazy=True),
+            "rollback": rollback_json(plan, lazy=True),
+            "plan_document": plan_document(plan, snap, lazy=True),
         },
         overwrite=overwrite,
     )
@@ -448,7 +483,7 @@ def write_documents(
     contents = documents()
     for key, path in paths.items():
         try:
-            path.write_text(output.file_text(contents[key]), encoding="utf-8")
+            output.write_file(path, contents[key])
         except OSError as exc:
             raise UsageError(f"cannot write {str(path)!r} ({exc.strerror}); check --out") from None
     return paths
@@ -477,7 +512,8 @@ def explain(opts: Options, *, topics: list[str]) -> None:
 
     spec = source_spec(opts)
     wanted = list(dict.fromkeys(topics))
-    snap = read_cluster(spec, wanted)  # only what is asked for: cheap on a large cluster
+    # only what is asked for, and no sizes (an explanation shows none): cheap on a large cluster
+    snap = read_cluster(spec, wanted, sizes=False)
     names = wanted or [t.name for t in snap.topics]
     results = [explain_topic(snap, name) for name in names]
     if not results:

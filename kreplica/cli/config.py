@@ -57,10 +57,13 @@ class SourceSpec:
     def address(self) -> str:
         return str(getattr(self, self.kind) or "")
 
-    def open(self) -> Any:
+    def open(self, *, read_sizes: bool = True) -> Any:
+        """The source; read_sizes=False: no DescribeLogDirs (partition sizes, replica dirs,
+        disk figures) for a command that shows none of them."""
         from kreplica.sources import open_source
 
         return open_source(
+            read_sizes=read_sizes,
             snapshot=self.snapshot,
             zookeeper=self.zookeeper,
             bootstrap_server=self.bootstrap_server,

@@ -138,18 +138,16 @@ def audit(
 
 def _report(command: str, fmt: Output, doc: dict[str, Any]) -> None:
     """The job's summary: the JSON envelope, or its markdown; then exit 9 (one line) when
-    part of the input was skipped, so cron notices."""
-    from kreplica.fleet.job import partial_message
+    part of the input was skipped or a cluster could not be planned, so cron notices."""
+    from kreplica.fleet.job import partial_message, shortfalls
 
-    skipped = doc["skipped"]
-    message = partial_message(doc) if skipped else ""
+    errors = shortfalls(doc)
     if fmt is Output.json:
-        errors = [{"code": "skipped", "message": s["error"]} for s in skipped]
-        _emit(command, _strip(doc), errors, status="partial" if skipped else "")
+        _emit(command, _strip(doc), errors, status="partial" if errors else "")
     else:
         sys.stdout.write(doc["markdown"])
-    if skipped:
-        raise PartialResult(message)
+    if errors:
+        raise PartialResult(partial_message(doc))
 
 
 @fleet_app.command()

@@ -101,7 +101,7 @@ def partition_for(
         from kreplica.cli.commands import describe_source, read_cluster, source_spec
 
         spec = source_spec(opts)
-        snap = read_cluster(spec, [topic])
+        snap = read_cluster(spec, [topic], sizes=False)  # only its partition count
         partitions = len(snap.topic(topic).partitions)
         source = describe_source(spec)
     if partitions < 1 or (after is not None and after < 1):
@@ -208,7 +208,7 @@ def consumers(opts: Options, *, groups: list[str], after: Path | None) -> None:
             "with one); for a group in a file use `kreplica consumers simulate --group-file F`"
         )
     new_counts = new_counts_from_plan(after) if after is not None else {}
-    source = spec.open()
+    source = spec.open(read_sizes=False)  # partition counts only
     try:
         snap = source.snapshot(None)
         counts = {t.name: len(t.partitions) for t in snap.topics}

@@ -48,6 +48,7 @@ class Options:
     replace_dead: bool = False
     skip_in_flight: bool = False
     disk_headroom: Optional[str] = None  # noqa: UP045 - None: 10%; see parse_headroom
+    no_sizes: bool = False
     log_dirs: str = "any"
     dry_run: bool = False
     out: Optional[Path] = None  # noqa: UP045
@@ -312,6 +313,20 @@ PLAN = [
             ),
         ],
         None,
+    ),
+    _param(
+        "no_sizes",
+        Annotated[
+            bool,
+            typer.Option(
+                "--no-sizes",
+                help="Do not read partition sizes and disk figures (DescribeLogDirs): faster "
+                "on a large cluster, but the plan then says bytes: not read, breaks no ties by "
+                "bytes and leaves --disk-headroom unchecked (apply checks it again).",
+                rich_help_panel=PLAN_PANEL,
+            ),
+        ],
+        False,
     ),
     _param(
         "log_dirs",

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -79,6 +80,60 @@ def envelope(
     }
 
 
+# Partition lists of an array plan (planner/serialize_arrays.py LazyEntries) are written from
+# the arrays as the output goes: the document is encoded with a marker string in their place,
+# and the list's pieces are written where the marker is. Only dict values are looked at.
+_MARK = "@@kreplica-lazy-%d@@"
+_MARK_RE = re.compile(rb'"@@kreplica-lazy-(\d+)@@"')
+
+
+def _is_lazy(value: Any) -> bool:
+    return hasattr(value, "chunks") and hasattr(value, "changes")
+
+
+def _swap_lazy(document: Any, found: list[Any], *, whole: bool) -> Any:
+    """`document` with each lazy list replaced by a marker (appended to `found`), or by
+    the list of dicts it stands for (`whole`: a layout the pieces do not write)."""
+    if _is_lazy(document):
+        if whole:
+            return document.as_dicts()
+        found.append(document)
+        return _MARK % (len(found) - 1)
+    if isinstance(document, dict):
+        return {k: _swap_lazy(v, found, whole=whole) for k, v in document.items()}
+    return document
+
+
+def _pieces(encoded: bytes, found: list[Any], *, indented: bool) -> Iterator[bytes]:
+    """`encoded` with each marker replaced by its list's text, piece by piece."""
+    parts = _MARK_RE.split(encoded)
+    for i, part in enumerate(parts):
+        if i % 2 == 0:
+            yield part
+            continue
+        indent = None
+        if indented:  # the key's line sets the depth: items two spaces further in
+            line = parts[i - 1].rsplit(b"\n", 1)[-1]
+            indent = len(line) - len(line.lstrip(b" ")) + 2
+        yield from found[int(part)].chunks(indent)
+
+
+def write_file(path: Any, document: Any) -> None:
+    """`file_text(document)` written to `path`, an array plan's lists a piece at a time."""
+    found: list[Any] = []
+    swapped = _swap_lazy(document, found, whole=False)
+    if not found:
+        path.write_text(file_text(document), encoding="utf-8")
+        return
+    import orjson
+
+    encoded = orjson.dumps(swapped, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+    with open(path, "wb") as f:
+        for piece in _pieces(encoded, found, indented=True):
+            f.write(piece)
+        f.write(b"\n")
+
+
 def file_text(document: Any) -> str:
     """A plan file's text: keys in the order the document gives them (Kafka's reassignment
     layout), indented by two spaces, UTF-8 as is, as `json.dumps(indent=2)` lays it out.
@@ -86,6 +141,11 @@ def file_text(document: Any) -> str:
     partitions); what orjson refuses falls back to the standard encoder."""
     import orjson
 
+    found: list[Any] = []
+    swapped = _swap_lazy(document, found, whole=False)
+    if found:
+        encoded = orjson.dumps(swapped, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+        return (b"".join(_pieces(encoded, found, indented=True)) + b"\n").decode("utf-8")
     try:
         option = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
         return (orjson.dumps(document, default=_plain, option=option) + b"\n").decode("utf-8")
@@ -103,6 +163,11 @@ def dumps(document: Any, *, pretty: bool | None = None) -> str:
 
     if pretty is None:
         pretty = pretty_for(sys.stdout)
+    found: list[Any] = []
+    document = _swap_lazy(document, found, whole=pretty)  # the pieces are compact only
+    if found:
+        encoded = orjson.dumps(document, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+        return (b"".join(_pieces(encoded, found, indented=False)) + b"\n").decode("utf-8")
     option = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
     if pretty:
         option |= orjson.OPT_INDENT_2
@@ -153,7 +218,22 @@ def emit_envelope(
     file: IO[str] | None = None,
 ) -> None:
     out = file or sys.stdout
-    out.write(dumps(envelope(STATE.command, data, errors, status=status), pretty=pretty_for(out)))
+    document = envelope(STATE.command, data, errors, status=status)
+    pretty = pretty_for(out)
+    buffer = getattr(out, "buffer", None)
+    found: list[Any] = []
+    swapped = _swap_lazy(document, found, whole=pretty)
+    if found and buffer is not None:  # an array plan's lists: written a piece at a time
+        import orjson
+
+        encoded = orjson.dumps(swapped, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+        out.flush()
+        for piece in _pieces(encoded, found, indented=False):
+            buffer.write(piece)
+        buffer.write(b"\n")
+        buffer.flush()
+    else:  # `swapped` has the lists as dicts when pretty (built once)
+        out.write(dumps(swapped if pretty else document, pretty=pretty))
     out.flush()
     STATE.envelope_sent = True
 

@@ -76,7 +76,8 @@ def plan_cluster(
     settings: PlanSettings = PlanSettings(),
 ) -> dict[str, Any]:
     """Plan one cluster. Returns a JSON-ready row: status, the summary numbers, and the
-    reassignment and plan document as JSON text (None when the cluster could not be planned).
+    reassignment, the plan document and the partitions to create as JSON text (None when the
+    cluster could not be planned; `new_partitions` also None when it creates none).
     A refusal (e.g. an RF at or below min.insync.replicas) is that cluster's error, not the
     fleet's."""
     row: dict[str, Any] = {
@@ -88,6 +89,7 @@ def plan_cluster(
         "topics_planned": 0,
         "reassignment": None,
         "plan_document": None,
+        "new_partitions": None,
         **dict.fromkeys(SUMMARY_KEYS),
     }
     requests = requests_for(snapshot, policy, key)
@@ -113,8 +115,20 @@ def plan_cluster(
         value = plan.report.get(k)
         row[k] = value if isinstance(value, int) else None
     row["reassignment"] = dump_json(reassignment_json(plan))
-    row["plan_document"] = dump_json(plan_document(plan, snapshot))
+    document = plan_document(plan, snapshot)
+    row["plan_document"] = dump_json(document)
+    new = document.get("new_partitions")
+    if new:  # as the fleet's summaries are written: sorted keys
+        row["new_partitions"] = json.dumps(new, indent=2, sort_keys=True) + "\n"
     return row
+
+
+# The files of one cluster's plan under OUT/plans/<cluster>/, from the row's text columns.
+PLAN_FILES = (
+    ("reassignment", "reassignment.json"),
+    ("plan_document", "plan.json"),
+    ("new_partitions", "new_partitions.json"),
+)
 
 
 def dump_json(data: Any) -> str:

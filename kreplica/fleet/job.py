@@ -135,13 +135,36 @@ def _out(spark: Any, out: str | OutDir) -> OutFiles:
     return OutFiles(spark, out if isinstance(out, OutDir) else check_out(out))
 
 
+def shortfalls(doc: dict[str, Any]) -> list[dict[str, str]]:
+    """What a run could not do, as envelope errors: each snapshot skipped, and (a plan) each
+    cluster the planner refused. Any of them makes the run partial (exit 9)."""
+    found = [{"code": "skipped", "message": s["error"]} for s in doc["skipped"]]
+    if doc.get("kreplica_fleet_plan"):
+        found += [
+            {"code": "refused", "message": f"{c['cluster_id']}: {c['error']}"}
+            for c in doc["clusters"]
+            if c["status"] == "error"
+        ]
+    return found
+
+
 def partial_message(doc: dict[str, Any]) -> str:
-    """The one line a run that skipped part of its input ends with (exit 9)."""
+    """The one line a partial run ends with (exit 9)."""
     skipped = doc["skipped"]
-    more = f" and {len(skipped) - 1} more" if len(skipped) > 1 else ""
+    refused = [c for c in doc.get("clusters", []) if c.get("status") == "error"]
+    parts = []
+    if skipped:
+        more = f" and {len(skipped) - 1} more" if len(skipped) > 1 else ""
+        parts.append(f"{len(skipped)} snapshot(s) skipped ({skipped[0]['error']}{more})")
+    if refused and doc.get("kreplica_fleet_plan"):
+        first = refused[0]
+        more = f" and {len(refused) - 1} more" if len(refused) > 1 else ""
+        parts.append(
+            f"{len(refused)} cluster(s) refused by the planner ({first['cluster_id']}: "
+            f"{first['error_code']}{more})"
+        )
     return (
-        f"{len(skipped)} snapshot(s) skipped ({skipped[0]['error']}{more}); the other "
-        f"clusters' results are written (the summary names the skipped files)"
+        f"{'; '.join(parts)}; the other clusters' results are written (the summary names each one)"
     )
 
 
@@ -242,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 progress=say,
             )
         sys.stdout.write(doc["markdown"])
-        if doc["skipped"]:
+        if shortfalls(doc):
             sys.stderr.write(f"error: {partial_message(doc)}\n")
             return int(ExitCode.PARTIAL)
         return 0

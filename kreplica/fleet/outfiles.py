@@ -42,11 +42,7 @@ class OutFiles:
 
     def write_bytes(self, rel: str, data: bytes) -> None:
         if self.out.local is not None:
-            path = self.out.local / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_bytes(data)
-            tmp.replace(path)  # a reader sees the old file or the whole new one
+            write_local(self.out.local, rel, data)
             return
         self._remote(lambda: self._write_remote(rel, data), rel)
 
@@ -93,6 +89,16 @@ class OutFiles:
             raise UsageError(
                 f"--out {self.uri(rel)!r} cannot be written ({first}); {JARS_NEEDED}"
             ) from None
+
+
+def write_local(root: Path, rel: str, data: bytes) -> None:
+    """Write `root/rel` whole: a reader sees the old file or the new one, never half of it.
+    (Also called in executors, which write a local --out's plan files themselves.)"""
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
 
 
 def first_line(exc: BaseException) -> str:

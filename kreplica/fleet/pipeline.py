@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
@@ -15,7 +15,7 @@ from pyspark.sql import types as T
 
 from kreplica.errors import InputError, SourceError, UsageError
 from kreplica.fleet import report
-from kreplica.fleet.adapter import SUMMARY_KEYS, PlanSettings
+from kreplica.fleet.adapter import PLAN_FILES, SUMMARY_KEYS, PlanSettings
 from kreplica.fleet.frames import (
     Frames,
     explode_snapshots,
@@ -206,42 +206,53 @@ PLAN_ROW = T.StructType(
         T.StructField("error", T.StringType()),
         T.StructField("topics_planned", T.LongType()),
         *[T.StructField(k, T.LongType()) for k in SUMMARY_KEYS],
-        T.StructField("reassignment", T.StringType()),
-        T.StructField("plan_document", T.StringType()),
+        T.StructField("has_plan", T.BooleanType()),
+        # the plan files' text: null when the executor wrote them itself (a local --out)
+        *[T.StructField(column, T.StringType()) for column, _ in PLAN_FILES],
     ]
 )
 
 
-def plan_frame(snapshots: DataFrame, policy: Policy, settings: PlanSettings) -> DataFrame:
-    """One plan row per cluster: the adapter, run on each cluster's whole snapshot (grouped
-    by cluster, so cluster-wide balance sees every topic)."""
+def plan_frame(
+    snapshots: DataFrame, policy: Policy, settings: PlanSettings, *, write_to: str | None = None
+) -> DataFrame:
+    """One plan row per cluster: the adapter, run on each cluster's whole snapshot (so
+    cluster-wide balance sees every topic), clusters planned in parallel tasks. With
+    `write_to` (a local folder every executor sees: local and single-machine masters), each
+    task writes its clusters' plan files there and the rows carry only the summary numbers,
+    so no plan passes through the driver."""
     shipped = policy.to_dict()
     columns = [f.name for f in PLAN_ROW.fields]
 
-    def plan_group(pdf: Any) -> Any:
+    def plan_batches(batches: Any) -> Any:
         import pandas as pd
 
         from kreplica.fleet.adapter import plan_cluster
+        from kreplica.fleet.outfiles import write_local
         from kreplica.fleet.policy import policy_from_dict
         from kreplica.sources.snapshot import parse_snapshot_text
 
         pol = policy_from_dict(shipped)
-        rows = []
-        for cluster_id, file, text in zip(pdf["cluster_id"], pdf["file"], pdf["json"], strict=True):
-            snapshot = parse_snapshot_text(text, origin=file)
-            rows.append(plan_cluster(snapshot, pol, key=cluster_id, file=file, settings=settings))
-        return pd.DataFrame(rows, columns=columns)
+        for pdf in batches:
+            rows = []
+            for cluster_id, file, text in zip(
+                pdf["cluster_id"], pdf["file"], pdf["json"], strict=True
+            ):
+                snapshot = parse_snapshot_text(text, origin=file)
+                row = plan_cluster(snapshot, pol, key=cluster_id, file=file, settings=settings)
+                row["has_plan"] = row["reassignment"] is not None
+                if write_to is not None:
+                    folder = f"plans/{report.safe_name(cluster_id)}"
+                    for column, name in PLAN_FILES:
+                        if row[column] is not None:
+                            write_local(Path(write_to), f"{folder}/{name}", row[column].encode())
+                            row[column] = None
+                rows.append(row)
+            yield pd.DataFrame(rows, columns=columns)
 
-    return (
-        snapshots.select("cluster_id", "file", "json")
-        .groupBy("cluster_id")
-        .applyInPandas(plan_group, PLAN_ROW)
-    )
-
-
-def _iter_rows(df: DataFrame) -> Iterator[dict[str, Any]]:
-    for row in df.toLocalIterator():
-        yield row.asDict()
+    # one row is one whole cluster (a second file for a cluster was skipped by `load`), so the
+    # parsed snapshots' own partitions are the tasks: no shuffle of the snapshots' text
+    return snapshots.select("cluster_id", "file", "json").mapInPandas(plan_batches, PLAN_ROW)
 
 
 def plan(
@@ -254,20 +265,23 @@ def plan(
     progress: Progress,
 ) -> dict[str, Any]:
     loaded = load(spark, input_path, policy, layouts=False, progress=progress)
+    local = out.out.local
+    frame = plan_frame(
+        loaded.snapshots, policy, settings, write_to=str(local) if local is not None else None
+    )
     rows: list[dict[str, Any]] = []
-    for row in _iter_rows(plan_frame(loaded.snapshots, policy, settings)):
+    # a local --out: the tasks wrote the files and the driver collects summary rows (all
+    # tasks at once); a Hadoop URI: plans stream to the driver, which writes them through
+    # Hadoop's FileSystem (the executors' Python has no Hadoop client)
+    found = frame.collect() if local is not None else frame.toLocalIterator()
+    for found_row in found:
+        row = found_row.asDict()
         folder = f"plans/{report.safe_name(row['cluster_id'])}"
-        reassignment = row.pop("reassignment")
-        document = row.pop("plan_document")
-        if reassignment is not None:
-            out.write_text(f"{folder}/reassignment.json", reassignment)
-            out.write_text(f"{folder}/plan.json", document)
-            new = json.loads(document).get("new_partitions", [])
-            if new:
-                out.write_text(f"{folder}/new_partitions.json", report.json_text(new))
-            row["files"] = out.shown(folder)
-        else:
-            row["files"] = None
+        for column, name in PLAN_FILES:
+            text = row.pop(column)
+            if text is not None:
+                out.write_text(f"{folder}/{name}", text)
+        row["files"] = out.shown(folder) if row.pop("has_plan") else None
         rows.append(row)
     rows.sort(key=lambda r: r["cluster_id"])
     ok = [r for r in rows if r["status"] == "ok"]
@@ -305,12 +319,15 @@ def plan(
     markdown = report.plan_markdown(doc)
     out.write_text("plan-summary.md", markdown)
     progress(f"wrote {out.shown('plan-summary.json')} and {out.shown('plan-summary.md')}")
-    _done(out, "plan", totals, loaded.skipped)
+    _done(out, "plan", totals, loaded.skipped, refused=totals["errors"])
     loaded.persisted.unpersist()
     return {**doc, "markdown": markdown}
 
 
-def _done(out: OutFiles, command: str, totals: dict[str, Any], skipped: list[Any]) -> None:
-    """The success marker, last: the run's counts and whether part of the input was skipped."""
+def _done(
+    out: OutFiles, command: str, totals: dict[str, Any], skipped: list[Any], *, refused: int = 0
+) -> None:
+    """The success marker, last: the run's counts and whether the run is partial (part of the
+    input skipped, or clusters the planner refused)."""
     counts: dict[str, Any] = {k: totals[k] for k in ("clusters", "skipped", "errors")}
-    out.mark_done(command, {**counts, "status": "partial" if skipped else "ok"})
+    out.mark_done(command, {**counts, "status": "partial" if skipped or refused else "ok"})

@@ -348,7 +348,9 @@ def disk_report(
     reason: str | None,
     headroom: Headroom,
     log_dirs: str,
-    plan: Plan,
+    plan: Plan | None,
+    *,
+    remote: list[str] | None = None,
 ) -> dict[str, object]:
     """What the diff shows about disks: checked or why not, and per broker and dir the bytes
     usable now, arriving and free after, flagged when under the headroom."""
@@ -393,7 +395,8 @@ def disk_report(
                 "dirs": rows,
             }
         out["brokers"] = brokers
-    remote = _remote_topics(snapshot, plan)
+    if plan is not None:  # else `remote`: the array planner names them from its columns
+        remote = _remote_topics(snapshot, plan)
     if remote:
         out["remote_storage_topics"] = remote
     return out

@@ -30,6 +30,7 @@ from kreplica.planner.evaluate import spread, spread_floor
 from kreplica.planner.kafka_strategy import KafkaStrategy
 from kreplica.planner.options import STRATEGIES, PlanOptions, TopicRequest
 from kreplica.planner.report import LowerBound, build_report
+from kreplica.planner.requests import _ids, _min_isr_findings, eligible_brokers
 from kreplica.planner.strategies import (
     AppendStrategy,
     BalancedStrategy,
@@ -47,40 +48,6 @@ def strategy_named(name: str) -> Strategy:
         "kafka": KafkaStrategy(),
     }
     return strategies[name]
-
-
-def _ids(ids: Sequence[int]) -> str:
-    return ", ".join(map(str, ids))
-
-
-def eligible_brokers(
-    snapshot: ClusterSnapshot, options: PlanOptions
-) -> tuple[list[int], dict[int, str]]:
-    """The brokers new replicas may go to, and why each other known broker is not eligible."""
-    known = set(snapshot.broker_ids())
-    for flag, ids in (
-        ("--brokers", options.brokers),
-        ("--exclude-brokers", options.exclude_brokers),
-    ):
-        unknown = sorted(set(ids or ()) - known)
-        if unknown:
-            raise UsageError(
-                f"{flag}: broker{'s' if len(unknown) > 1 else ''} {_ids(unknown)} "
-                f"{'are' if len(unknown) > 1 else 'is'} not in this cluster "
-                f"(brokers: {_ids(sorted(known))}); fix the list"
-            )
-    why_not: dict[int, str] = {}
-    eligible: list[int] = []
-    for broker in snapshot.brokers:
-        if options.brokers is not None and broker.id not in options.brokers:
-            why_not[broker.id] = "not in --brokers"
-        elif broker.id in options.exclude_brokers:
-            why_not[broker.id] = "excluded"
-        elif not broker.alive:
-            why_not[broker.id] = "not alive"
-        else:
-            eligible.append(broker.id)
-    return sorted(eligible), why_not
 
 
 def _too_few_brokers(topic: str, rf: int, eligible: Sequence[int], why_not: dict[int, str]) -> str:
@@ -156,40 +123,6 @@ def _validate(
             raise PlanInfeasible(_too_few_brokers(req.topic, target_rf, eligible, why_not))
         findings.extend(_min_isr_findings(topic, req, options))
     return findings
-
-
-def _min_isr_findings(topic: Topic, req: TopicRequest, options: PlanOptions) -> list[Finding]:
-    """RF at or below the effective min.insync.replicas (topic override, cluster or broker
-    default, else Kafka's 1): lowering there is refused unless forced. The text names the
-    value used and where it comes from."""
-    if req.rf is None:
-        return []
-    min_isr = topic.min_insync_replicas
-    lowering = any(len(p.replicas) > req.rf for p in topic.partitions)
-    if req.rf > min_isr:
-        if lowering and topic.min_insync_replicas_assumed:
-            return [
-                Finding(
-                    "warning",
-                    "min-isr-assumed",
-                    f"topic {topic.name!r}: lowering RF to {req.rf} was checked against "
-                    f"{topic.min_insync_replicas_text()}, which is assumed, not read; if the "
-                    f"brokers set a higher value, RF {req.rf} may be at or below it (the "
-                    "AdminClient reports the value in force)",
-                    topic=topic.name,
-                )
-            ]
-        return []
-    text = (
-        f"topic {topic.name!r}: RF {req.rf} <= {topic.min_insync_replicas_text()}, so "
-        "producers with acks=all fail as soon as a replica is unavailable"
-    )
-    if lowering and not options.force:
-        lower_first = "lower min.insync.replicas first, " if min_isr > 1 else ""
-        raise PlanInfeasible(
-            f"{text}; {lower_first}ask for RF {min_isr + 1} or more, or pass --force"
-        )
-    return [Finding("warning", "rf-below-min-isr", text, topic=topic.name)]
 
 
 def _state_findings(topic: Topic, ctx: PlanContext, req: TopicRequest) -> list[Finding]:
@@ -565,7 +498,16 @@ def make_plan(
     With `balanced`, a topic whose request only adds replicas gets the lowest replica spread
     any placement of the new replicas reaches (balance.py); a topic whose request lowers RF or
     repairs racks is never worse than `kafka` or `append` on its spread.
-    The disk guard checks the result (planner/disk.py)."""
+    The disk guard checks the result (planner/disk.py).
+
+    A ColumnarSnapshot (kreplica/columns.py) goes to the array planner (planner/arrays.py)
+    when its `refusal` finds nothing it does not handle; it returns the same kind of plan."""
+    if getattr(snapshot, "columns", None) is not None:
+        from kreplica.planner import arrays
+
+        plan = arrays.plan_if_taken(snapshot, requests, options)  # None: arrays.refusal
+        if plan is not None:
+            return plan
     plan = _best_plan(snapshot, requests, options)
     return finish_plan(plan, snapshot, options.disk_headroom, options.log_dirs)
 

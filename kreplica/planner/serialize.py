@@ -31,9 +31,26 @@ def _entries(rows: list[tuple[str, int, tuple[int, ...]]]) -> dict[str, Any]:
         }
 
 
-def reassignment_json(plan: Plan) -> dict[str, Any]:
+# `lazy`: for a plan of the array planner, the partition list as a LazyEntries
+# (serialize_arrays.py: text written from the arrays by cli/output.py, in pieces) instead of
+# a list of dicts. Without it (the library's default) the list is always a list of dicts.
+
+
+def _columnar(plan: Plan, lazy: bool) -> bool:
+    return lazy and bool(getattr(plan.changes, "columnar", False))
+
+
+def _lazy(plan: Plan, *, after: bool, log_dirs: bool = True) -> Any:
+    from kreplica.planner.serialize_arrays import LazyEntries
+
+    return LazyEntries(plan.changes, after=after, log_dirs=log_dirs)  # type: ignore[arg-type]
+
+
+def reassignment_json(plan: Plan, *, lazy: bool = False) -> dict[str, Any]:
     """What `kafka-reassign-partitions --execute` takes: changed existing partitions only.
     `log_dirs` names a dir where the plan chose one (PartitionChange.log_dirs), else "any"."""
+    if _columnar(plan, lazy):
+        return {"version": 1, "partitions": _lazy(plan, after=True)}
     moves = plan.reassignments  # a property that filters every change: read it once
     out = _entries([(c.topic, c.partition, c.after) for c in moves])
     dirs = {(c.topic, c.partition): c.log_dirs for c in moves if c.log_dirs}
@@ -45,8 +62,10 @@ def reassignment_json(plan: Plan) -> dict[str, Any]:
     return out
 
 
-def rollback_json(plan: Plan) -> dict[str, Any]:
+def rollback_json(plan: Plan, *, lazy: bool = False) -> dict[str, Any]:
     """The same partitions with their replicas before the plan (undo file)."""
+    if _columnar(plan, lazy):
+        return {"version": 1, "partitions": _lazy(plan, after=False)}
     return _entries([(c.topic, c.partition, c.before or ()) for c in plan.reassignments])
 
 
@@ -57,22 +76,26 @@ def new_partitions_list(plan: Plan) -> list[dict[str, Any]]:
     ]
 
 
-def plan_document(plan: Plan, snapshot: ClusterSnapshot) -> dict[str, Any]:
+def plan_document(plan: Plan, snapshot: ClusterSnapshot, *, lazy: bool = False) -> dict[str, Any]:
     """The kreplica envelope: where the plan came from, the before-state apply checks for
-    drift, the plan itself, its rollback and its report."""
-    before = [
-        {"topic": c.topic, "partition": c.partition, "replicas": list(c.before or ())}
-        for c in sorted(plan.reassignments, key=lambda c: (c.topic, c.partition))
-    ]
+    drift, the plan itself, its rollback and its report. `lazy`: see `_columnar`."""
+    before: Any
+    if _columnar(plan, lazy):
+        before = _lazy(plan, after=False, log_dirs=False)
+    else:
+        before = [
+            {"topic": c.topic, "partition": c.partition, "replicas": list(c.before or ())}
+            for c in sorted(plan.reassignments, key=lambda c: (c.topic, c.partition))
+        ]
     return {
         "kreplica_plan": PLAN_FORMAT_VERSION,
         "cluster_id": plan.cluster_id if plan.cluster_id is not None else snapshot.cluster_id,
         "snapshot_fingerprint": plan.snapshot_fingerprint,
         "strategy": plan.strategy,
         "before": before,
-        "reassignment": reassignment_json(plan),
+        "reassignment": reassignment_json(plan, lazy=lazy),
         "new_partitions": new_partitions_list(plan),
-        "rollback": rollback_json(plan),
+        "rollback": rollback_json(plan, lazy=lazy),
         "report": json.loads(json.dumps(dict(plan.report), sort_keys=True)),
         "findings": findings_json(plan.findings),
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,7 +127,9 @@ def optimality_line(report: Mapping[str, Any]) -> str:
         plural(int(report.get("leaders_changed") or 0), "leader") + " changed",
     ]
     moved = report.get("bytes_to_move")
-    if moved is None:
+    if report.get("sizes_read") is False:
+        parts.append("bytes: not read (--no-sizes)")
+    elif moved is None:
         parts.append("data size unknown (the source has no partition sizes)")
     else:
         copy = f"{format_bytes(moved)} to copy"
@@ -217,6 +219,8 @@ class DiffRow:
 def diff_rows(plan: Plan, snapshot: ClusterSnapshot, limit: int = 0) -> list[DiffRow]:
     """Rows in (topic, partition) order. Unchanged partitions between changed ones collapse into
     one row; with limit > 0 only that many changed partitions are listed."""
+    if limit and getattr(plan.changes, "columnar", False):
+        return _diff_rows_columnar(plan.changes, limit)
     by_topic: dict[str, dict[int, PartitionChange]] = {}
     for change in plan.changes:
         by_topic.setdefault(change.topic, {})[change.partition] = change
@@ -246,6 +250,43 @@ def diff_rows(plan: Plan, snapshot: ClusterSnapshot, limit: int = 0) -> list[Dif
                 )
             )
             shown += 1
+    if hidden:
+        rows.append(DiffRow("hidden", "", "", count=hidden))
+    return rows
+
+
+def _diff_rows_columnar(changes: Any, limit: int) -> list[DiffRow]:
+    """diff_rows for an array plan (kreplica/columns.py ArrayChanges): the same rows, reading
+    only the topics and changes up to the limit, not a million of them."""
+    columns = changes.columns
+    topic_index = changes.topic_index
+    rows: list[DiffRow] = []
+    shown = 0
+    k = 0  # the next change, in (topic, partition) order like the rows
+    for t in dict.fromkeys(topic_index.tolist()):
+        if shown >= limit:
+            break
+        name = columns.topics[t].name
+        lo, hi = int(columns.start[t]), int(columns.start[t + 1])
+        changed = changes.rows
+        run: list[int] = []
+        for r, pid in zip(range(lo, hi), columns.partition[lo:hi].tolist(), strict=True):
+            if k >= len(changed) or int(changed[k]) != r:
+                run.append(pid)
+                continue
+            if run and shown < limit:
+                rows.append(DiffRow("unchanged", name, ranges(run), count=len(run)))
+            run = []
+            if shown >= limit:
+                break
+            c = changes[k]
+            rows.append(DiffRow("change", name, str(pid), c.before, c.after, leader=c.leader_now))
+            shown += 1
+            k += 1
+        else:
+            if run and shown < limit:
+                rows.append(DiffRow("unchanged", name, ranges(run), count=len(run)))
+    hidden = len(changes) - shown
     if hidden:
         rows.append(DiffRow("hidden", "", "", count=hidden))
     return rows
@@ -326,7 +367,7 @@ def runbook_commands(
 
 
 def _after_by_topic(
-    changes: tuple[PartitionChange, ...],
+    changes: Sequence[PartitionChange],
 ) -> dict[str, dict[int, tuple[int, ...]]]:
     """topic -> {partition: replicas after the change}."""
     after: dict[str, dict[int, tuple[int, ...]]] = {}

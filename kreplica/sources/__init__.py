@@ -56,8 +56,12 @@ class ZooKeeperWithBrokerDisks:
         from kreplica.sources.admin import with_log_dirs
 
         snapshot = self.zookeeper.snapshot(topics)
-        names = [t.name for t in snapshot.topics]
-        return with_log_dirs(snapshot, self.admin.describe_log_dirs(names))  # type: ignore[attr-defined]
+        if not getattr(self.admin, "read_sizes", True):
+            return snapshot
+        partitions = {t.name: [p.partition for p in t.partitions] for t in snapshot.topics}
+        live = [b.id for b in snapshot.brokers if b.alive]
+        answer = self.admin.describe_log_dirs(partitions, live)  # type: ignore[attr-defined]
+        return with_log_dirs(snapshot, answer)
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.zookeeper, name)  # anything else a ZooKeeper source offers
@@ -77,10 +81,13 @@ def open_source(
     client_config: dict[str, str] | None = None,
     zk_auth: list[tuple[str, str]] | None = None,
     timeout_s: float = 15.0,
+    read_sizes: bool = True,
 ) -> AssignmentSource:
     """Open one source (or ZooKeeper plus a broker for the disk figures ZooKeeper lacks).
     `zookeeper` is HOST:PORT[,HOST:PORT...][/chroot];
-    `client_config` holds Kafka client properties (security.protocol, sasl.*, ssl.*)."""
+    `client_config` holds Kafka client properties (security.protocol, sasl.*, ssl.*).
+    `read_sizes=False`: the brokers are not asked for partition sizes, replica dirs and disk
+    figures (DescribeLogDirs), for callers that use none of them."""
     from kreplica.errors import UsageError
 
     given = [
@@ -101,7 +108,12 @@ def open_source(
             ZooKeeperSource(
                 zookeeper, auth=zk_auth, client_config=client_config, timeout_s=timeout_s
             ),
-            AdminSource(bootstrap_server, client_config=client_config, timeout_s=timeout_s),
+            AdminSource(
+                bootstrap_server,
+                client_config=client_config,
+                timeout_s=timeout_s,
+                read_sizes=read_sizes,
+            ),
         )
     if len(given) != 1:
         if not given:
@@ -123,6 +135,6 @@ def open_source(
 
     assert bootstrap_server is not None
     admin_source: AssignmentSource = AdminSource(
-        bootstrap_server, client_config=client_config, timeout_s=timeout_s
+        bootstrap_server, client_config=client_config, timeout_s=timeout_s, read_sizes=read_sizes
     )
     return admin_source

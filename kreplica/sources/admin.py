@@ -15,9 +15,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import threading
 import time
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -125,35 +126,80 @@ def replica_placement(
     return out
 
 
+class LogDirs:
+    """What one DescribeLogDirs round adds to a snapshot, indexed once: each broker's dirs and
+    disk figures, and where each replica lives with its size."""
+
+    def __init__(self, log_dirs: Iterable[Mapping[str, Any]]) -> None:
+        answer = list(log_dirs)
+        self.dirs = broker_log_dirs(answer)
+        self.disks = broker_disks(answer)
+        self.placement = replica_placement(answer)
+
+    def broker(self, b: Broker) -> Broker:
+        if b.id not in self.dirs:
+            return b
+        return dataclasses.replace(b, log_dirs=self.dirs[b.id], disks=self.disks.get(b.id))
+
+    def partition(
+        self,
+        topic: str,
+        partition: int,
+        replicas: tuple[int, ...],
+        leader: int | None,
+        isr: tuple[int, ...] | None,
+        adding: tuple[int, ...],
+        removing: tuple[int, ...],
+        size_bytes: int | None = None,
+    ) -> Partition:
+        """A Partition with its size and per-replica dirs and sizes, built in one call (a
+        dataclasses.replace per partition cost most of a second at 20,000 partitions)."""
+        placed = self.placement.get((topic, partition))
+        if placed:
+            size_bytes = max(size for _, size in placed.values())
+        own_dirs, own_sizes = per_replica(replicas, placed)
+        return Partition(
+            topic=topic,
+            partition=partition,
+            replicas=replicas,
+            leader=leader,
+            isr=isr,
+            size_bytes=size_bytes,
+            adding_replicas=adding,
+            removing_replicas=removing,
+            replica_dirs=own_dirs,
+            replica_sizes=own_sizes,
+        )
+
+
 def with_log_dirs(
     snapshot: ClusterSnapshot, log_dirs: Iterable[Mapping[str, Any]]
 ) -> ClusterSnapshot:
     """The snapshot with what DescribeLogDirs adds and ZooKeeper does not hold: each broker's
     log dirs and disk figures, each partition's size, each replica's dir and own size."""
-    sizes = replica_sizes(log_dirs)
-    dirs = broker_log_dirs(log_dirs)
-    disks = broker_disks(log_dirs)
-    placement = replica_placement(log_dirs)
-    brokers = tuple(
-        dataclasses.replace(b, log_dirs=dirs[b.id], disks=disks.get(b.id)) if b.id in dirs else b
-        for b in snapshot.brokers
-    )
-    topics = []
-    for topic in snapshot.topics:
-        parts = []
-        for p in topic.partitions:
-            key = (topic.name, p.partition)
-            own_dirs, own_sizes = per_replica(p.replicas, placement.get(key))
-            parts.append(
-                dataclasses.replace(
-                    p,
-                    size_bytes=sizes.get(key, p.size_bytes),
-                    replica_dirs=own_dirs,
-                    replica_sizes=own_sizes,
+    index = LogDirs(log_dirs)
+    topics = tuple(
+        dataclasses.replace(
+            topic,
+            partitions=tuple(
+                index.partition(
+                    p.topic,
+                    p.partition,
+                    p.replicas,
+                    p.leader,
+                    p.isr,
+                    p.adding_replicas,
+                    p.removing_replicas,
+                    p.size_bytes,
                 )
-            )
-        topics.append(dataclasses.replace(topic, partitions=tuple(parts)))
-    return dataclasses.replace(snapshot, brokers=brokers, topics=tuple(topics))
+                for p in topic.partitions
+            ),
+        )
+        for topic in snapshot.topics
+    )
+    return dataclasses.replace(
+        snapshot, brokers=tuple(map(index.broker, snapshot.brokers)), topics=topics
+    )
 
 
 def per_replica(
@@ -162,11 +208,11 @@ def per_replica(
     """A partition's replica_dirs and replica_sizes (replicas' order), None when unknown."""
     if not placed:
         return None, None
-    found = [placed.get(b) for b in replicas]
-    return (
-        tuple(f[0] if f else None for f in found),
-        tuple(f[1] if f else None for f in found),
-    )
+    found = [placed.get(b, _UNPLACED) for b in replicas]
+    return tuple([f[0] for f in found]), tuple([f[1] for f in found])
+
+
+_UNPLACED: tuple[None, None] = (None, None)  # a replica DescribeLogDirs did not list
 
 
 # DescribeConfigs' ConfigSource names → where the effective value comes from (model's
@@ -216,6 +262,7 @@ class AdminSource(LiveSource):
         client_config: dict[str, str] | None = None,
         timeout_s: float = 15.0,
         probe: bool = True,
+        read_sizes: bool = True,
     ) -> None:
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
@@ -229,6 +276,12 @@ class AdminSource(LiveSource):
         self._errors = _ErrorLog()
         self._call_started = 0.0
         self._kafka_python: Any = None
+        # kafka-python imported and bootstrapped in a thread while confluent-kafka reads
+        # (importing it alone costs about half a second), and what that thread raised
+        self._kafka_python_thread: threading.Thread | None = None
+        self._kafka_python_error: BaseException | None = None
+        # DescribeLogDirs (sizes, dirs, disk figures) in snapshot(); False: none are read
+        self.read_sizes = read_sizes
         self._kafka_python_config = kafka_python_config(
             self._bootstrap, self._client_config, timeout_s
         )
@@ -262,6 +315,13 @@ class AdminSource(LiveSource):
 
     def close(self) -> None:
         self._admin = None  # confluent-kafka clients are released when dropped
+        thread = self._kafka_python_thread
+        if thread is not None and thread is not threading.current_thread():
+            # a bootstrap still under way (the caller failed meanwhile) ends within the
+            # timeout on its own: its client is dropped with the thread (a daemon)
+            thread.join(self._timeout_s)
+            if thread.is_alive():
+                return
         client, self._kafka_python = self._kafka_python, None
         if client is not None:
             # a broken connection has nothing left to report on close
@@ -354,8 +414,35 @@ class AdminSource(LiveSource):
             raise UsageError("this AdminClient source is closed")
         return self._admin
 
+    def _start_kafka_python(self) -> None:
+        """Import and bootstrap kafka-python in a thread: it overlaps confluent-kafka's
+        requests, which wait on the network (or in C) without holding the GIL."""
+        if self._kafka_python is not None or self._kafka_python_thread is not None:
+            return
+
+        def bootstrap() -> None:
+            try:
+                self._kafka_python_client()
+            except BaseException as exc:  # re-raised by the caller that needs the client
+                self._kafka_python_error = exc
+
+        thread = threading.Thread(target=bootstrap, name="kreplica-kafka-python", daemon=True)
+        self._kafka_python_thread = thread
+        thread.start()
+
+    def _join_kafka_python(self) -> None:
+        """Wait for the bootstrap thread; raise what it raised (to every thread that waits,
+        until reset_kafka_python)."""
+        thread = self._kafka_python_thread
+        if thread is None or thread is threading.current_thread():
+            return
+        thread.join()
+        if self._kafka_python_error is not None:
+            raise self._kafka_python_error
+
     def _kafka_python_client(self) -> Any:
         """kafka-python's admin client, started on first use (it connects on construction)."""
+        self._join_kafka_python()
         if self._kafka_python is None:
             _import_kafka_python()
             from kafka import KafkaAdminClient
@@ -393,6 +480,9 @@ class AdminSource(LiveSource):
     def reset_kafka_python(self) -> None:
         """Drop kafka-python's client: the next call connects afresh and looks the controller
         up again (kafka-python keeps sending to a controller that died)."""
+        with contextlib.suppress(Exception):
+            self._join_kafka_python()
+        self._kafka_python_thread, self._kafka_python_error = None, None
         client, self._kafka_python = self._kafka_python, None
         if client is not None:
             with contextlib.suppress(Exception):
@@ -433,21 +523,27 @@ class AdminSource(LiveSource):
 
     # -- reading -----------------------------------------------------------------------------
 
-    def _brokers(self) -> tuple[str | None, list[Broker]]:
+    def _live_brokers(self) -> tuple[str | None, list[Broker]]:
         cluster = self._result(
             self._admin_client().describe_cluster(request_timeout=self._timeout_s),
             "describe the cluster",
         )
-        by_id = {
-            node.id: Broker(
-                id=node.id, rack=node.rack or None, host=node.host, port=node.port, alive=True
-            )
+        brokers = [
+            Broker(id=node.id, rack=node.rack or None, host=node.host, port=node.port, alive=True)
             for node in cluster.nodes
-        }
-        # Asked second, so its answer is the newer one when a broker was fenced in between.
-        for broker in self._fenced_brokers():
-            by_id[broker.id] = broker
-        return cluster.cluster_id, [by_id[k] for k in sorted(by_id)]
+        ]
+        return cluster.cluster_id, brokers
+
+    def zookeeper_mode(self) -> bool:
+        """Whether the brokers run in ZooKeeper mode, from the ApiVersions answer kafka-python
+        got when it connected (no request of its own): only ZooKeeper-mode brokers serve the
+        controller-to-broker APIs LeaderAndIsr, StopReplica, UpdateMetadata (keys 4-6). False
+        when that answer is not at hand (a KRaft cluster is then asked for fenced brokers,
+        which is what this saves on a ZooKeeper-mode one)."""
+        client = self._kafka_python_client()
+        manager = getattr(client, "_manager", None)
+        versions = getattr(getattr(manager, "broker_version_data", None), "api_versions", None)
+        return isinstance(versions, Mapping) and all(key in versions for key in (4, 5, 6))
 
     def _fenced_brokers(self) -> list[Broker]:
         """KRaft brokers that are registered but fenced (stopped heartbeating: crashed, killed,
@@ -478,8 +574,9 @@ class AdminSource(LiveSource):
                 ) from None
         return fenced_brokers(described)
 
-    def _topics(self) -> dict[str, list[Partition]]:
-        """Every topic's partitions from one Metadata request: names and assignments come from
+    def _topics(self) -> dict[str, Any]:
+        """Every topic's partitions from one Metadata request (name → number → librdkafka's
+        PartitionMetadata, only the topics with partitions): names and assignments come from
         the same broker's view. (Listing, then describe_topics, can ask two brokers; right
         after a topic is created one may list it and the other call it unknown.)"""
         from confluent_kafka import KafkaException
@@ -489,21 +586,12 @@ class AdminSource(LiveSource):
             metadata = self._admin_client().list_topics(timeout=self._timeout_s)
         except KafkaException as exc:
             raise self._failure("read topic metadata", exc) from None
-        out: dict[str, list[Partition]] = {}
-        for name, topic in metadata.topics.items():
-            if topic.error is not None and not topic.partitions:
-                continue  # e.g. being deleted: no partitions to report
-            out[name] = [
-                Partition(
-                    topic=name,
-                    partition=number,
-                    replicas=tuple(info.replicas),
-                    leader=info.leader if info.leader >= 0 else -1,
-                    isr=tuple(sorted(info.isrs)),
-                )
-                for number, info in sorted(topic.partitions.items())
-            ]
-        return out
+        return {
+            name: topic.partitions
+            for name, topic in metadata.topics.items()
+            # e.g. being deleted: no partitions to report
+            if topic.error is None or topic.partitions
+        }
 
     def _topic_configs(
         self, names: list[str]
@@ -558,69 +646,113 @@ class AdminSource(LiveSource):
             if tp.topic in wanted
         }
 
-    def describe_log_dirs(self, names: list[str]) -> list[Mapping[str, Any]]:
-        """kafka-python's describe_log_dirs answer for these topics ([] when not allowed)."""
-        return self._log_dirs(names)
+    def describe_log_dirs(
+        self, topic_partitions: Mapping[str, Iterable[int]], brokers: Iterable[int]
+    ) -> list[Mapping[str, Any]]:
+        """kafka-python's describe_log_dirs answer for these partitions ([] when not allowed),
+        one request per broker, all in flight at once."""
+        return self._log_dirs(topic_partitions, dict.fromkeys(brokers))()
 
-    def _log_dirs(self, names: list[str]) -> list[Mapping[str, Any]]:
-        """kafka-python's describe_log_dirs answer for these topics ([] when not allowed)."""
-        _import_kafka_python()
-        from kafka.errors import ClusterAuthorizationFailedError, KafkaError
+    def _log_dirs(
+        self, topic_partitions: Mapping[str, Iterable[int]], brokers: Mapping[int, str | None]
+    ) -> Callable[[], list[Mapping[str, Any]]]:
+        """Send DescribeLogDirs for these partitions (given as partition ids: a topic list
+        makes kafka-python read their metadata first) to every broker at once, and return
+        what waits for the answers: kafka-python's describe_log_dirs answer, [] when the
+        principal may not describe the cluster (sizes are optional). `brokers` maps each id
+        to its HOST:PORT for errors. kafka-python waits for each broker before asking the next
+        when given them all; a thread per broker keeps them in flight together on its I/O
+        loop, while the caller goes on with other requests."""
+        from concurrent.futures import ThreadPoolExecutor
 
-        try:
-            answer: list[Mapping[str, Any]] = self._kafka_python_client().describe_log_dirs(
-                topic_partitions=names or {}
-            )
-        except ClusterAuthorizationFailedError:
-            return []  # optional: a principal without DESCRIBE on the cluster has no sizes
-        except KafkaError as exc:
-            who = self._failed_brokers(names) or f"Kafka at {self._bootstrap}"
-            raise SourceError(f"{who} failed to describe log dirs: {exc}") from None
-        return answer
+        wanted = {name: sorted(parts) for name, parts in topic_partitions.items()}
+        ids = sorted(brokers)
+        if not ids:
+            return list
 
-    def _failed_brokers(self, names: list[str]) -> str | None:
-        """After a request to every broker failed: ask each alone, and name those that do not
-        answer ("broker 4 (HOST:PORT)"), so the error points at the broker, not the bootstrap
-        address. None when that cannot be told."""
-        from kafka.errors import KafkaError
+        # kafka-python is imported in the pool's threads (by the bootstrap thread, which they
+        # wait for), never here: the caller goes on with its own requests meanwhile
+        def ask(broker_id: int) -> list[Mapping[str, Any]] | BaseException:
+            client = self._kafka_python_client()
+            from kafka.errors import KafkaError
 
-        try:
-            nodes = self._admin_client().list_topics(timeout=self._timeout_s).brokers
-        except Exception:
-            return None
-        failed = []
-        for broker_id, node in sorted(nodes.items()):
             try:
-                self._kafka_python_client().describe_log_dirs(
-                    topic_partitions=names or {}, brokers=[broker_id]
+                answer: list[Mapping[str, Any]] = client.describe_log_dirs(
+                    topic_partitions=wanted, brokers=[broker_id]
                 )
-            except KafkaError:
-                failed.append(f"broker {broker_id} ({node.host}:{node.port})")
-        return ", ".join(failed) or None
+            except KafkaError as exc:
+                error: BaseException = exc
+                return error
+            return list(answer)
+
+        pool = ThreadPoolExecutor(len(ids), thread_name_prefix="kreplica-log-dirs")
+        futures = [pool.submit(ask, broker_id) for broker_id in ids]
+        pool.shutdown(wait=False)  # its threads end with their request
+
+        def answers() -> list[Mapping[str, Any]]:
+            from kafka.errors import ClusterAuthorizationFailedError
+
+            failed: list[tuple[int, BaseException]] = []
+            out: list[Mapping[str, Any]] = []
+            for broker_id, future in zip(ids, futures, strict=True):
+                result = future.result()
+                if isinstance(result, ClusterAuthorizationFailedError):
+                    return []  # a principal without DESCRIBE on the cluster has no sizes
+                if isinstance(result, BaseException):
+                    failed.append((broker_id, result))
+                else:
+                    out.extend(result)
+            if failed:
+                who = ", ".join(
+                    f"broker {b} ({brokers[b]})" if brokers.get(b) else f"broker {b}"
+                    for b, _ in failed
+                )
+                raise SourceError(f"{who} failed to describe log dirs: {failed[0][1]}")
+            return out
+
+        return answers
 
     def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
         captured_at = utc_timestamp(datetime.now(UTC))
         wanted = None if topics is None else list(topics)
-        cluster_id, brokers = self._brokers()
-        partitions = self._topics()
-        names = select_topics(partitions, wanted)
+        cluster_id, live = self._live_brokers()
+        # after the first answer: refused credentials are reported by librdkafka at once,
+        # while kafka-python would retry them for the whole timeout
+        self._start_kafka_python()
+        metadata = self._topics()
+        names = select_topics(metadata, wanted)
+        log_dirs = (
+            self._log_dirs(
+                {name: metadata[name].keys() for name in names},
+                {b.id: f"{b.host}:{b.port}" for b in live},
+            )
+            if self.read_sizes
+            else list
+        )
         configs, min_isr = self._topic_configs(names)
+        by_id = {b.id: b for b in live}
+        # Asked after DescribeCluster, so its answer is the newer one when a broker was fenced
+        # in between; ZooKeeper mode has no fenced brokers (a dead one's registration is gone).
+        if not self.zookeeper_mode():
+            for broker in self._fenced_brokers():
+                by_id[broker.id] = broker
         moving = self._reassignments(names)
-        log_dirs = self._log_dirs(names)
+        index = LogDirs(log_dirs())
+        no_move: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
         result = []
         for name in names:
             parts = []
-            for p in partitions[name]:
-                adding, removing = moving.get((name, p.partition), ((), ()))
+            for number, info in sorted(metadata[name].items()):
+                adding, removing = moving.get((name, number), no_move)
                 parts.append(
-                    Partition(
-                        topic=name,
-                        partition=p.partition,
-                        replicas=p.replicas,
-                        leader=p.leader,
-                        isr=p.isr,
-                        adding_replicas=adding,
-                        removing_replicas=removing,
+                    index.partition(
+                        name,
+                        number,
+                        tuple(info.replicas),
+                        info.leader if info.leader >= 0 else -1,
+                        tuple(sorted(info.isrs)),
+                        adding,
+                        removing,
                     )
                 )
             effective, source = min_isr.get(name, (None, None))
@@ -634,13 +766,13 @@ class AdminSource(LiveSource):
                 )
             )
         snapshot = assemble_snapshot(
-            brokers=brokers,
+            brokers=[index.broker(by_id[k]) for k in sorted(by_id)],
             topics=result,
             cluster_id=cluster_id,
             source=self.source_name,
             captured_at=captured_at,
         )
-        return with_log_dirs(snapshot, log_dirs)  # sizes, dirs and disk figures
+        return snapshot
 
 
 class _ErrorLog:

@@ -27,6 +27,87 @@ def load_snapshot(path: str | Path) -> ClusterSnapshot:
         return parse_snapshot_text(text, origin=str(p))
 
 
+def load_snapshot_columnar(path: str | Path) -> ClusterSnapshot:
+    """`load_snapshot` for the planner's array path: a ColumnarSnapshot (kreplica/columns.py:
+    partitions as arrays, objects built only when asked for) when every partition is of the
+    plain kind, else exactly what load_snapshot returns (its checks and messages)."""
+    p = Path(path)
+    text = read_user_file(p, "snapshot file", fix="check the path")
+    origin = str(p)
+    with gc_paused():  # millions of acyclic objects: see kreplica/gcpause.py
+        data = decode_json(
+            text, origin, fix="write it with `kreplica snapshot -o FILE` or fix the file"
+        )
+        del text
+        snapshot = parse_snapshot_columnar(data, origin=origin)
+        if snapshot is not None:
+            return snapshot
+        return parse_snapshot(data, origin=origin)
+
+
+def parse_snapshot_columnar(data: Any, *, origin: str = "snapshot") -> ClusterSnapshot | None:
+    """The snapshot with its partitions in columns, or None when anything is unusual (the
+    object parser then reads it and names the problem)."""
+    from kreplica.columns import ColumnarSnapshot, build_columns
+
+    try:
+        root = _obj(data, origin, "the top level")
+        if root.get("kreplica_snapshot") != FORMAT_VERSION:
+            return None
+        raw_brokers = _list(root.get("brokers", []), origin, "brokers")
+        brokers = tuple(
+            sorted(
+                (_parse_broker(b, origin, f"brokers[{i}]") for i, b in enumerate(raw_brokers)),
+                key=lambda b: b.id,
+            )
+        )
+        if len({b.id for b in brokers}) != len(brokers):
+            return None
+        shells = [
+            _topic_shell(t, origin, f"topics[{i}]")
+            for i, t in enumerate(_list(root.get("topics", []), origin, "topics"))
+        ]
+        if len({s.name for s, _ in shells}) != len(shells):
+            return None
+        columns = build_columns(shells)
+        if columns is None:
+            return None
+        return ColumnarSnapshot(
+            brokers,
+            cluster_id=_opt_str(root.get("cluster_id"), origin, "cluster_id"),
+            source=_opt_str(root.get("source"), origin, "source"),
+            captured_at=_opt_str(root.get("captured_at"), origin, "captured_at"),
+            columns=columns,
+        )
+    except InputError:
+        return None  # the object parser raises it again, after the checks that come first
+
+
+def _topic_shell(raw: Any, origin: str, path: str) -> tuple[Topic, Any]:
+    """A topic without its partitions, and its raw partition list."""
+    t = _obj(raw, origin, path)
+    name = t.get("name")
+    if not isinstance(name, str) or not name:
+        raise _fail(origin, f"{path}.name", "must be a non-empty string")
+    configs_raw = _obj(t.get("configs", {}) or {}, origin, f"{path}.configs")
+    configs = {str(k): str(v) for k, v in configs_raw.items() if v is not None}
+    min_isr = t.get("min_insync_replicas")
+    if min_isr is not None:
+        min_isr = _int(min_isr, origin, f"{path}.min_insync_replicas")
+        if min_isr < 1:
+            raise _fail(origin, f"{path}.min_insync_replicas", f"must be >= 1, got {min_isr}")
+    shell = Topic(
+        name=name,
+        partitions=(),
+        configs=configs,
+        effective_min_isr=min_isr,
+        min_isr_source=_opt_str(
+            t.get("min_insync_replicas_source"), origin, f"{path}.min_insync_replicas_source"
+        ),
+    )
+    return shell, t.get("partitions", [])
+
+
 def parse_snapshot_text(text: str, *, origin: str = "snapshot") -> ClusterSnapshot:
     data = decode_json(
         text, origin, fix="write it with `kreplica snapshot -o FILE` or fix the file"

@@ -49,6 +49,10 @@ _LOG.setLevel(logging.CRITICAL)
 # Requests in flight at once: bounds memory, still one wait per batch, not per znode.
 _BATCH = 5000
 
+# From this many znodes on, a plain connection reads them through kreplica.sources.zkwire
+# (one pipelined stream) instead of kazoo (a turn of its connection thread per znode).
+_WIRE_FROM = 100
+
 # Dynamic cluster-wide broker configs (`kafka-configs --entity-type brokers --entity-default`).
 _CLUSTER_DEFAULT = "/config/brokers/<default>"
 
@@ -77,6 +81,8 @@ class ZooKeeperSource(LiveSource):
         self._timeout_s = timeout_s
         options = zookeeper_options(client_config, auth)
         self._sasl = "sasl_options" in options
+        # no TLS, SASL or digest login: bulk reads may take their own plain session
+        self._plain = not (options.get("use_ssl") or self._sasl or options.get("auth_data"))
         if "sasl_options" in options:
             try:
                 import puresasl  # noqa: F401
@@ -229,6 +235,13 @@ class ZooKeeperSource(LiveSource):
 
         if self._client is None:
             raise UsageError("this ZooKeeper source is closed")
+        if self._plain and len(paths) >= _WIRE_FROM:
+            from kreplica.sources.zkwire import WireError, read_znodes
+
+            try:
+                return read_znodes(self._connect, paths, timeout_s=self._timeout_s)
+            except WireError:
+                pass  # kazoo reads them again, and names what fails
         out: dict[str, bytes | None] = {}
         for start in range(0, len(paths), _BATCH):
             batch = paths[start : start + _BATCH]

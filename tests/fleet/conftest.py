@@ -16,6 +16,9 @@ pytest.importorskip("pyspark", reason="the fleet extra is not installed (pip ins
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     from kreplica.fleet.job import build_session
+    from tests.support.groups import claim
+
+    claim("spark")
 
     if shutil.which("java") is None and not __import__("os").environ.get("JAVA_HOME"):
         pytest.skip("Spark needs Java")

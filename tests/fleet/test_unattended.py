@@ -137,3 +137,76 @@ def test_hadoop_writer_without_the_file_system_is_one_line(spark: Any) -> None:
     message = caught.value.message
     assert "\n" not in message and "nosuchfs://bucket/fleet" in message
     assert "nosuchfs" in message.split("(", 1)[1] and "Hadoop jars" in message
+
+
+def _two_broker_snapshot(path: Path) -> None:
+    """A cluster of two brokers: RF 3 cannot be planned there (the planner refuses it)."""
+    doc = {
+        "kreplica_snapshot": 1,
+        "cluster_id": "too-small",
+        "brokers": [{"id": 1, "rack": None, "alive": True}, {"id": 2, "rack": None, "alive": True}],
+        "topics": [{"name": "t", "partitions": [{"partition": 0, "replicas": [1]}]}],
+    }
+    path.write_text(json.dumps(doc))
+
+
+def test_plan_exits_9_naming_a_refused_cluster_and_tasks_write_the_plans(
+    spark: Any, tiny_fleet: Path, tmp_path: Path
+) -> None:
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    for good in sorted(tiny_fleet.glob("synth-*.json")):
+        (fleet / good.name).write_bytes(good.read_bytes())
+    _two_broker_snapshot(fleet / "small.json")
+    out = tmp_path / "plan"
+    result = run_cli(
+        ["fleet", "plan", "--input", str(fleet), "--out", str(out), "--rf", "3", "--output",
+         "json"]
+    )  # fmt: skip
+    assert result.code == ExitCode.PARTIAL, result.stderr
+    envelope = result.json()
+    assert envelope["status"] == "partial"
+    [refused] = envelope["errors"]
+    assert refused["code"] == "refused" and refused["message"].startswith("too-small: ")
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "1 cluster(s) refused by the planner (too-small: " in errors[0]
+    rows = {r["cluster_id"]: r for r in envelope["data"]["clusters"]}
+    assert rows["too-small"]["files"] is None and not (out / "plans" / "too-small").exists()
+    planned = [r for r in rows.values() if r["status"] == "ok"]
+    assert len(planned) == 2 and all(r["files"] for r in planned)
+    marker = json.loads((out / DONE_MARKER).read_text())
+    assert (marker["status"], marker["errors"]) == ("partial", 1)
+
+    # the same plans through the Hadoop writer (how an hdfs:// or s3a:// --out is written,
+    # by the driver): byte for byte what the tasks wrote into the local folder
+    from kreplica.fleet.job import load_fleet_policy, run_plan
+
+    remote = tmp_path / "remote"
+    run_plan(spark, str(fleet), OutDir(uri=remote.as_uri(), local=None),
+             load_fleet_policy(None, rf=3, min_insync=None))  # fmt: skip
+    local_files = sorted(p.relative_to(out) for p in (out / "plans").rglob("*.json"))
+    assert local_files == sorted(p.relative_to(remote) for p in (remote / "plans").rglob("*.json"))
+    assert len(local_files) == 4  # reassignment.json and plan.json of the two planned clusters
+    for rel in local_files:
+        assert (remote / rel).read_bytes() == (out / rel).read_bytes()
+
+
+def test_plan_rows_reaching_the_driver_carry_no_plan_text(
+    spark: Any, tiny_fleet: Path, tmp_path: Path
+) -> None:
+    """With a local --out the tasks write the plan files; the driver gets numbers only."""
+    from kreplica.fleet.adapter import PLAN_FILES, PlanSettings
+    from kreplica.fleet.job import load_fleet_policy
+    from kreplica.fleet.pipeline import load, plan_frame
+
+    policy = load_fleet_policy(None, rf=3, min_insync=None)
+    loaded = load(spark, str(tiny_fleet / "synth-*.json"), policy, layouts=False,
+                  progress=lambda _: None)  # fmt: skip
+    rows = plan_frame(loaded.snapshots, policy, PlanSettings(), write_to=str(tmp_path)).collect()
+    loaded.persisted.unpersist()
+    assert len(rows) == 2 and all(r["has_plan"] for r in rows)
+    for row in rows:
+        assert all(row[column] is None for column, _ in PLAN_FILES)
+        folder = tmp_path / "plans" / row["cluster_id"]
+        assert json.loads((folder / "plan.json").read_text())["cluster_id"] == row["cluster_id"]
+        assert (folder / "reassignment.json").is_file()

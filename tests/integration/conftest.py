@@ -14,6 +14,7 @@ import pytest
 
 from kreplica.sandbox import DEFAULT_KRAFT_VERSION, DEFAULT_ZK_VERSION, SandboxInfo
 from kreplica.testing import TopicSpec, create_topics, running_cluster
+from tests.support.groups import claim
 
 RACKS = ("a", "b", "c")
 
@@ -33,6 +34,7 @@ SHARED_LOG_DIRS = 2
 
 
 def _cluster(mode: str, version: str) -> Iterator[SandboxInfo]:
+    claim(f"{mode}_cluster")
     with running_cluster(
         backend="sandbox",
         mode=mode,
@@ -173,6 +175,7 @@ def private_cluster(label: str, mode: str, *, brokers: int = 3) -> Iterator[Sand
     stops it if this one is killed before its teardown)."""
     from kreplica import sandbox
 
+    claim(f"private cluster {label}-{mode}")
     sandbox.reap_orphans(f"pytest-{label}-")
     name = f"pytest-{label}-{mode}-{os.getpid()}"
     version = DEFAULT_ZK_VERSION if mode == "zk" else DEFAULT_KRAFT_VERSION
@@ -242,6 +245,7 @@ def kraft_degraded() -> Iterator[SandboxInfo]:
 def _secured(mode: str) -> Iterator[SandboxInfo]:
     from kreplica import sandbox
 
+    claim(f"{mode}_secured")
     sandbox.reap_orphans("pytest-secured-")
     name = f"pytest-secured-{mode}-{os.getpid()}"
     version = DEFAULT_ZK_VERSION if mode == "zk" else DEFAULT_KRAFT_VERSION

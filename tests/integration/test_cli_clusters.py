@@ -14,6 +14,7 @@ import pytest
 
 from kreplica.errors import ExitCode
 from kreplica.sandbox import SandboxInfo
+from tests.support.groups import per_mode, uses
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -39,20 +40,21 @@ def envelope(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     return doc
 
 
-def _sources(zk: SandboxInfo, kraft: SandboxInfo) -> dict[str, tuple[list[str], SandboxInfo]]:
-    assert zk.zookeeper is not None
-    return {
-        "zookeeper": (["--zookeeper", zk.zookeeper], zk),
-        "admin-zk": (["--bootstrap-server", zk.bootstrap_servers], zk),
-        "admin-kraft": (["--bootstrap-server", kraft.bootstrap_servers], kraft),
-    }
-
-
-@pytest.fixture(params=["zookeeper", "admin-zk", "admin-kraft"])
+@pytest.fixture(
+    params=[
+        pytest.param("zookeeper", marks=uses("zk_cluster")),
+        pytest.param("admin-zk", marks=uses("zk_cluster")),
+        pytest.param("admin-kraft", marks=uses("kraft_cluster")),
+    ]
+)
 def source(request: pytest.FixtureRequest) -> tuple[list[str], SandboxInfo]:
-    zk = request.getfixturevalue("zk_cluster")
-    kraft = request.getfixturevalue("kraft_cluster") if request.param == "admin-kraft" else zk
-    return _sources(zk, kraft)[request.param]
+    # only the cluster the param reads: each one is in an xdist group of its own
+    name = "kraft_cluster" if request.param == "admin-kraft" else "zk_cluster"
+    info: SandboxInfo = request.getfixturevalue(name)
+    if request.param == "zookeeper":
+        assert info.zookeeper is not None
+        return ["--zookeeper", info.zookeeper], info
+    return ["--bootstrap-server", info.bootstrap_servers], info
 
 
 def test_snapshot_command_writes_a_file_the_planner_reads(
@@ -165,7 +167,7 @@ def test_unreachable_cluster_is_a_one_line_source_error(flag: str) -> None:
     assert "Traceback" not in proc.stderr
 
 
-@pytest.mark.parametrize("mode", ["zk", "kraft"])
+@pytest.mark.parametrize("mode", per_mode("cluster"))
 def test_log_dirs_come_from_the_cluster_and_check_refuses_an_unknown_one(
     mode: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:

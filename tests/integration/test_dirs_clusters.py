@@ -24,11 +24,12 @@ from kreplica.sandbox import SandboxInfo
 from kreplica.testing import TopicSpec, create_topics
 from tests.integration.conftest import produce
 from tests.integration.test_apply import LoadProducer, consume_all
+from tests.support.groups import per_mode
 
 ALTER_DIRS_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
 
 
-@pytest.fixture(params=["zk", "kraft"])
+@pytest.fixture(params=per_mode("cluster"))
 def info(request: pytest.FixtureRequest) -> Iterator[SandboxInfo]:
     yield request.getfixturevalue(f"{request.param}_cluster")
 

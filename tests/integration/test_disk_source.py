@@ -14,11 +14,12 @@ import pytest
 
 from kreplica.sandbox import SandboxInfo
 from tests.integration.test_cli_clusters import envelope, kreplica
+from tests.support.groups import per_mode
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 
-@pytest.fixture(params=["zk", "kraft"])
+@pytest.fixture(params=per_mode("cluster"))
 def info(request: pytest.FixtureRequest) -> Iterator[SandboxInfo]:
     yield request.getfixturevalue(f"{request.param}_cluster")
 

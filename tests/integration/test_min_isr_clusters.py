@@ -19,6 +19,7 @@ from kreplica.sandbox import SandboxInfo
 from kreplica.sources import open_source
 from kreplica.sources.znodes import MIN_ISR_ZK_UNKNOWN
 from kreplica.testing import TopicSpec, create_topics
+from tests.support.groups import per_mode
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -59,7 +60,7 @@ def _plain(kwargs: dict[str, str]) -> tuple[int | None, str | None]:
     return topic.effective_min_isr, topic.min_isr_source
 
 
-@pytest.fixture(scope="module", params=["zk", "kraft"])
+@pytest.fixture(scope="module", params=per_mode("scratch"))
 def cluster(request: pytest.FixtureRequest) -> Cluster:
     # The scratch cluster keeps the default set below (see zk_scratch in conftest.py).
     info: SandboxInfo = request.getfixturevalue(f"{request.param}_scratch")

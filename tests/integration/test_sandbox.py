@@ -15,6 +15,7 @@ import pytest
 
 from kreplica import sandbox
 from kreplica.sandbox import SandboxError, SandboxInfo
+from tests.support.groups import per_mode
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +42,7 @@ def _pid_running(pid: int) -> bool:
         return False
 
 
-@pytest.fixture(params=["zk", "kraft"])
+@pytest.fixture(params=per_mode("cluster"))
 def cluster(request: pytest.FixtureRequest) -> SandboxInfo:
     info: SandboxInfo = request.getfixturevalue(f"{request.param}_cluster")
     return info

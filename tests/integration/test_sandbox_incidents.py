@@ -19,6 +19,7 @@ from kreplica.sandbox import SandboxInfo, processes
 from kreplica.sources import open_source
 from kreplica.testing import TopicSpec, create_topics
 from tests.integration.conftest import wait_broker_dead
+from tests.support.groups import per_mode
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +55,7 @@ def _snapshot(source: dict[str, str]) -> ClusterSnapshot:
         return opened.snapshot(["crash"])
 
 
-@pytest.fixture(scope="module", params=["zk", "kraft"])
+@pytest.fixture(scope="module", params=per_mode("scratch"))
 def own(request: pytest.FixtureRequest) -> SandboxInfo:
     info: SandboxInfo = request.getfixturevalue(f"{request.param}_scratch")
     create_topics(info.bootstrap_servers, [TopicSpec("crash", partitions=3, replication_factor=3)])

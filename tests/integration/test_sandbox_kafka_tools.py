@@ -17,6 +17,7 @@ import pytest
 from kreplica.errors import ExitCode
 from kreplica.sandbox import DEFAULT_KRAFT_VERSION, DEFAULT_ZK_VERSION, TOOLS, SandboxInfo, fetch
 from kreplica.testing import TopicSpec, create_topics, wait_for_leaders
+from tests.support.groups import per_mode
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +44,7 @@ def _ok(proc: subprocess.CompletedProcess[str]) -> str:
     return proc.stdout
 
 
-@pytest.fixture(params=["zk", "kraft"])
+@pytest.fixture(params=per_mode("cluster"))
 def cluster(request: pytest.FixtureRequest) -> SandboxInfo:
     info: SandboxInfo = request.getfixturevalue(f"{request.param}_cluster")
     return info

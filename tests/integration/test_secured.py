@@ -40,6 +40,7 @@ from tests.integration.test_sources_contract import (  # the same assertions, ru
     test_topic_shapes_as_created,
     test_unknown_topic,
 )
+from tests.support.groups import per_mode, uses
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -69,7 +70,13 @@ def _secured(request: pytest.FixtureRequest, mode: str) -> SandboxInfo:
     return info
 
 
-@pytest.fixture(params=[f"{m}-{u}" for m in MODES for u in ("admin", "readonly")])
+@pytest.fixture(
+    params=[
+        pytest.param(f"{m}-{u}", marks=uses(f"{m}_secured"))
+        for m in MODES
+        for u in ("admin", "readonly")
+    ]
+)
 def opened(request: pytest.FixtureRequest) -> Iterator[tuple[AssignmentSource, SandboxInfo, str]]:
     """The AdminClient source logged in as admin or readonly (see test_sources_contract)."""
     mode, user = request.param.split("-")
@@ -144,7 +151,7 @@ def _replicas(info: SandboxInfo, topic: str) -> dict[int, list[int]]:
     return {p.partition: list(p.replicas) for p in partitions}
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", per_mode("secured"))
 def test_admin_plans_applies_verifies_and_cancels(
     request: pytest.FixtureRequest, tmp_path: Path, mode: str
 ) -> None:
@@ -188,7 +195,7 @@ def test_admin_plans_applies_verifies_and_cancels(
     assert json.loads(listed.stdout)["data"]["throttles"] == []
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", per_mode("secured"))
 def test_readonly_reads_and_every_write_is_refused_before_anything_changes(
     request: pytest.FixtureRequest, tmp_path: Path, mode: str
 ) -> None:
@@ -254,7 +261,7 @@ def test_readonly_reads_and_every_write_is_refused_before_anything_changes(
     assert not (work / "plan.journal.jsonl").exists()  # not even the journal was started
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", per_mode("secured"))
 def test_connection_failures_are_one_clear_line_within_the_timeout(
     request: pytest.FixtureRequest, tmp_path: Path, mode: str
 ) -> None:
@@ -313,6 +320,8 @@ def test_sandbox_status_gives_client_configs_as_data(zk_secured: SandboxInfo) ->
     assert "readonly.properties" in table.stdout
 
 
+# on the secured clusters' worker, after the tests above (they are one xdist group)
+@uses("zk_secured", "kraft_secured")
 def test_no_secret_in_any_output_file_or_log() -> None:
     """Runs last: every stream the tests above captured, every file in their work folders, and
     the sandboxes' logs hold none of the sandboxes' passwords."""

@@ -23,6 +23,7 @@ from kreplica.sources import AssignmentSource, open_source
 from kreplica.sources.admin import AdminSource
 from kreplica.sources.snapshot import write_snapshot
 from kreplica.sources.zookeeper import ZooKeeperSource
+from tests.support.groups import uses
 from tests.support.polling import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -41,7 +42,12 @@ def zk_snapshot_file(zk_cluster: SandboxInfo, tmp_path_factory: pytest.TempPathF
     return path
 
 
-@pytest.fixture(params=SOURCE_KINDS)
+@pytest.fixture(
+    params=[
+        pytest.param(k, marks=uses("kraft_cluster" if k == "admin-kraft" else "zk_cluster"))
+        for k in SOURCE_KINDS
+    ]
+)
 def opened(request: pytest.FixtureRequest) -> Iterator[tuple[AssignmentSource, SandboxInfo, str]]:
     """(source, the cluster it reads, the source name its snapshots carry)."""
     kind = request.param

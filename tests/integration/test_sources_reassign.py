@@ -15,6 +15,7 @@ from kreplica.sandbox import SandboxInfo
 from kreplica.sources.admin import AdminSource, _import_kafka_python
 from kreplica.sources.zookeeper import ZooKeeperSource
 from kreplica.testing import TopicSpec, create_topics
+from tests.support.groups import per_mode
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -69,7 +70,7 @@ def _kafka_python_admin(bootstrap: str) -> Any:
     return KafkaAdminClient(bootstrap_servers=bootstrap.split(","))
 
 
-@pytest.fixture(params=["zk", "kraft"])
+@pytest.fixture(params=per_mode("cluster"))
 def moving_topic(request: pytest.FixtureRequest) -> Iterator[tuple[SandboxInfo, str]]:
     """A one-partition topic with data on broker 1, being moved to broker 2 under a throttle."""
     info: SandboxInfo = request.getfixturevalue(f"{request.param}_cluster")

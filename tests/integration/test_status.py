@@ -21,12 +21,13 @@ import pytest
 from kreplica.sandbox import SandboxInfo
 from kreplica.testing import TopicSpec, create_topics
 from tests.integration.conftest import produce
+from tests.support.groups import per_mode
 
 THROTTLE = "100KB/s"
 KREPLICA = [sys.executable, "-m", "kreplica"]
 
 
-@pytest.fixture(params=["zk", "kraft"])
+@pytest.fixture(params=per_mode("cluster"))
 def info(request: pytest.FixtureRequest) -> SandboxInfo:
     fixture = "zk_cluster" if request.param == "zk" else "kraft_cluster"
     result: SandboxInfo = request.getfixturevalue(fixture)

@@ -12,6 +12,7 @@ import pytest
 
 from kreplica.errors import ExitCode
 from kreplica.sandbox import SandboxInfo
+from tests.support.groups import uses
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -29,7 +30,9 @@ def _explain(flag: str, address: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("fixture", ["zk_cluster", "kraft_cluster"])
+@pytest.mark.parametrize(
+    "fixture", [pytest.param(f, marks=uses(f)) for f in ("zk_cluster", "kraft_cluster")]
+)
 def test_a_kafka_port_as_zookeeper_is_named(fixture: str, request: pytest.FixtureRequest) -> None:
     info: SandboxInfo = request.getfixturevalue(fixture)
     broker = info.bootstrap_servers.split(",")[0]

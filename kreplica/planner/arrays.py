@@ -1,0 +1,771 @@
+"""The array planner: `balanced` RF raises on a ColumnarSnapshot, with no object per partition.
+
+make_plan sends a request here when `refusal()` finds nothing outside what this planner does
+(a healthy cluster with racks, RF raised with every new replica on a rack its partition lacks,
+the default strategy without --seed, no disk figures to guard); anything else goes to the
+object planner (plan.py), which keeps every rule for degraded clusters exactly.
+
+Per topic, in name order, as the object planner goes:
+
+1. Target counts. The topic's replicas per broker before (`base`) and the new replicas
+   (`units`) give the lowest spread s and the window [L, L + s] each broker's count must
+   meet (balance.py's search: s from the water-filling floor up, L from the highest level
+   down), first window the rack rule admits wins.
+2. The rack rule over classes, not partitions. Partitions sharing their set of fresh racks
+   (racks of eligible brokers their replicas do not use) and their number of units form a
+   class (a few dozen at most). Each unit goes to a fresh rack of its own, so a class c of
+   n_c partitions sends at most n_c units to each of its fresh racks; the rack totals a
+   placement can reach are the bases of the polymatroid f(S) = sum_c min(units_c,
+   n_c |fresh_c & S|) over sets S of racks, and a window's rack bounds [A, B] (sums of its
+   brokers' bounds) admit one exactly when A(S) <= f(S) and f(all) - f(all - S) <= B(S) for
+   every S (a base polyhedron meets a box; Fujishige, Submodular Functions, Thm 3.8). With
+   six racks that is 64 sets, checked in one numpy pass.
+3. The fill. Rack totals by the polymatroid greedy from A (racks of the least loaded brokers
+   first), classes to racks by a small transport (greedy, then augmenting paths), each class's
+   units dealt to its partitions round-robin (no partition gets a rack twice), and each rack's
+   units to its brokers within their windows, least loaded (cluster replicas) first. A
+   broker on a fresh rack never holds the partition already, so no per-partition check is
+   left.
+
+The result's topic spreads are the lowest any placement under the rack rule reaches (what
+balance.py proves for the object planner); the cluster stays even through step 3's order.
+The report, fingerprint and plan files are computed from the same arrays (report_arrays
+below, columns.py, serialize.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from kreplica.columns import ISR_OTHER, NO_LEADER, NO_SIZE, PAD, ArrayChanges, PartitionColumns
+from kreplica.errors import KreplicaError
+from kreplica.model import ClusterSnapshot, Finding, Plan
+from kreplica.planner.disk import REMOTE_STORAGE, DiskGuard, disk_report, unchecked_reason
+from kreplica.planner.evaluate import spread, spread_floor
+from kreplica.planner.options import PlanOptions, TopicRequest
+from kreplica.planner.requests import _min_isr_findings, eligible_brokers
+
+I64 = npt.NDArray[np.int64]
+MAX_RACKS = 12  # 4,096 rack sets per feasibility check; more racks go to the object planner
+
+
+class _Setup:
+    """What every topic's step reads: dense broker indexes, racks, eligibility, loads."""
+
+    def __init__(self, snapshot: ClusterSnapshot, columns: PartitionColumns, eligible: list[int]):
+        self.columns = columns
+        ids = np.array([b.id for b in snapshot.brokers], dtype=np.int64)
+        self.ids = ids
+        nb = len(ids)
+        self.nb = nb
+        top = int(max(int(ids.max()) if nb else 0, int(columns.replicas.max(initial=0)))) + 2
+        lookup = np.full(top, -1, dtype=np.int64)
+        lookup[ids] = np.arange(nb)
+        self.lookup = lookup
+        self.dense = lookup[columns.replicas]  # PAD (-1) reads lookup[-1] == -1
+        self.unknown = bool(((columns.replicas != PAD) & (self.dense < 0)).any())
+        rack_names = sorted({str(b.rack) for b in snapshot.brokers})
+        rank = {r: i for i, r in enumerate(rack_names)}
+        self.rack_names = rack_names
+        self.rack_of = np.array([rank[str(b.rack)] for b in snapshot.brokers], dtype=np.int64)
+        self.eligible = np.zeros(nb, dtype=bool)
+        where = {int(b): i for i, b in enumerate(ids.tolist())}
+        for b in eligible:
+            self.eligible[where[b]] = True
+        elig_racks = np.unique(self.rack_of[self.eligible])
+        self.elig_rack_mask = int(np.bitwise_or.reduce(1 << elig_racks)) if elig_racks.size else 0
+        used = self.dense[self.dense >= 0]
+        self.cluster = np.bincount(used, minlength=nb).astype(np.int64)
+        self.fresh: I64 | None = None  # per row, set by _prepare when replicas are added
+        self.eligible_ids = eligible
+
+    def to_dense(self, broker_ids: npt.NDArray[Any]) -> I64:
+        """Broker ids as indexes into the broker table; -1 for PAD and unlisted brokers."""
+        ids = np.asarray(broker_ids, dtype=np.int64)
+        inside = (ids >= 0) & (ids < len(self.lookup) - 1)
+        out: I64 = np.where(inside, self.lookup[np.where(inside, ids, -1)], -1)
+        return out
+
+    def racks(self, dense: I64) -> I64:
+        """Rack index per dense broker index (-1 stays -1)."""
+        out: I64 = np.where(dense >= 0, self.rack_of[np.maximum(dense, 0)], -1)
+        return out
+
+
+def refusal(
+    snapshot: ClusterSnapshot, requests: Sequence[TopicRequest], options: PlanOptions
+) -> str | None:
+    """Why the array planner does not take this request (None: it does). The object planner
+    then plans it, with every rule; this list is the whole dispatch."""
+    return _prepare(snapshot, requests, options)[0]
+
+
+def plan_if_taken(
+    snapshot: ClusterSnapshot, requests: Sequence[TopicRequest], options: PlanOptions
+) -> Plan | None:
+    """The array plan when `refusal` finds nothing, else None (make_plan's dispatch)."""
+    why, setup = _prepare(snapshot, requests, options)
+    if why is not None or setup is None:
+        return None
+    return plan_arrays(snapshot, requests, options, setup)
+
+
+def _prepare(
+    snapshot: ClusterSnapshot, requests: Sequence[TopicRequest], options: PlanOptions
+) -> tuple[str | None, _Setup | None]:
+    columns: PartitionColumns | None = getattr(snapshot, "columns", None)
+    if columns is None:
+        return "the snapshot is not in columns", None
+    if options.strategy != "balanced":
+        return f"strategy {options.strategy}", None
+    if options.seed is not None:
+        return "a --seed", None
+    if options.log_dirs != "any":
+        return "log dirs named", None
+    if not requests:
+        return "no request", None
+    if any(not b.alive for b in snapshot.brokers):
+        return "a broker is down", None
+    if any(b.rack is None for b in snapshot.brokers):
+        return "a broker without a rack", None
+    if len({b.rack for b in snapshot.brokers}) > MAX_RACKS:
+        return f"more than {MAX_RACKS} racks", None
+    if DiskGuard.build(snapshot, options.disk_headroom) is not None:
+        return "disk figures to guard", None
+    names = [r.topic for r in requests]
+    if len(set(names)) != len(names):
+        return "a topic asked twice", None
+    index = {t.name: i for i, t in enumerate(columns.topics)}
+    if any(n not in index for n in names):
+        return "an unknown topic", None
+    for req in requests:
+        if req.rf is None or req.partitions is not None or req.fix_racks:
+            return "not an RF change alone", None
+        if req.rf < 1:
+            return "an invalid RF", None
+    try:
+        eligible, _why = eligible_brokers(snapshot, options)
+    except KreplicaError:
+        return "a broker list to refuse", None
+    setup = _Setup(snapshot, columns, eligible)
+    if setup.unknown:
+        return "replicas on brokers the snapshot does not list", None
+    target = np.full(columns.rows, -1, dtype=np.int64)  # the RF asked per row (-1: none)
+    for req in requests:
+        i = index[req.topic]
+        target[int(columns.start[i]) : int(columns.start[i + 1])] = int(req.rf or 0)
+    asked = target >= 0
+    rf = columns.rf
+    lowered = asked & (rf > target)
+    if bool(lowered.any()):
+        if bool((target[lowered] != 1).any()):
+            return "RF lowered to more than 1", None
+        if not options.force:
+            return "RF lowered to min.insync.replicas or below without --force", None
+        leader = columns.leader[lowered]
+        if bool(((leader != NO_LEADER) & (leader != columns.replicas[lowered, 0])).any()):
+            return "RF lowered where the leader is not the first replica", None
+    if bool((asked & (columns.isr_kind == ISR_OTHER)).any()):
+        return "replicas out of sync", None
+    grows = asked & (rf < target)
+    if bool(grows.any()):
+        if int(target[grows].max()) > len(eligible):
+            return "too few eligible brokers", None
+        setup.fresh = _fresh_masks(setup, setup.dense)
+        if bool((_popcount(setup.fresh[grows]) < (target - rf)[grows]).any()):
+            return "more new replicas than fresh racks", None
+    setup.eligible_ids = eligible
+    return None, setup
+
+
+def _popcount(masks: I64) -> I64:
+    out = np.zeros_like(masks)
+    m = masks.copy()
+    while bool(m.any()):
+        out += m & 1
+        m >>= 1
+    return out
+
+
+def _fresh_masks(setup: _Setup, dense: I64) -> I64:
+    """Per row: the eligible racks its replicas do not use, as a bit mask."""
+    racks = np.where(dense >= 0, setup.rack_of[np.maximum(dense, 0)], -1)
+    bits = np.where(racks >= 0, np.left_shift(1, np.maximum(racks, 0)), 0)
+    used = np.bitwise_or.reduce(bits, axis=1) if bits.shape[1] else np.zeros(len(bits), np.int64)
+    return np.int64(setup.elig_rack_mask) & ~used
+
+
+def _water_level(counts: I64, added: int) -> int:
+    """balance._water_level on a sorted array."""
+    n = len(counts)
+    levels = (added + np.cumsum(counts)) // np.arange(1, n + 1)
+    nxt = np.append(counts[1:], np.iinfo(np.int64).max)
+    k = int(np.argmax((levels < nxt) | (np.arange(n) == n - 1)))
+    return int(levels[k])
+
+
+def _floor(base_e: I64, fixed: I64, added: int) -> int:
+    counts = np.sort(base_e)
+    low = _water_level(counts, added)
+    extra = added - int(np.maximum(0, low - counts).sum())
+    rest: list[int] = fixed.tolist()
+    top = max(int(counts[-1]), low + (1 if extra else 0), *rest)
+    bottom = min(low, *rest) if rest else low
+    return top - bottom
+
+
+class _Topic:
+    """One topic's step (module doc, 1-3)."""
+
+    def __init__(self, setup: _Setup, lo: int, hi: int, target: int) -> None:
+        self.s = setup
+        self.dense = setup.dense[lo:hi]
+        self.fresh = (
+            setup.fresh[lo:hi] if setup.fresh is not None else _fresh_masks(setup, self.dense)
+        )
+        self.rf = setup.columns.rf[lo:hi]
+        self.units = (target - self.rf).astype(np.int64)
+        used = self.dense[self.dense >= 0]
+        self.base = np.bincount(used, minlength=setup.nb).astype(np.int64)
+
+    def plan(self) -> tuple[I64, I64, I64, I64]:
+        """(row, slot, broker index, broker count delta) of every new replica."""
+        s = self.s
+        added = int(self.units.sum())
+        elig = s.eligible
+        scope = elig | (self.base > 0)
+        base_e = self.base[elig]
+        fixed = self.base[scope & ~elig]
+        fresh = self.fresh
+        grows = self.units > 0
+        key = fresh[grows] * 64 + self.units[grows]
+        classes, inverse, n_c = np.unique(key, return_inverse=True, return_counts=True)
+        c_fresh = classes // 64
+        c_units = classes % 64
+        supply = n_c * c_units
+        nr = len(s.rack_names)
+        sets = np.arange(1 << nr, dtype=np.int64)
+        member = ((sets[:, None] >> np.arange(nr)) & 1).astype(np.int64)  # (sets, racks)
+        hits = _popcount(sets[:, None] & c_fresh[None, :])
+        f = np.minimum(supply[None, :], n_c[None, :] * hits).sum(axis=1)
+        full = (1 << nr) - 1
+        forced = f[full] - f[full ^ sets]  # units any placement puts into S
+        rack_e = s.rack_of[elig]
+        top_all = int(self.base[scope].max()) if scope.any() else 0
+        n_e = len(base_e)
+        floor = _floor(base_e, fixed, added)
+        water = _water_level(np.sort(base_e), added)
+        total = int(base_e.sum()) + added
+        for spread_s in range(floor, top_all + added + 2):
+            low_l = max(top_all - spread_s, -(-total // n_e) - spread_s, 0)
+            high_l = min([*fixed.tolist(), water])
+            for level in range(high_l, low_l - 1, -1):
+                if fixed.size and int(fixed.max()) > level + spread_s:
+                    continue
+                lo_b = np.maximum(base_e, level) - base_e
+                hi_b = level + spread_s - base_e
+                if not int(lo_b.sum()) <= added <= int(hi_b.sum()):
+                    continue
+                a = np.bincount(rack_e, weights=lo_b, minlength=nr).astype(np.int64)
+                b = np.bincount(rack_e, weights=hi_b, minlength=nr).astype(np.int64)
+                if bool((member @ a > f).any()) or bool((forced > member @ b).any()):
+                    continue
+                return self._fill(lo_b, hi_b, a, b, f, member, inverse, n_c, c_fresh, c_units)
+        raise AssertionError("no window admits the units")  # s = max + added always does
+
+    def _fill(
+        self,
+        lo_b: I64,
+        hi_b: I64,
+        a: I64,
+        b: I64,
+        f: I64,
+        member: I64,
+        inverse: I64,
+        n_c: I64,
+        c_fresh: I64,
+        c_units: I64,
+    ) -> tuple[I64, I64, I64, I64]:
+        s = self.s
+        nr = len(s.rack_names)
+        elig_idx = np.flatnonzero(s.eligible)
+        rack_e = s.rack_of[elig_idx]
+        load = s.cluster[elig_idx]
+        count, x = self._extras(lo_b, hi_b, f, member, elig_idx, rack_e, load)
+        if count is None:
+            x = self._rack_totals(a, b, f, member, rack_e, load)
+        y = _transport(n_c * c_units, n_c, c_fresh, x)
+        # each class's units, rack by rack, dealt to its partitions in turn
+        grow_rows = np.flatnonzero(self.units > 0)
+        order = np.argsort(inverse, kind="stable")
+        starts = np.concatenate([[0], np.cumsum(n_c)])
+        rows_l: list[I64] = []
+        slots_l: list[I64] = []
+        racks_l: list[I64] = []
+        for c in range(len(n_c)):
+            members = grow_rows[order[starts[c] : starts[c + 1]]]
+            seq = np.repeat(np.arange(nr), y[c])
+            i = np.arange(len(seq))
+            row = members[i % len(members)]
+            rows_l.append(row)
+            slots_l.append(self.rf[row] + i // len(members))
+            racks_l.append(seq)
+        rows = np.concatenate(rows_l)
+        slots = np.concatenate(slots_l)
+        racks = np.concatenate(racks_l)
+        if count is None:  # brokers per rack within their windows: floors, then least loaded
+            count = lo_b.copy()
+            pref = np.lexsort((elig_idx, load + lo_b, rack_e))  # by rack, then load
+            room = (hi_b - lo_b)[pref]
+            rack_sorted = rack_e[pref]
+            extra = (x - a)[rack_sorted]
+            before = np.concatenate([[0], np.cumsum(room)[:-1]])
+            rack_first = np.searchsorted(rack_sorted, rack_sorted)
+            used_before = before - before[rack_first]
+            count[pref] += np.clip(extra - used_before, 0, room)
+        pref = np.lexsort((elig_idx, rack_e))
+        brokers = np.repeat(elig_idx[pref], count[pref])
+        unit_order = np.lexsort((rows, racks))
+        broker_of = np.empty(len(rows), dtype=np.int64)
+        broker_of[unit_order] = brokers
+        delta = np.zeros(s.nb, dtype=np.int64)
+        delta[elig_idx] = count
+        return rows, slots, broker_of, delta
+
+    def _extras(
+        self, lo_b: I64, hi_b: I64, f: I64, member: I64, elig_idx: I64, rack_e: I64, load: I64
+    ) -> tuple[I64 | None, I64]:
+        """Units per eligible broker when the units above the floors go where the greedy picks
+        would put them one by one (fewest topic replicas, then fewest in the cluster, then
+        broker order), if the rack rule admits those rack totals; else (None, -)."""
+        nr = len(self.s.rack_names)
+        room = hi_b - lo_b
+        extra = int(self.units.sum()) - int(lo_b.sum())
+        owners = np.repeat(np.arange(len(elig_idx)), room)
+        step = np.arange(len(owners)) - np.repeat(np.cumsum(room) - room, room)
+        topic_key = (self.base[elig_idx] + lo_b)[owners] + step
+        cluster_key = (load + lo_b)[owners] + step
+        pick = np.lexsort((elig_idx[owners], cluster_key, topic_key))[:extra]
+        count = lo_b + np.bincount(owners[pick], minlength=len(elig_idx))
+        x = np.bincount(rack_e, weights=count, minlength=nr).astype(np.int64)
+        if bool((member @ x > f).any()):
+            return None, x
+        return count, x
+
+    def _rack_totals(self, a: I64, b: I64, f: I64, member: I64, rack_e: I64, load: I64) -> I64:
+        """Rack totals by the polymatroid greedy from the lower bounds, least loaded racks
+        first (when the greedy picks' totals break the rack rule)."""
+        nr = len(self.s.rack_names)
+        x = a.copy()
+        left = int(self.units.sum()) - int(x.sum())
+        mean = np.bincount(rack_e, weights=load, minlength=nr) / np.maximum(
+            np.bincount(rack_e, minlength=nr), 1
+        )
+        for r in np.lexsort((np.arange(nr), mean)).tolist():
+            if not left:
+                break
+            has = member[:, r] == 1
+            slack = int((f[has] - member[has] @ x).min())
+            add = min(left, int(b[r] - x[r]), slack)
+            if add > 0:
+                x[r] += add
+                left -= add
+        assert left == 0, "rack totals short of the units"
+        return x
+
+
+def _transport(supply: I64, cap: I64, fresh: I64, demand: I64) -> I64:
+    """y[c, r] <= cap[c] on fresh racks, rows summing to supply, columns to demand (one
+    exists: the rack totals are a base of the class polymatroid). Greedy, most constrained
+    classes first and fullest racks first, then augmenting paths for what is left."""
+    nc, nr = len(supply), len(demand)
+    y = [[0] * nr for _ in range(nc)]
+    need = supply.tolist()
+    room = demand.tolist()
+    caps = cap.tolist()
+    allowed = [[bool((int(m) >> r) & 1) for r in range(nr)] for m in fresh.tolist()]
+    for c in sorted(range(nc), key=lambda c: (sum(allowed[c]), c)):
+        for r in sorted(range(nr), key=lambda r: (-room[r], r)):
+            if need[c] and allowed[c][r]:
+                take = min(caps[c] - y[c][r], room[r], need[c])
+                if take > 0:
+                    y[c][r] += take
+                    room[r] -= take
+                    need[c] -= take
+    while any(need):
+        c0 = next(c for c in range(nc) if need[c])
+        path = _augment(y, caps, allowed, room, c0)
+        if path is None:
+            raise AssertionError("no transport for feasible rack totals")
+        amount = min(need[c0], room[path[-1][1]])
+        for c, r, sign in path:
+            amount = min(amount, caps[c] - y[c][r] if sign > 0 else y[c][r])
+        for c, r, sign in path:
+            y[c][r] += sign * amount
+        need[c0] -= amount
+        room[path[-1][1]] -= amount
+    return np.array(y, dtype=np.int64).reshape(nc, nr)
+
+
+def _augment(
+    y: list[list[int]], caps: list[int], allowed: list[list[bool]], room: list[int], c0: int
+) -> list[tuple[int, int, int]] | None:
+    """One unit from class c0 to a rack with room: class -> rack where y < cap (allowed),
+    rack -> class where y > 0 (that class moves a unit elsewhere)."""
+    nc, nr = len(y), len(room)
+    parent: dict[tuple[str, int], tuple[str, int] | None] = {("c", c0): None}
+    queue = [("c", c0)]
+    while queue:
+        kind, i = queue.pop(0)
+        if kind == "c":
+            for r in range(nr):
+                if allowed[i][r] and y[i][r] < caps[i] and ("r", r) not in parent:
+                    parent[("r", r)] = (kind, i)
+                    if room[r] > 0:
+                        return _unwind(parent, r)
+                    queue.append(("r", r))
+        else:
+            for c in range(nc):
+                if y[c][i] > 0 and ("c", c) not in parent:
+                    parent[("c", c)] = (kind, i)
+                    queue.append(("c", c))
+    return None
+
+
+def _unwind(
+    parent: dict[tuple[str, int], tuple[str, int] | None], rack: int
+) -> list[tuple[int, int, int]]:
+    steps: list[tuple[int, int, int]] = []
+    node: tuple[str, int] | None = ("r", rack)
+    while node is not None:
+        prev = parent[node]
+        if prev is None:
+            break
+        if node[0] == "r":
+            steps.append((prev[1], node[1], +1))
+        else:
+            steps.append((node[1], prev[1], -1))
+        node = prev
+    steps.reverse()
+    return steps
+
+
+def plan_arrays(
+    snapshot: ClusterSnapshot,
+    requests: Sequence[TopicRequest],
+    options: PlanOptions,
+    setup: _Setup | None = None,
+) -> Plan:
+    """The plan of a request `refusal` accepted (see the module doc)."""
+    if setup is None:
+        why, setup = _prepare(snapshot, requests, options)
+        if why is not None or setup is None:
+            raise ValueError(f"not an array plan: {why}")
+    columns = setup.columns
+    eligible = setup.eligible_ids
+    index = {t.name: i for i, t in enumerate(columns.topics)}
+    findings: list[Finding] = []
+    n = columns.rows
+    width = max(int(columns.replicas.shape[1]), max(int(r.rf or 0) for r in requests))
+    after = np.full((n, width), -1, dtype=np.int64)
+    after[:, : columns.replicas.shape[1]] = setup.dense
+    changed = np.zeros(n, dtype=bool)
+    requested = np.zeros(n, dtype=bool)
+    rf_after = columns.rf.copy()
+    ordered = sorted(requests, key=lambda r: r.topic)
+    for req in ordered:
+        i = index[req.topic]
+        lo, hi = int(columns.start[i]), int(columns.start[i + 1])
+        assert req.rf is not None
+        lowering = bool((columns.rf[lo:hi] > req.rf).any())
+        findings.extend(_min_isr_findings(columns.topics[i], req, options, lowering))
+    for req in ordered:
+        i = index[req.topic]
+        lo, hi = int(columns.start[i]), int(columns.start[i + 1])
+        requested[lo:hi] = True
+        assert req.rf is not None
+        if req.rf == 1:  # RF -> 1: each partition keeps its leader, its first replica
+            lowered = columns.rf[lo:hi] > 1
+            after[lo:hi, 1:][lowered] = -1
+            changed[lo:hi] |= lowered
+            rf_after[lo:hi] = np.minimum(rf_after[lo:hi], 1)
+            setup.cluster -= np.bincount(
+                setup.dense[lo:hi, 1:][lowered][setup.dense[lo:hi, 1:][lowered] >= 0],
+                minlength=setup.nb,
+            )
+            continue
+        topic = _Topic(setup, lo, hi, req.rf)
+        if not bool(topic.units.any()):
+            continue
+        rows, slots, brokers, delta = topic.plan()
+        after[lo + rows, slots] = brokers
+        changed[lo:hi] |= topic.units > 0
+        rf_after[lo:hi] = np.maximum(rf_after[lo:hi], req.rf)
+        setup.cluster += delta
+    after_ids = np.where(after >= 0, setup.ids[np.maximum(after, 0)], PAD).astype(np.int32)
+    rows = np.flatnonzero(changed)
+    changes = ArrayChanges(columns, rows, after_ids[rows], rf_after[rows])
+    report = report_arrays(snapshot, options, eligible, [r.topic for r in requests], setup, changes)
+    report["disk"] = _disk(snapshot, options, columns, changes)
+    findings.extend(_imbalance(report, setup, columns, index, changes))
+    return Plan(
+        cluster_id=snapshot.cluster_id,
+        snapshot_fingerprint=snapshot.fingerprint(),
+        strategy=options.strategy,
+        changes=changes,
+        report=report,
+        findings=tuple(findings),
+    )
+
+
+def _disk(
+    snapshot: ClusterSnapshot,
+    options: PlanOptions,
+    columns: PartitionColumns,
+    changes: ArrayChanges,
+) -> dict[str, object]:
+    moved = np.unique(changes.topic_index).tolist()
+    remote = sorted(
+        columns.topics[i].name
+        for i in moved
+        if str(columns.topics[i].configs.get(REMOTE_STORAGE, "")).lower() == "true"
+    )
+    return disk_report(
+        snapshot,
+        None,
+        unchecked_reason(snapshot),
+        options.disk_headroom,
+        options.log_dirs,
+        None,
+        remote=remote,
+    )
+
+
+def _per_broker(ids: Sequence[int], counts: Sequence[int]) -> dict[int, int]:
+    return dict(zip(ids, counts, strict=True))
+
+
+def report_arrays(
+    snapshot: ClusterSnapshot,
+    options: PlanOptions,
+    eligible: Sequence[int],
+    topics: Sequence[str],
+    setup: _Setup,
+    changes: ArrayChanges,
+) -> dict[str, Any]:
+    """build_report's dict (report.py), counted with bincount over the arrays. Each change
+    adds replicas after the existing ones or drops replicas (RF -> 1): no moves."""
+    columns = setup.columns
+    nb = setup.nb
+    ids = setup.ids.tolist()
+    dense = setup.dense
+    index = {t.name: i for i, t in enumerate(columns.topics)}
+    topic_row = columns.topic_of_rows()
+    valid = dense >= 0
+    before = np.bincount(dense[valid], minlength=nb)
+    first = dense[:, 0]
+    preferred = np.bincount(first[first >= 0], minlength=nb)
+    # leaders now: the recorded one, the preferred one when unknown; offline (<0) leads none
+    leader = columns.leader
+    now = np.where(leader == NO_LEADER, columns.replicas[:, 0].astype(np.int64), leader)
+    now = now[now >= 0]
+    now_idx = setup.to_dense(now)
+    actual = np.bincount(now_idx[now_idx >= 0], minlength=nb)
+    leaders_before = _per_broker(ids, actual.tolist())
+    for b, count in zip(*np.unique(now[now_idx < 0], return_counts=True), strict=True):
+        leaders_before[int(b)] = int(count)
+    leaders_before = dict(sorted(leaders_before.items()))
+
+    rows = changes.rows
+    rf0 = columns.rf[rows]
+    after_dense = setup.to_dense(changes.after)
+    before_rows = dense[rows]
+    kept = (after_dense[:, :, None] == before_rows[:, None, :]).any(axis=2)
+    new_mask = (after_dense >= 0) & ~kept
+    stays = (before_rows[:, :, None] == after_dense[:, None, :]).any(axis=2)
+    gone_mask = (before_rows >= 0) & ~stays
+    new_idx = after_dense[new_mask]
+    added_per = np.bincount(new_idx, minlength=nb)
+    removed_per = np.bincount(before_rows[gone_mask], minlength=nb)
+    after_counts = before + added_per - removed_per
+    per_row_added = new_mask.sum(axis=1)
+    per_row_removed = gone_mask.sum(axis=1)
+    preferred_after = (
+        preferred
+        - np.bincount(before_rows[:, 0][before_rows[:, 0] >= 0], minlength=nb)
+        + np.bincount(after_dense[:, 0][after_dense[:, 0] >= 0], minlength=nb)
+    )
+    sizes = columns.size[rows]
+    sizes_known = not bool(((sizes == NO_SIZE) & (per_row_added > 0)).any())
+    size_each = np.repeat(np.where(sizes == NO_SIZE, 0, sizes), per_row_added)
+    bytes_in = np.bincount(new_idx, weights=size_each, minlength=nb)
+    lead = columns.leader[rows]
+    source = np.where(lead >= 0, lead, columns.replicas[rows, 0].astype(np.int64))
+    source_each = np.repeat(source, per_row_added)
+    src_idx = setup.to_dense(source_each)
+    src_known = src_idx >= 0
+    bytes_out_arr = np.bincount(src_idx[src_known], weights=size_each[src_known], minlength=nb)
+    bytes_out = _per_broker(ids, [int(v) for v in bytes_out_arr.tolist()])
+    for b, v in zip(source_each[~src_known].tolist(), size_each[~src_known].tolist(), strict=True):
+        bytes_out[b] = bytes_out.get(b, 0) + int(v)
+    known = src_known.nonzero()[0]
+    cross = int(
+        size_each[known[setup.rack_of[src_idx[known]] != setup.rack_of[new_idx[known]]]].sum()
+    )
+    cross += int(size_each[~src_known].sum())  # a source the snapshot does not list: another rack
+    leaders_changed = int((source != changes.after[:, 0]).sum())
+
+    # rack violations and spreads over the requested topics
+    live_racks = len(set(setup.rack_of.tolist()))
+    req_idx = sorted(index[t] for t in set(topics))
+    req_rows = np.isin(topic_row, req_idx)
+    viol_before = _violations(setup.racks(dense[req_rows]), columns.rf[req_rows], live_racks)
+    viol_changed_before = _violations(setup.racks(dense[rows]), rf0, live_racks)
+    viol_changed_after = _violations(setup.racks(after_dense), changes.rf, live_racks)
+    viol_after = viol_before - viol_changed_before + viol_changed_after
+
+    elig = setup.eligible
+    spread_before: dict[str, int] = {}
+    spread_after: dict[str, int] = {}
+    nt = len(columns.topics)
+    # replicas per (topic, broker), before and added, in two bincounts
+    tb_all = np.bincount(
+        (np.repeat(topic_row, dense.shape[1]) * nb + dense.ravel())[dense.ravel() >= 0],
+        minlength=nt * nb,
+    ).reshape(nt, nb)
+    change_topic = np.repeat(topic_row[rows], per_row_added)
+    gone_topic = np.repeat(topic_row[rows], per_row_removed)
+    ta_all = (
+        tb_all
+        + np.bincount(change_topic * nb + new_idx, minlength=nt * nb).reshape(nt, nb)
+        - np.bincount(gone_topic * nb + before_rows[gone_mask], minlength=nt * nb).reshape(nt, nb)
+    )
+    for name in sorted(set(topics)):
+        i = index[name]
+        tb, ta = tb_all[i], ta_all[i]
+        scope = elig | (tb > 0) | (ta > 0)
+        spread_before[name] = _spread(tb, scope)
+        spread_after[name] = _spread(ta, scope)
+    cluster_scope = elig | (before > 0) | (after_counts > 0)
+    peak = before + added_per
+    added_total = int(per_row_added.sum())
+    removed_total = int(per_row_removed.sum())
+    return {
+        "strategy": options.strategy,
+        "topics": sorted(set(topics)),
+        "eligible_brokers": list(eligible),
+        "partitions_changed": len(rows),
+        "partitions_created": 0,
+        "replicas_added": added_total,
+        "replicas_removed": removed_total,
+        "existing_replicas_moved": int(np.minimum(per_row_added, per_row_removed).sum()),
+        "lower_bound_replicas_added": added_total,
+        "lower_bound_replicas_removed": removed_total,
+        "bytes_to_move": int(size_each.sum()) if sizes_known else None,
+        "bytes_lower_bound": int(size_each.sum()) if sizes_known else None,
+        "cross_rack_bytes": int(cross) if sizes_known else None,
+        "leaders_changed": leaders_changed,
+        "rack_violations_before": viol_before,
+        "rack_violations_after": viol_after,
+        "broker_replicas_before": _per_broker(ids, before.tolist()),
+        "broker_replicas_peak": _per_broker(ids, peak.tolist()),
+        "broker_replicas_after": _per_broker(ids, after_counts.tolist()),
+        "broker_leaders_before": leaders_before,
+        "broker_preferred_leaders_before": _per_broker(ids, preferred.tolist()),
+        "broker_leaders_after": _per_broker(ids, preferred_after.tolist()),
+        "broker_bytes_in": _per_broker(ids, [int(v) for v in bytes_in.tolist()]),
+        "broker_bytes_out": dict(sorted(bytes_out.items())),
+        "topic_spread_before": spread_before,
+        "topic_spread_after": spread_after,
+        "cluster_spread_before": _spread(before, cluster_scope),
+        "cluster_spread_after": _spread(after_counts, cluster_scope),
+        "fallbacks": [],
+    }
+
+
+def _violations(racks: I64, rf: I64, available: int) -> int:
+    """Rows spanning fewer racks than min(RF, racks available) (none with one rack)."""
+    if available <= 1 or not len(racks):
+        return 0
+    ordered = np.sort(racks, axis=1)
+    distinct = (ordered >= 0).astype(np.int64)
+    distinct[:, 1:] &= ordered[:, 1:] != ordered[:, :-1]
+    return int((distinct.sum(axis=1) < np.minimum(rf, available)).sum())
+
+
+def _spread(counts: I64, scope: npt.NDArray[np.bool_]) -> int:
+    values = counts[scope]
+    return int(values.max() - values.min()) if values.size else 0
+
+
+def _imbalance(
+    report: dict[str, Any],
+    setup: _Setup,
+    columns: PartitionColumns,
+    index: dict[str, int],
+    changes: ArrayChanges,
+) -> list[Finding]:
+    """plan._imbalance_findings for an array plan: a topic that only gets replicas has its
+    spread proven lowest under the rack rule (step 1 of the module doc); one lowered to
+    RF 1 kept the only replicas it could (its leaders)."""
+    spreads = report["topic_spread_after"]
+    uneven = sorted((value, topic) for topic, value in spreads.items() if value > 1)
+    if not uneven:
+        return []
+    worst_value = max(value for value, _ in uneven)
+    worst_topic = min(topic for value, topic in uneven if value == worst_value)
+    ids = setup.ids.tolist()
+    all_forced = True
+    lowered = changes.rf < columns.rf[changes.rows]
+    lowered_topics = {columns.topics[t].name for t in changes.topic_index[lowered].tolist()}
+    for _, name in uneven:
+        if name in lowered_topics:
+            all_forced = False
+            continue
+        i = index[name]
+        lo, hi = int(columns.start[i]), int(columns.start[i + 1])
+        block = setup.dense[lo:hi]
+        tb = np.bincount(block[block >= 0], minlength=setup.nb)
+        mine = np.isin(changes.rows, np.arange(lo, hi))
+        new = changes.after[mine]
+        rf0 = columns.rf[changes.rows[mine]]
+        cols = np.arange(new.shape[1])[None, :]
+        added_ids = new[(cols >= rf0[:, None]) & (new >= 0)].tolist()
+        elig = {b for b, e in zip(ids, setup.eligible.tolist(), strict=True) if e}
+        counts = {b: n for b, n in zip(ids, tb.tolist(), strict=True) if n or b in elig}
+        eligible_counts = {b: n for b, n in counts.items() if b in elig}
+        fixed = {b: n for b, n in counts.items() if b not in elig}
+        after = dict(counts)
+        for b in added_ids:
+            after[b] = after.get(b, 0) + 1
+        if spread(after) > spread_floor(fixed, eligible_counts, len(added_ids)):
+            all_forced = False
+    if any(name in lowered_topics for _, name in uneven):
+        why = (
+            "this is the most even of the balanced, kafka and append placements for these "
+            "moves; no existing replica moves to even them out"
+        )
+    elif all_forced:
+        why = (
+            "with every existing replica where it is, no placement of the new ones does "
+            "better; only moving existing replicas would, and this plan moves none"
+        )
+    else:
+        why = (
+            "with every existing replica where it is, one replica of a partition per broker "
+            "and new replicas on racks their partition lacks, no placement of the new ones "
+            "does better; only moving existing replicas would, and this plan moves none"
+        )
+    return [
+        Finding(
+            "info",
+            "imbalance",
+            f"{len(uneven)} topic(s) still have replica counts per broker differing by more than "
+            f"1 (worst: {worst_topic!r}, by {worst_value}); {why}",
+            topic=worst_topic if len(uneven) == 1 else None,
+        )
+    ]

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.groups import per_mode
 
 from kreplica.sandbox import SandboxInfo
 from kreplica.testing import TopicSpec, create_topics
@@ -34,6 +33,7 @@ from tests.integration.test_apply import (
     _one_line,
     consume_all,
 )
+from tests.support.groups import per_mode
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 

@@ -40,13 +40,14 @@ def _deterministic_terminal(monkeypatch: pytest.MonkeyPatch, _no_user_config: Pa
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "120")
     monkeypatch.setenv("TERM", "dumb")
-    # Safe starts off: sandboxes are seconds old, and tests that restart brokers leave replicas
-    # catching up; tests/integration/test_pace.py turns them back on where it tests them.
-    monkeypatch.setenv("KREPLICA_CONTROLLER_SETTLE", "0")
-    monkeypatch.setenv("KREPLICA_ALLOW_UNDER_REPLICATED", "1")
     for key in list(os.environ):
         if key.startswith("KREPLICA_") and key != "KREPLICA_CACHE":
             monkeypatch.delenv(key, raising=False)
+    # Safe starts off (set after the clean-up above, which would remove them): sandboxes are
+    # seconds old, and tests that restart brokers elect controllers and leave replicas
+    # catching up; tests/integration/test_pace.py turns them back on where it tests them.
+    monkeypatch.setenv("KREPLICA_CONTROLLER_SETTLE", "0")
+    monkeypatch.setenv("KREPLICA_ALLOW_UNDER_REPLICATED", "1")
 
 
 # --------------------------------------------------------------------------- marks by directory

@@ -690,7 +690,7 @@ class AdminSource(LiveSource):
         pool.shutdown(wait=False)  # its threads end with their request
 
         def answers() -> list[Mapping[str, Any]]:
-            from kafka.errors import ClusterAuthorizationFailedError
+            from kafka.errors import ClusterAuthorizationFailedError, UnknownBrokerIdError
 
             failed: list[tuple[int, BaseException]] = []
             out: list[Mapping[str, Any]] = []
@@ -698,6 +698,10 @@ class AdminSource(LiveSource):
                 result = future.result()
                 if isinstance(result, ClusterAuthorizationFailedError):
                     return []  # a principal without DESCRIBE on the cluster has no sizes
+                if isinstance(result, UnknownBrokerIdError):
+                    # gone from the cluster's metadata since it was listed (a broker that
+                    # just died): it holds no log a client can read, so its sizes are unknown
+                    continue
                 if isinstance(result, BaseException):
                     failed.append((broker_id, result))
                 else:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -101,8 +101,9 @@ class KafkaCluster:
         )
         return {int(node.id) for node in described.nodes}
 
-    def static_configs(self, keys: Sequence[str]) -> dict[str, str]:
-        """These configs of one live broker, whatever their source (for discovery)."""
+    def _live_broker_configs(self) -> Iterator[tuple[int, Mapping[str, Any]]]:
+        """Each live broker's configs, whatever their source, in broker order; a broker that
+        does not answer is passed over."""
         from confluent_kafka.admin import ConfigResource, ResourceType  # type: ignore[attr-defined]
 
         for broker in sorted(self.live_broker_ids()):
@@ -114,6 +115,12 @@ class KafkaCluster:
                 entries = self.source.call(futures[resource], f"describe broker {broker} configs")
             except SourceError:
                 continue
+            yield broker, entries
+
+    def static_configs(self, keys: Sequence[str]) -> dict[str, str]:
+        """These configs of one live broker, whatever their source (for discovery)."""
+
+        for _broker, entries in self._live_broker_configs():
             return {
                 k: str(entries[k].value)
                 for k in keys
@@ -124,7 +131,6 @@ class KafkaCluster:
     def controller_facts(self) -> Any:
         """What a client can tell about the controller and a ZooKeeper-to-KRaft migration
         (kreplica.executor.safestart.ControllerFacts; that module says what cannot be told)."""
-        from confluent_kafka.admin import ConfigResource, ResourceType  # type: ignore[attr-defined]
         from kafka.errors import KafkaError
 
         from kreplica.executor.safestart import ControllerFacts, read_controller_znode
@@ -143,15 +149,7 @@ class KafkaCluster:
                 controller, migration = read_controller_znode(data)
                 age = time.time() - created
         flagged: list[int] = []
-        for broker in sorted(self.live_broker_ids()):
-            resource = ConfigResource(ResourceType.BROKER, str(broker))
-            futures = self.source.confluent_admin().describe_configs(
-                [resource], request_timeout=self.source.timeout_s
-            )
-            try:
-                entries = self.source.call(futures[resource], f"describe broker {broker} configs")
-            except SourceError:
-                continue
+        for broker, entries in self._live_broker_configs():
             entry = entries.get(MIGRATION_FLAG)
             if entry is not None and str(entry.value).lower() == "true":
                 flagged.append(broker)

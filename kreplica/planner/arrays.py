@@ -47,6 +47,7 @@ from kreplica.model import ClusterSnapshot, Finding, Plan
 from kreplica.planner.disk import REMOTE_STORAGE, DiskGuard, disk_report, unchecked_reason
 from kreplica.planner.evaluate import spread, spread_floor
 from kreplica.planner.options import PlanOptions, TopicRequest
+from kreplica.planner.report import imbalance_note
 from kreplica.planner.requests import _min_isr_findings, eligible_brokers
 
 I64 = npt.NDArray[np.int64]
@@ -716,8 +717,6 @@ def _imbalance(
     uneven = sorted((value, topic) for topic, value in spreads.items() if value > 1)
     if not uneven:
         return []
-    worst_value = max(value for value, _ in uneven)
-    worst_topic = min(topic for value, topic in uneven if value == worst_value)
     ids = setup.ids.tolist()
     all_forced = True
     lowered = changes.rf < columns.rf[changes.rows]
@@ -760,12 +759,4 @@ def _imbalance(
             "and new replicas on racks their partition lacks, no placement of the new ones "
             "does better; only moving existing replicas would, and this plan moves none"
         )
-    return [
-        Finding(
-            "info",
-            "imbalance",
-            f"{len(uneven)} topic(s) still have replica counts per broker differing by more than "
-            f"1 (worst: {worst_topic!r}, by {worst_value}); {why}",
-            topic=worst_topic if len(uneven) == 1 else None,
-        )
-    ]
+    return [imbalance_note(uneven, why)]

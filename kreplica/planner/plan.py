@@ -29,7 +29,7 @@ from kreplica.planner.disk import DiskGuard, finish_plan
 from kreplica.planner.evaluate import spread, spread_floor
 from kreplica.planner.kafka_strategy import KafkaStrategy
 from kreplica.planner.options import STRATEGIES, PlanOptions, TopicRequest
-from kreplica.planner.report import LowerBound, build_report
+from kreplica.planner.report import LowerBound, build_report, imbalance_note
 from kreplica.planner.requests import _ids, _min_isr_findings, eligible_brokers
 from kreplica.planner.strategies import (
     AppendStrategy,
@@ -659,8 +659,6 @@ def _imbalance_findings(
     uneven = sorted((value, topic) for topic, value in spreads.items() if value > 1)
     if not uneven:
         return []
-    worst_value = max(value for value, _ in uneven)
-    worst_topic = min(topic for value, topic in uneven if value == worst_value)
     by_topic: dict[str, list[PartitionChange]] = {topic: [] for _, topic in uneven}
     for c in changes:
         if c.topic in by_topic:
@@ -694,12 +692,4 @@ def _imbalance_findings(
         )
     else:
         why = "--strategy balanced may place the new replicas more evenly"
-    return [
-        Finding(
-            "info",
-            "imbalance",
-            f"{len(uneven)} topic(s) still have replica counts per broker differing by more than "
-            f"1 (worst: {worst_topic!r}, by {worst_value}); {why}",
-            topic=worst_topic if len(uneven) == 1 else None,
-        )
-    ]
+    return [imbalance_note(uneven, why)]

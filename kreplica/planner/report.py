@@ -18,7 +18,7 @@ from operator import attrgetter, itemgetter
 from typing import Any
 
 from kreplica.gcpause import gc_paused
-from kreplica.model import ClusterSnapshot, Partition, PartitionChange
+from kreplica.model import ClusterSnapshot, Finding, Partition, PartitionChange
 from kreplica.planner.context import Fallback
 from kreplica.planner.evaluate import (
     has_rack_violation,
@@ -274,3 +274,17 @@ def _per_broker(counts: Mapping[int, int], brokers: Sequence[int]) -> dict[int, 
         if n or b in out:
             out[b] = n
     return dict(sorted(out.items()))
+
+
+def imbalance_note(uneven: Sequence[tuple[int, str]], why: str) -> Finding:
+    """The one note on topics left with replica counts per broker differing by more than 1
+    ((spread, topic) pairs), naming the worst, and `why` no plan does better."""
+    worst_value = max(value for value, _ in uneven)
+    worst_topic = min(topic for value, topic in uneven if value == worst_value)
+    return Finding(
+        "info",
+        "imbalance",
+        f"{len(uneven)} topic(s) still have replica counts per broker differing by more than "
+        f"1 (worst: {worst_topic!r}, by {worst_value}); {why}",
+        topic=worst_topic if len(uneven) == 1 else None,
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -280,36 +281,18 @@ def _parse_topic(
     raw: Any, origin: str, path: str, shared: dict[tuple[int, ...], tuple[int, ...]] | None = None
 ) -> Topic:
     shared = {} if shared is None else shared
-    t = _obj(raw, origin, path)
-    name = t.get("name")
-    if not isinstance(name, str) or not name:
-        raise _fail(origin, f"{path}.name", "must be a non-empty string")
-    configs_raw = _obj(t.get("configs", {}) or {}, origin, f"{path}.configs")
-    configs = {str(k): str(v) for k, v in configs_raw.items() if v is not None}
+    shell, raw_parts = _topic_shell(raw, origin, path)
     parts: dict[int, Partition] = {}
-    for j, p in enumerate(_list(t.get("partitions", []), origin, f"{path}.partitions")):
-        part = _plain_partition(p, name, shared) or _parse_partition(
-            p, name, origin, f"{path}.partitions[{j}]"
+    for j, p in enumerate(_list(raw_parts, origin, f"{path}.partitions")):
+        part = _plain_partition(p, shell.name, shared) or _parse_partition(
+            p, shell.name, origin, f"{path}.partitions[{j}]"
         )
         if part.partition in parts:
             raise _fail(
                 origin, f"{path}.partitions[{j}].partition", f"repeats partition {part.partition}"
             )
         parts[part.partition] = part
-    min_isr = t.get("min_insync_replicas")
-    if min_isr is not None:
-        min_isr = _int(min_isr, origin, f"{path}.min_insync_replicas")
-        if min_isr < 1:
-            raise _fail(origin, f"{path}.min_insync_replicas", f"must be >= 1, got {min_isr}")
-    return Topic(
-        name=name,
-        partitions=tuple(parts[k] for k in sorted(parts)),
-        configs=configs,
-        effective_min_isr=min_isr,
-        min_isr_source=_opt_str(
-            t.get("min_insync_replicas_source"), origin, f"{path}.min_insync_replicas_source"
-        ),
-    )
+    return replace(shell, partitions=tuple(parts[k] for k in sorted(parts)))
 
 
 _CHECKED_ONLY = ("replica_dirs", "replica_sizes")  # keys the plain path leaves to the checks

@@ -101,16 +101,22 @@ class KafkaCluster:
         )
         return {int(node.id) for node in described.nodes}
 
-    def _live_broker_configs(self) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    def _live_broker_configs(self, *, together: bool) -> Iterator[tuple[int, Mapping[str, Any]]]:
         """Each live broker's configs, whatever their source, in broker order; a broker that
-        does not answer is passed over."""
+        does not answer is passed over. `together`: every request in flight at once (all are
+        read); otherwise one broker at a time (the caller may stop at the first)."""
         from confluent_kafka.admin import ConfigResource, ResourceType  # type: ignore[attr-defined]
 
-        for broker in sorted(self.live_broker_ids()):
-            resource = ConfigResource(ResourceType.BROKER, str(broker))
-            futures = self.source.confluent_admin().describe_configs(
-                [resource], request_timeout=self.source.timeout_s
-            )
+        brokers = sorted(self.live_broker_ids())
+        resources = {b: ConfigResource(ResourceType.BROKER, str(b)) for b in brokers}
+        admin = self.source.confluent_admin()
+
+        def ask(resource: Any) -> Any:  # one BROKER resource per call (librdkafka's rule)
+            return admin.describe_configs([resource], request_timeout=self.source.timeout_s)
+
+        sent = {b: ask(r) for b, r in resources.items()} if together else {}
+        for broker, resource in resources.items():
+            futures = sent[broker] if together else ask(resource)
             try:
                 entries = self.source.call(futures[resource], f"describe broker {broker} configs")
             except SourceError:
@@ -119,8 +125,7 @@ class KafkaCluster:
 
     def static_configs(self, keys: Sequence[str]) -> dict[str, str]:
         """These configs of one live broker, whatever their source (for discovery)."""
-
-        for _broker, entries in self._live_broker_configs():
+        for _broker, entries in self._live_broker_configs(together=False):
             return {
                 k: str(entries[k].value)
                 for k in keys
@@ -149,7 +154,7 @@ class KafkaCluster:
                 controller, migration = read_controller_znode(data)
                 age = time.time() - created
         flagged: list[int] = []
-        for broker, entries in self._live_broker_configs():
+        for broker, entries in self._live_broker_configs(together=True):
             entry = entries.get(MIGRATION_FLAG)
             if entry is not None and str(entry.value).lower() == "true":
                 flagged.append(broker)

@@ -20,6 +20,7 @@ from kreplica.sandbox import SandboxInfo
 from kreplica.sources import open_source
 from kreplica.sources.admin import AdminSource
 from kreplica.testing import TopicSpec, create_topics
+from tests.support.groups import per_mode
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -88,18 +89,20 @@ def test_without_sizes_no_describe_log_dirs_is_sent_and_the_rest_is_the_same(
     assert _same(stripped, bare)
 
 
+@pytest.mark.parametrize("mode", per_mode("cluster"))
 def test_zookeeper_mode_is_told_without_asking_for_fenced_brokers(
-    zk_cluster: SandboxInfo, kraft_cluster: SandboxInfo, monkeypatch: pytest.MonkeyPatch
+    mode: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # one cluster per test: a test that used both would tie the two clusters' tests to one
+    # xdist worker (tests/support/groups.py)
+    cluster: SandboxInfo = request.getfixturevalue(f"{mode}_cluster")
     spy = _Spy(monkeypatch, AdminSource, "_fenced_brokers")
-    with AdminSource(zk_cluster.bootstrap_servers) as source:
-        assert source.zookeeper_mode()
+    with AdminSource(cluster.bootstrap_servers) as source:
+        assert source.zookeeper_mode() is (mode == "zk")
         snap = source.snapshot(["orders"])
-    assert spy.calls == 0 and snap.cluster_id == zk_cluster.cluster_id
-    with AdminSource(kraft_cluster.bootstrap_servers) as source:
-        assert not source.zookeeper_mode()
-        source.snapshot(["orders"])
-    assert spy.calls == 1
+    assert snap.cluster_id == cluster.cluster_id
+    # fenced brokers are a KRaft notion: asked once there, never of a ZooKeeper-mode cluster
+    assert spy.calls == (0 if mode == "zk" else 1)
 
 
 def test_zookeeper_bulk_reads_read_what_kazoo_reads(

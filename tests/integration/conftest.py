@@ -107,8 +107,16 @@ STRIPED_TOPICS = (
 )
 
 
-def produce(bootstrap: str, topic: str, total_bytes: int, *, record_bytes: int = 1024) -> None:
-    """Write `total_bytes` of incompressible records, spread over every partition, acks=all."""
+def produce(
+    bootstrap: str,
+    topic: str,
+    total_bytes: int,
+    *,
+    record_bytes: int = 1024,
+    partition: int | None = None,
+) -> None:
+    """Write `total_bytes` of incompressible records, acks=all, spread over every partition or
+    all to `partition`."""
     import random
 
     from confluent_kafka import Producer
@@ -125,7 +133,11 @@ def produce(bootstrap: str, topic: str, total_bytes: int, *, record_bytes: int =
 
     for i in range(total_bytes // record_bytes):
         producer.produce(
-            topic, rng.randbytes(record_bytes), key=str(i).encode(), on_delivery=delivered
+            topic,
+            rng.randbytes(record_bytes),
+            key=str(i).encode(),
+            on_delivery=delivered,
+            **({} if partition is None else {"partition": partition}),
         )
         producer.poll(0)
     remaining = producer.flush(60)

@@ -67,7 +67,10 @@ def test_status_of_a_throttled_move_then_done(info: SandboxInfo, tmp_path: Path)
     topic = f"status-{info.mode}"
     source = ["--bootstrap-server", info.bootstrap_servers]
     create_topics(info.bootstrap_servers, [TopicSpec(topic, partitions=3, replication_factor=1)])
-    produce(info.bootstrap_servers, topic, 9 * 1024 * 1024)
+    # the first wave's two partitions 3 MiB each, long enough at the throttle to be seen
+    # moving; the second wave's a little, so the run does not wait half a minute more for it
+    for partition, size in ((0, 3 * 1024 * 1024), (1, 3 * 1024 * 1024), (2, 128 * 1024)):
+        produce(info.bootstrap_servers, topic, size, partition=partition)
     made = kreplica(
         tmp_path, "expand", "-t", topic, "--rf", "2", "--dry-run", "--out", "s.json", *source
     )

@@ -5,7 +5,9 @@ confluent-kafka gives brokers and racks (DescribeCluster), assignments, leaders 
 source (DescribeConfigs). kafka-python gives what confluent-kafka lacks: in-flight
 reassignments (ListPartitionReassignments), replica sizes (DescribeLogDirs), and KRaft brokers
 that are registered but fenced (DescribeCluster v2 with IncludeFencedBrokers, KIP-1073, Kafka
-4.0+), which are dead for planning but keep their rack and address. Each is one batched
+4.0+), which are dead for planning but keep their rack and address; on plain listeners a
+snapshot asks the first two itself (kreplica.sources.kafkawire: kafka-python's import and
+decoder cost as much CPU as the rest of the read). Each is one batched
 request, so 10,000 partitions take seconds. Client objects never leave this module: errors
 become SourceError, results model objects.
 """
@@ -18,12 +20,14 @@ import logging
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from datetime import UTC, datetime
 from typing import Any
 
 from kreplica.errors import SourceError, UsageError
 from kreplica.model import Broker, ClusterSnapshot, LogDir, Partition, Topic
+from kreplica.sources import kafkawire
 from kreplica.sources.assemble import (
     LiveSource,
     assemble_snapshot,
@@ -31,6 +35,7 @@ from kreplica.sources.assemble import (
     utc_timestamp,
 )
 from kreplica.sources.clientconfig import confluent_config, kafka_python_config, principal_name
+from kreplica.sources.kafkawire import BrokerConnection, plain_listener
 
 # Client libraries log refused connections (kafka-python with stack traces); a NullHandler keeps
 # them off stderr unless the application configures logging itself.
@@ -282,6 +287,12 @@ class AdminSource(LiveSource):
         self._kafka_python_error: BaseException | None = None
         # DescribeLogDirs (sizes, dirs, disk figures) in snapshot(); False: none are read
         self.read_sizes = read_sizes
+        # plain listeners: snapshot() asks ApiVersions, DescribeLogDirs and
+        # ListPartitionReassignments on connections of its own (kreplica.sources.kafkawire),
+        # broker id -> a connection that has its ApiVersions answer; kafka-python otherwise
+        self._wire = plain_listener(self._client_config)
+        self._wire_conns: dict[int, Future[BrokerConnection]] = {}
+        self._controller: Broker | None = None
         self._kafka_python_config = kafka_python_config(
             self._bootstrap, self._client_config, timeout_s
         )
@@ -315,6 +326,7 @@ class AdminSource(LiveSource):
 
     def close(self) -> None:
         self._admin = None  # confluent-kafka clients are released when dropped
+        self._close_wire()
         thread = self._kafka_python_thread
         if thread is not None and thread is not threading.current_thread():
             # a bootstrap still under way (the caller failed meanwhile) ends within the
@@ -521,6 +533,60 @@ class AdminSource(LiveSource):
         """A confluent-kafka future's result, or one SourceError line naming `what`."""
         return self._result(future, what)
 
+    # -- plain connections of our own (kreplica.sources.kafkawire) ----------------------------
+
+    def _open_wire(self, brokers: Sequence[Broker]) -> None:
+        """Connect to every broker at once and ask each its ApiVersions, in threads."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        def connect(broker: Broker) -> BrokerConnection:
+            conn = BrokerConnection(broker.host or "", broker.port or 9092, self._timeout_s)
+            try:
+                conn.ask_versions()
+            except BaseException:
+                conn.close()
+                raise
+            return conn
+
+        self._close_wire()
+        listed = [b for b in brokers if b.host and b.port]
+        if not listed:
+            return
+        pool = ThreadPoolExecutor(len(listed), thread_name_prefix="kreplica-wire")
+        self._wire_conns = {b.id: pool.submit(connect, b) for b in listed}
+        pool.shutdown(wait=False)
+
+    def _wire_conn(self, broker_id: int) -> BrokerConnection | None:
+        future = self._wire_conns.get(broker_id)
+        if future is None:
+            return None
+        try:
+            return future.result()
+        except kafkawire.WireError:
+            return None
+
+    def _wire_answers(self) -> list[BrokerConnection]:
+        """The connections that answered ApiVersions (waiting for them)."""
+        return [c for c in map(self._wire_conn, sorted(self._wire_conns)) if c is not None]
+
+    def _wire_reassignments(self) -> dict[tuple[str, int], dict[str, Any]] | None:
+        """ListPartitionReassignments from the controller on a connection of its own (the
+        broker's own connection may be busy with DescribeLogDirs); None: ask kafka-python."""
+        controller = self._controller
+        if not self._wire_conns or controller is None or not controller.host:
+            return None
+        try:
+            with BrokerConnection(controller.host, controller.port or 9092, self._timeout_s) as c:
+                c.ask_versions()
+                return c.list_reassignments(int(self._timeout_s * 1000))
+        except kafkawire.WireError:
+            return None
+
+    def _close_wire(self) -> None:
+        conns, self._wire_conns = self._wire_conns, {}
+        for future in conns.values():
+            future.add_done_callback(_close_connection)
+
     # -- reading -----------------------------------------------------------------------------
 
     def _live_brokers(self) -> tuple[str | None, list[Broker]]:
@@ -532,6 +598,10 @@ class AdminSource(LiveSource):
             Broker(id=node.id, rack=node.rack or None, host=node.host, port=node.port, alive=True)
             for node in cluster.nodes
         ]
+        controller = getattr(cluster, "controller", None)
+        self._controller = next(
+            (b for b in brokers if controller is not None and b.id == controller.id), None
+        )
         return cluster.cluster_id, brokers
 
     def zookeeper_mode(self) -> bool:
@@ -540,6 +610,8 @@ class AdminSource(LiveSource):
         controller-to-broker APIs LeaderAndIsr, StopReplica, UpdateMetadata (keys 4-6). False
         when that answer is not at hand (a KRaft cluster is then asked for fenced brokers,
         which is what this saves on a ZooKeeper-mode one)."""
+        for conn in self._wire_answers():
+            return kafkawire.zookeeper_mode(conn.versions)
         client = self._kafka_python_client()
         manager = getattr(client, "_manager", None)
         versions = getattr(getattr(manager, "broker_version_data", None), "api_versions", None)
@@ -635,8 +707,15 @@ class AdminSource(LiveSource):
         self, names: list[str]
     ) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
         """(topic, partition) → (adding, removing) for reassignments in flight."""
-        listed = self.list_reassignments()
         wanted = set(names)
+        wire = self._wire_reassignments()
+        if wire is not None:
+            return {
+                key: (state["adding_replicas"], state["removing_replicas"])
+                for key, state in wire.items()
+                if key[0] in wanted
+            }
+        listed = self.list_reassignments()
         return {
             (tp.topic, tp.partition): (
                 tuple(state["adding_replicas"]),
@@ -673,6 +752,14 @@ class AdminSource(LiveSource):
         # kafka-python is imported in the pool's threads (by the bootstrap thread, which they
         # wait for), never here: the caller goes on with its own requests meanwhile
         def ask(broker_id: int) -> list[Mapping[str, Any]] | BaseException:
+            conn = self._wire_conn(broker_id)
+            if conn is not None:
+                try:
+                    return [conn.describe_log_dirs(wanted, broker_id)]
+                except kafkawire.NotAuthorized as exc:
+                    return exc
+                except kafkawire.WireError:
+                    pass  # kafka-python says what went wrong, or answers
             client = self._kafka_python_client()
             from kafka.errors import KafkaError
 
@@ -690,12 +777,16 @@ class AdminSource(LiveSource):
         pool.shutdown(wait=False)  # its threads end with their request
 
         def answers() -> list[Mapping[str, Any]]:
+            results = [future.result() for future in futures]
+            if any(isinstance(r, kafkawire.NotAuthorized) for r in results):
+                return []  # a principal without DESCRIBE on the cluster has no sizes
+            if not any(isinstance(r, BaseException) for r in results):
+                return [entry for r in results for entry in r]  # type: ignore[union-attr]
             from kafka.errors import ClusterAuthorizationFailedError, UnknownBrokerIdError
 
             failed: list[tuple[int, BaseException]] = []
             out: list[Mapping[str, Any]] = []
-            for broker_id, future in zip(ids, futures, strict=True):
-                result = future.result()
+            for broker_id, result in zip(ids, results, strict=True):
                 if isinstance(result, ClusterAuthorizationFailedError):
                     return []  # a principal without DESCRIBE on the cluster has no sizes
                 if isinstance(result, UnknownBrokerIdError):
@@ -720,9 +811,12 @@ class AdminSource(LiveSource):
         captured_at = utc_timestamp(datetime.now(UTC))
         wanted = None if topics is None else list(topics)
         cluster_id, live = self._live_brokers()
-        # after the first answer: refused credentials are reported by librdkafka at once,
-        # while kafka-python would retry them for the whole timeout
-        self._start_kafka_python()
+        if self._wire:
+            self._open_wire(live)
+        else:
+            # after the first answer: refused credentials are reported by librdkafka at once,
+            # while kafka-python would retry them for the whole timeout
+            self._start_kafka_python()
         metadata = self._topics()
         names = select_topics(metadata, wanted)
         log_dirs = (
@@ -769,6 +863,7 @@ class AdminSource(LiveSource):
                     min_isr_source=source,
                 )
             )
+        self._close_wire()
         snapshot = assemble_snapshot(
             brokers=[index.broker(by_id[k]) for k in sorted(by_id)],
             topics=result,
@@ -777,6 +872,11 @@ class AdminSource(LiveSource):
             captured_at=captured_at,
         )
         return snapshot
+
+
+def _close_connection(future: Future[BrokerConnection]) -> None:
+    if not future.cancelled() and future.exception() is None:
+        future.result().close()
 
 
 class _ErrorLog:

@@ -9,12 +9,14 @@ import dataclasses
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import kreplica.sources.zookeeper as zookeeper_source
+from kreplica.errors import SourceError
 from kreplica.model import ClusterSnapshot
 from kreplica.sandbox import SandboxInfo
 from kreplica.sources import open_source
@@ -195,3 +197,64 @@ def test_zookeeper_bulk_reads_on_a_degraded_cluster(
     assert hand.partitions[0].replicas[0] == DEAD_BROKER
     assert all(DEAD_BROKER not in (p.isr or ()) for p in hand.partitions)
     assert hand.partitions[0].leader != DEAD_BROKER
+
+
+@pytest.mark.parametrize("mode", per_mode("cluster"))
+def test_plain_listeners_are_read_without_kafka_python_and_read_the_same(
+    mode: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ApiVersions, DescribeLogDirs and ListPartitionReassignments on kreplica's own
+    connections (kreplica.sources.kafkawire) give the snapshot kafka-python gives; in ZooKeeper
+    mode kafka-python is not even started (KRaft still asks it for fenced brokers)."""
+    cluster: SandboxInfo = request.getfixturevalue(f"{mode}_cluster")
+    topic = f"wire-{mode}"
+    create_topics(cluster.bootstrap_servers, [TopicSpec(topic, partitions=6, replication_factor=2)])
+    # a topic just created is not known to every broker at once, nor its logs created at once
+    # (nor those of the partitions other tests add meanwhile): the two reads are compared
+    # until the cluster holds still between them
+    deadline = time.monotonic() + 60
+    spy = _Spy(monkeypatch, AdminSource, "_kafka_python_client")
+    while True:
+        try:
+            calls = spy.calls
+            with AdminSource(cluster.bootstrap_servers) as source:
+                assert source._wire
+                wire = source.snapshot()
+            read_by_kafka_python = spy.calls - calls
+            with AdminSource(cluster.bootstrap_servers) as source:
+                source._wire = False
+                kafka_python = source.snapshot()
+        except SourceError:
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+            continue
+        if _same(_steady(wire), _steady(kafka_python)) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert read_by_kafka_python == 0 if mode == "zk" else read_by_kafka_python >= 1
+    a, b = _steady(wire), _steady(kafka_python)
+    assert a.brokers == b.brokers
+    shape = [(t.name, len(t.partitions)) for t in a.topics]
+    assert shape == [(t.name, len(t.partitions)) for t in b.topics]
+    differ = [
+        (p, q)
+        for t, u in zip(a.topics, b.topics, strict=True)
+        for p, q in zip(t.partitions, u.partitions, strict=True)
+        if p != q
+    ]
+    assert not differ, differ[:3]
+    assert _same(a, b)
+    parts = [p for t in wire.topics if t.name == topic for p in t.partitions]
+    assert len(parts) == 6 and all(p.replica_dirs and p.size_bytes is not None for p in parts)
+    assert all(b.disks and b.disks[0].total_bytes for b in wire.brokers if b.alive)
+
+
+def _steady(snap: ClusterSnapshot) -> ClusterSnapshot:
+    """The snapshot without what moves between two reads of an idle cluster: free space."""
+    brokers = tuple(
+        dataclasses.replace(
+            b, disks=tuple(dataclasses.replace(d, usable_bytes=0) for d in b.disks or ())
+        )
+        for b in snap.brokers
+    )
+    return dataclasses.replace(snap, brokers=brokers)

@@ -1,0 +1,160 @@
+"""kreplica.sources.kafkawire against kafka-python's own protocol classes (the oracle): the
+request bodies it writes are the bytes kafka-python writes, and what it decodes from
+kafka-python-encoded answers is kafka-python's decoding, for every version it speaks, random
+answers included (hypothesis). The real brokers are in tests/integration/test_live_reads.py."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kreplica.sources import kafkawire
+
+admin = pytest.importorskip("kafka.protocol.admin")
+Response = admin.DescribeLogDirsResponse
+Request = admin.DescribeLogDirsRequest
+Result = Response.DescribeLogDirsResult
+TopicEntry = Result.DescribeLogDirsTopic
+PartitionEntry = TopicEntry.DescribeLogDirsPartition
+
+names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=8)
+partition_entries = st.builds(
+    dict,
+    partition_index=st.integers(0, 2**31 - 1),
+    partition_size=st.integers(0, 2**62),
+    offset_lag=st.integers(0, 2**40),
+    is_future_key=st.booleans(),
+)
+topic_entries = st.builds(dict, name=names, partitions=st.lists(partition_entries, max_size=4))
+results = st.builds(
+    dict,
+    error_code=st.sampled_from([0, 57]),  # 57: KAFKA_STORAGE_ERROR, an offline dir
+    log_dir=names.map(lambda n: f"/data/{n}"),
+    topics=st.lists(topic_entries, max_size=3),
+    total_bytes=st.integers(-1, 2**50),
+    usable_bytes=st.integers(-1, 2**50),
+)
+
+
+def _encoded(answer: list[dict[str, Any]], version: int) -> bytes:
+    response = Response(
+        throttle_time_ms=0,
+        error_code=0,
+        results=[
+            Result(
+                error_code=r["error_code"],
+                log_dir=r["log_dir"],
+                topics=[
+                    TopicEntry(
+                        name=t["name"], partitions=[PartitionEntry(**p) for p in t["partitions"]]
+                    )
+                    for t in r["topics"]
+                ],
+                total_bytes=r["total_bytes"],
+                usable_bytes=r["usable_bytes"],
+            )
+            for r in answer
+        ],
+    )
+    return bytes(response.encode(version=version))
+
+
+@settings(max_examples=30, deadline=None)
+@given(answer=st.lists(results, max_size=3), version=st.integers(1, 4))
+def test_log_dirs_decode_as_kafka_python_does(answer: list[dict[str, Any]], version: int) -> None:
+    body = _encoded(answer, version)
+    ours = kafkawire.log_dirs(body, version, broker=7)
+    theirs = Response.decode(body, version=version).to_dict()["results"]
+    if version < 4:  # no disk figures before v4: kafka-python fills in its default
+        for entry in theirs:
+            entry.pop("total_bytes", None)
+            entry.pop("usable_bytes", None)
+    for entry in theirs:
+        entry.pop("is_cordoned", None)
+    assert ours == {"broker": 7, "log_dirs": theirs}
+
+
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
+def test_log_dirs_request_body_is_kafka_pythons(version: int) -> None:
+    topics = {"orders": [0, 3, 7], "événements": [1]}
+    request = Request(
+        topics=[Request.DescribableLogDirTopic(topic=t, partitions=p) for t, p in topics.items()]
+    )
+    assert kafkawire.log_dirs_body(topics, version) == bytes(request.encode(version=version))
+
+
+def test_an_unauthorized_principal_is_told_apart_from_other_errors() -> None:
+    refused = bytes(Response(throttle_time_ms=0, error_code=31, results=[]).encode(version=4))
+    with pytest.raises(kafkawire.NotAuthorized):
+        kafkawire.log_dirs(refused, 4, broker=1)
+    failed = bytes(Response(throttle_time_ms=0, error_code=35, results=[]).encode(version=4))
+    with pytest.raises(kafkawire.WireError) as info:
+        kafkawire.log_dirs(failed, 4, broker=1)
+    assert not isinstance(info.value, kafkawire.NotAuthorized)
+
+
+def test_reassignments_decode_as_kafka_python_does() -> None:
+    listed = admin.ListPartitionReassignmentsResponse
+    topic = listed.OngoingTopicReassignment
+    part = topic.OngoingPartitionReassignment
+    response = listed(
+        throttle_time_ms=0,
+        error_code=0,
+        error_message=None,
+        topics=[
+            topic(
+                name="orders",
+                partitions=[
+                    part(
+                        partition_index=2,
+                        replicas=[1, 2, 3],
+                        adding_replicas=[3],
+                        removing_replicas=[],
+                    ),
+                    part(
+                        partition_index=5,
+                        replicas=[4, 1],
+                        adding_replicas=[],
+                        removing_replicas=[2],
+                    ),
+                ],
+            )
+        ],
+    )
+    body = bytes(response.encode(version=0))
+    assert kafkawire.reassignments(body) == {
+        ("orders", 2): {"replicas": (1, 2, 3), "adding_replicas": (3,), "removing_replicas": ()},
+        ("orders", 5): {"replicas": (4, 1), "adding_replicas": (), "removing_replicas": (2,)},
+    }
+    failed = listed(throttle_time_ms=0, error_code=41, error_message="not controller", topics=[])
+    with pytest.raises(kafkawire.WireError, match="not controller"):
+        kafkawire.reassignments(bytes(failed.encode(version=0)))
+
+
+def test_request_frame_and_version_choice() -> None:
+    frame = kafkawire.request_frame(35, 4, 9, b"BODY", flexible=True)
+    size, key, version, correlation, id_len = struct.unpack_from(">ihhih", frame)
+    assert (size, key, version, correlation) == (len(frame) - 4, 35, 4, 9)
+    assert frame[14 : 14 + id_len] == b"kreplica" and frame[14 + id_len :] == b"\0BODY"
+    conn = kafkawire.BrokerConnection.__new__(kafkawire.BrokerConnection)
+    conn.versions = {35: (1, 5)}
+    assert conn.version_of(35, kafkawire.LOG_DIRS_VERSIONS) == 4
+    conn.versions = {35: (0, 1)}
+    assert conn.version_of(35, kafkawire.LOG_DIRS_VERSIONS) == 1
+    conn.versions = {}
+    with pytest.raises(kafkawire.WireError):
+        conn.version_of(35, kafkawire.LOG_DIRS_VERSIONS)
+
+
+def test_zookeeper_mode_and_plain_listeners() -> None:
+    assert kafkawire.zookeeper_mode({4: (0, 7), 5: (0, 4), 6: (0, 8), 35: (1, 4)})
+    assert not kafkawire.zookeeper_mode({35: (1, 4)})
+    assert kafkawire.plain_listener(None)
+    assert kafkawire.plain_listener({"security.protocol": "plaintext"})
+    assert not kafkawire.plain_listener({"security.protocol": "SASL_PLAINTEXT"})
+    assert not kafkawire.plain_listener({"security.protocol": "SSL"})
+    assert not kafkawire.plain_listener({"sasl.mechanism": "PLAIN"})

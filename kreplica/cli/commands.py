@@ -435,17 +435,9 @@ def write_plan_files(
 ) -> dict[str, Path]:
     """PLAN.json (Kafka's format), PLAN.rollback.json and PLAN.kreplica.json beside it.
     Without `overwrite`, existing plan files (or an old plan's journal) are a usage error."""
-    from kreplica.planner.serialize import plan_document, reassignment_json, rollback_json
+    from kreplica.planner.serialize import plan_files
 
-    return write_documents(
-        out,
-        lambda: {
-            "reassignment": reassignment_json(plan, lazy=True),
-            "rollback": rollback_json(plan, lazy=True),
-            "plan_document": plan_document(plan, snap, lazy=True),
-        },
-        overwrite=overwrite,
-    )
+    return write_documents(out, lambda: plan_files(plan, snap, lazy=True), overwrite=overwrite)
 
 
 def write_documents(

@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from kreplica.errors import SourceError, UsageError
 from kreplica.model import Broker, ClusterSnapshot, LogDir, Partition, Topic
@@ -43,6 +43,8 @@ _LOG = logging.getLogger("kreplica.sources.librdkafka")
 _LOG.addHandler(logging.NullHandler())
 _LOG.propagate = False
 logging.getLogger("kafka").addHandler(logging.NullHandler())
+
+_T = TypeVar("_T")
 
 # librdkafka error names that mean "these credentials or TLS settings are wrong".
 _AUTH_ERRORS = {"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "_SSL", "ILLEGAL_SASL_STATE"}
@@ -570,15 +572,21 @@ class AdminSource(LiveSource):
         return [c for c in map(self._wire_conn, sorted(self._wire_conns)) if c is not None]
 
     def _wire_reassignments(self) -> dict[tuple[str, int], dict[str, Any]] | None:
-        """ListPartitionReassignments from the controller on a connection of its own (the
-        broker's own connection may be busy with DescribeLogDirs); None: ask kafka-python."""
+        """ListPartitionReassignments from the controller; None: ask kafka-python."""
+        timeout_ms = int(self._timeout_s * 1000)
+        return self._wire_aside(lambda conn: conn.list_reassignments(timeout_ms))
+
+    def _wire_aside(self, ask: Callable[[BrokerConnection], _T]) -> _T | None:
+        """`ask` on a connection of its own to the controller (the brokers' connections may be
+        busy with DescribeLogDirs); None when this snapshot reads through kafka-python, or
+        the request failed (kafka-python then says why, or answers)."""
         controller = self._controller
         if not self._wire_conns or controller is None or not controller.host:
             return None
         try:
             with BrokerConnection(controller.host, controller.port or 9092, self._timeout_s) as c:
                 c.ask_versions()
-                return c.list_reassignments(int(self._timeout_s * 1000))
+                return ask(c)
         except kafkawire.WireError:
             return None
 
@@ -622,6 +630,9 @@ class AdminSource(LiveSource):
         cut off), as dead brokers with their rack and address. Only Kafka 4.0+ answers
         DescribeCluster v2; older brokers (and ZooKeeper mode, where a dead broker's
         registration is gone) list live brokers only, so this is empty there."""
+        wire = self._wire_aside(BrokerConnection.describe_cluster)
+        if wire is not None:
+            return fenced_brokers(wire)
         _import_kafka_python()
         from kafka.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 

@@ -1,5 +1,6 @@
-"""The three Kafka requests a plan's read needs beyond confluent-kafka, on plain connections of
-their own: ApiVersions, DescribeLogDirs and ListPartitionReassignments (no kafka-python).
+"""The Kafka requests a plan's read needs beyond confluent-kafka, on plain connections of its
+own: ApiVersions, DescribeLogDirs, ListPartitionReassignments and (KRaft) DescribeCluster v2
+with fenced brokers (no kafka-python).
 
 kafka-python costs a plan's read about 0.3 s of CPU on a 20,000-partition cluster (its import,
 and its schema-driven decoder turning every replica's entry into objects and then dicts), on a
@@ -21,12 +22,14 @@ from __future__ import annotations
 
 import socket
 import struct
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 API_VERSIONS = 18
 DESCRIBE_LOG_DIRS = 35
 LIST_PARTITION_REASSIGNMENTS = 46
+DESCRIBE_CLUSTER = 60
 # versions this reader speaks: DescribeLogDirs 1 (Kafka 2.x) to 4 (total/usable bytes, 3.3+)
 LOG_DIRS_VERSIONS = (1, 4)
 _CLIENT_ID = b"kreplica"
@@ -252,6 +255,37 @@ def reassignments(body: bytes) -> dict[tuple[str, int], dict[str, tuple[int, ...
     return out
 
 
+def described_cluster(body: bytes, version: int) -> dict[str, Any]:
+    """DescribeCluster's answer in kafka-python's describe_cluster shape (what
+    admin.fenced_brokers reads): {"cluster_id", "controller_id", "brokers": [{"broker_id",
+    "host", "port", "rack", "is_fenced"}]}."""
+    reader = _Reader(body, flexible=True)
+    reader.int32()  # throttle_time_ms
+    error = reader.int16()
+    message = reader.string()
+    if error:
+        raise WireError(f"DescribeCluster error code {error}: {message}")
+    if version >= 1:
+        reader.pos += 1  # endpoint_type
+    cluster_id = reader.string()
+    controller = reader.int32()
+    brokers = []
+    for _ in range(max(0, reader.length())):
+        broker_id = reader.int32()
+        host = reader.string()
+        port = reader.int32()
+        rack = reader.string()
+        fenced = False
+        if version >= 2:
+            fenced = bool(reader.buf[reader.pos])
+            reader.pos += 1
+        reader.tags()
+        brokers.append(
+            {"broker_id": broker_id, "host": host, "port": port, "rack": rack, "is_fenced": fenced}
+        )
+    return {"cluster_id": cluster_id, "controller_id": controller, "brokers": brokers}
+
+
 # -------------------------------------------------------------------------- a connection
 
 
@@ -265,6 +299,8 @@ class BrokerConnection:
             raise WireError(f"cannot connect to {host}:{port}: {exc}") from None
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._next_id = 1
+        # one request at a time on the socket: threads share a broker's connection
+        self._lock = threading.Lock()
         self.versions: dict[int, tuple[int, int]] = {}
 
     def close(self) -> None:
@@ -278,15 +314,16 @@ class BrokerConnection:
 
     def request(self, api_key: int, version: int, body: bytes, *, flexible: bool) -> bytes:
         """Send one request, return its response's body (header stripped)."""
-        correlation = self._next_id
-        self._next_id += 1
-        try:
-            frame = request_frame(api_key, version, correlation, body, flexible=flexible)
-            self._sock.sendall(frame)
-            (size,) = _I32.unpack(self._read(4))
-            frame = self._read(size)
-        except OSError as exc:
-            raise WireError(f"request {api_key} v{version}: {exc}") from None
+        with self._lock:
+            correlation = self._next_id
+            self._next_id += 1
+            try:
+                frame = request_frame(api_key, version, correlation, body, flexible=flexible)
+                self._sock.sendall(frame)
+                (size,) = _I32.unpack(self._read(4))
+                frame = self._read(size)
+            except OSError as exc:
+                raise WireError(f"request {api_key} v{version}: {exc}") from None
         if _I32.unpack_from(frame)[0] != correlation:
             raise WireError("a response to another request")
         start = 4
@@ -332,6 +369,13 @@ class BrokerConnection:
             LIST_PARTITION_REASSIGNMENTS, 0, list_reassignments_body(timeout_ms), flexible=True
         )
         return reassignments(body)
+
+    def describe_cluster(self) -> dict[str, Any]:
+        """DescribeCluster v2 with fenced brokers (Kafka 4.0+; KIP-1073); WireError before."""
+        self.version_of(DESCRIBE_CLUSTER, (2, 2))
+        # include_cluster_authorized_operations false, endpoint_type 1 (brokers), fenced too
+        body = self.request(DESCRIBE_CLUSTER, 2, b"\0\x01\x01\0", flexible=True)
+        return described_cluster(body, 2)
 
 
 def zookeeper_mode(versions: Mapping[int, Any]) -> bool:

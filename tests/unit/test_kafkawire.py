@@ -158,3 +158,31 @@ def test_zookeeper_mode_and_plain_listeners() -> None:
     assert not kafkawire.plain_listener({"security.protocol": "SASL_PLAINTEXT"})
     assert not kafkawire.plain_listener({"security.protocol": "SSL"})
     assert not kafkawire.plain_listener({"sasl.mechanism": "PLAIN"})
+
+
+def test_described_cluster_decodes_as_kafka_python_does() -> None:
+    cluster = pytest.importorskip("kafka.protocol.admin").DescribeClusterResponse
+    broker = cluster.DescribeClusterBroker
+    response = cluster(
+        throttle_time_ms=0,
+        error_code=0,
+        error_message=None,
+        endpoint_type=1,
+        cluster_id="abc",
+        controller_id=2,
+        brokers=[
+            broker(broker_id=1, host="h1", port=9092, rack="a", is_fenced=False),
+            broker(broker_id=4, host="h4", port=9093, rack=None, is_fenced=True),
+        ],
+    )
+    body = bytes(response.encode(version=2))
+    ours = kafkawire.described_cluster(body, 2)
+    theirs = cluster.decode(body, version=2).to_dict()
+    assert ours["cluster_id"] == theirs["cluster_id"] == "abc"
+    assert ours["controller_id"] == theirs["controller_id"] == 2
+    keys = ("broker_id", "host", "port", "rack", "is_fenced")
+    assert ours["brokers"] == [{k: b[k] for k in keys} for b in theirs["brokers"]]
+    request = admin.DescribeClusterRequest(
+        include_cluster_authorized_operations=False, endpoint_type=1, include_fenced_brokers=True
+    )
+    assert bytes(request.encode(version=2)) == b"\0\x01\x01\0"

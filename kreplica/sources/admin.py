@@ -767,8 +767,8 @@ class AdminSource(LiveSource):
             if conn is not None:
                 try:
                     return [conn.describe_log_dirs(wanted, broker_id)]
-                except kafkawire.NotAuthorized as exc:
-                    return exc
+                except (kafkawire.NotAuthorized, kafkawire.WireTimeout) as exc:
+                    return exc  # refused (no sizes), or silent (reported below)
                 except kafkawire.WireError:
                     pass  # kafka-python says what went wrong, or answers
             client = self._kafka_python_client()

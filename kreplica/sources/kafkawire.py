@@ -44,6 +44,11 @@ class WireError(Exception):
     """This reader cannot answer; the caller asks kafka-python instead."""
 
 
+class WireTimeout(WireError):
+    """The broker did not answer within the timeout: asking kafka-python would wait as long
+    again, so the caller reports it instead."""
+
+
 class NotAuthorized(WireError):
     """The broker refused DescribeLogDirs: the principal may not describe the cluster."""
 
@@ -322,6 +327,8 @@ class BrokerConnection:
                 self._sock.sendall(frame)
                 (size,) = _I32.unpack(self._read(4))
                 frame = self._read(size)
+            except TimeoutError:
+                raise WireTimeout(f"no answer within {self._sock.gettimeout():g}s") from None
             except OSError as exc:
                 raise WireError(f"request {api_key} v{version}: {exc}") from None
         if _I32.unpack_from(frame)[0] != correlation:

@@ -186,3 +186,21 @@ def test_described_cluster_decodes_as_kafka_python_does() -> None:
         include_cluster_authorized_operations=False, endpoint_type=1, include_fenced_brokers=True
     )
     assert bytes(request.encode(version=2)) == b"\0\x01\x01\0"
+
+
+def test_a_silent_broker_is_a_timeout_and_a_closed_one_an_error() -> None:
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        silent = kafkawire.BrokerConnection("127.0.0.1", port, 0.3)
+        with silent, pytest.raises(kafkawire.WireTimeout):
+            silent.ask_versions()  # accepted (in the backlog), never answered
+        with kafkawire.BrokerConnection("127.0.0.1", port, 5) as closing:
+            server.accept()[0].close()  # the first one's
+            server.accept()[0].close()  # this one's: it reads the end of the stream
+            with pytest.raises(kafkawire.WireError) as info:
+                closing.ask_versions()
+            assert not isinstance(info.value, kafkawire.WireTimeout)
+    with pytest.raises(kafkawire.WireError, match="cannot connect"):
+        kafkawire.BrokerConnection("127.0.0.1", port, 1)

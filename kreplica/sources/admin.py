@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from kreplica.errors import SourceError, UsageError
 from kreplica.model import Broker, ClusterSnapshot, LogDir, Partition, Topic
@@ -43,8 +43,6 @@ _LOG = logging.getLogger("kreplica.sources.librdkafka")
 _LOG.addHandler(logging.NullHandler())
 _LOG.propagate = False
 logging.getLogger("kafka").addHandler(logging.NullHandler())
-
-_T = TypeVar("_T")
 
 # librdkafka error names that mean "these credentials or TLS settings are wrong".
 _AUTH_ERRORS = {"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "_SSL", "ILLEGAL_SASL_STATE"}
@@ -559,34 +557,39 @@ class AdminSource(LiveSource):
         pool.shutdown(wait=False)
 
     def _wire_conn(self, broker_id: int) -> BrokerConnection | None:
+        """The broker's connection once it has its ApiVersions answer; None when this
+        snapshot does not read through kafkawire. WireError when it could not connect."""
         future = self._wire_conns.get(broker_id)
-        if future is None:
-            return None
-        try:
-            return future.result()
-        except kafkawire.WireError:
-            return None
+        return None if future is None else future.result()
 
-    def _wire_answers(self) -> list[BrokerConnection]:
-        """The connections that answered ApiVersions (waiting for them)."""
-        return [c for c in map(self._wire_conn, sorted(self._wire_conns)) if c is not None]
+    def _first_wire_conn(self) -> BrokerConnection | None:
+        """The first connection to have its ApiVersions answer (a paused broker's silence is
+        not waited for); None when none did."""
+        from concurrent.futures import as_completed
+
+        for future in as_completed(self._wire_conns.values()):
+            if future.exception() is None:
+                return future.result()
+        return None
 
     def _wire_reassignments(self) -> dict[tuple[str, int], dict[str, Any]] | None:
-        """ListPartitionReassignments from the controller; None: ask kafka-python."""
-        timeout_ms = int(self._timeout_s * 1000)
-        return self._wire_aside(lambda conn: conn.list_reassignments(timeout_ms))
-
-    def _wire_aside(self, ask: Callable[[BrokerConnection], _T]) -> _T | None:
-        """`ask` on a connection of its own to the controller (the brokers' connections may be
-        busy with DescribeLogDirs); None when this snapshot reads through kafka-python, or
-        the request failed (kafka-python then says why, or answers)."""
+        """ListPartitionReassignments from the controller, on a connection of its own (the
+        brokers' connections may be busy with DescribeLogDirs); None when this snapshot reads
+        through kafka-python, or the request failed (kafka-python then says why, or
+        answers). A controller that does not answer is reported at once."""
         controller = self._controller
         if not self._wire_conns or controller is None or not controller.host:
             return None
+        address = f"{controller.host}:{controller.port or 9092}"
         try:
             with BrokerConnection(controller.host, controller.port or 9092, self._timeout_s) as c:
                 c.ask_versions()
-                return ask(c)
+                return c.list_reassignments(int(self._timeout_s * 1000))
+        except kafkawire.WireTimeout:
+            raise SourceError(
+                f"the controller of the cluster at {self._bootstrap} (broker {controller.id}, "
+                f"{address}) did not list reassignments within {self._timeout_s:g}s; retry"
+            ) from None
         except kafkawire.WireError:
             return None
 
@@ -618,7 +621,8 @@ class AdminSource(LiveSource):
         controller-to-broker APIs LeaderAndIsr, StopReplica, UpdateMetadata (keys 4-6). False
         when that answer is not at hand (a KRaft cluster is then asked for fenced brokers,
         which is what this saves on a ZooKeeper-mode one)."""
-        for conn in self._wire_answers():
+        conn = self._first_wire_conn()
+        if conn is not None:
             return kafkawire.zookeeper_mode(conn.versions)
         client = self._kafka_python_client()
         manager = getattr(client, "_manager", None)
@@ -630,9 +634,10 @@ class AdminSource(LiveSource):
         cut off), as dead brokers with their rack and address. Only Kafka 4.0+ answers
         DescribeCluster v2; older brokers (and ZooKeeper mode, where a dead broker's
         registration is gone) list live brokers only, so this is empty there."""
-        wire = self._wire_aside(BrokerConnection.describe_cluster)
-        if wire is not None:
-            return fenced_brokers(wire)
+        conn = self._first_wire_conn()  # any broker answers (after its DescribeLogDirs)
+        if conn is not None:
+            with contextlib.suppress(kafkawire.WireError):  # else kafka-python answers
+                return fenced_brokers(conn.describe_cluster())
         _import_kafka_python()
         from kafka.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 
@@ -763,14 +768,14 @@ class AdminSource(LiveSource):
         # kafka-python is imported in the pool's threads (by the bootstrap thread, which they
         # wait for), never here: the caller goes on with its own requests meanwhile
         def ask(broker_id: int) -> list[Mapping[str, Any]] | BaseException:
-            conn = self._wire_conn(broker_id)
-            if conn is not None:
-                try:
+            try:
+                conn = self._wire_conn(broker_id)
+                if conn is not None:
                     return [conn.describe_log_dirs(wanted, broker_id)]
-                except (kafkawire.NotAuthorized, kafkawire.WireTimeout) as exc:
-                    return exc  # refused (no sizes), or silent (reported below)
-                except kafkawire.WireError:
-                    pass  # kafka-python says what went wrong, or answers
+            except (kafkawire.NotAuthorized, kafkawire.WireTimeout) as exc:
+                return exc  # refused (no sizes), or silent (reported below)
+            except kafkawire.WireError:
+                pass  # kafka-python says what went wrong, or answers
             client = self._kafka_python_client()
             from kafka.errors import KafkaError
 

@@ -661,11 +661,12 @@ def timed(module, name, label):
             phases[label] = phases.get(label, 0.0) + time.perf_counter() - start
     setattr(module, name, wrapper)
 import kreplica.cli.commands as commands
+import kreplica.cli.present as present
 import kreplica.planner as planner
 phases["imports"] = time.perf_counter() - t0
 timed(commands, "read_cluster", "read")
 timed(planner, "make_plan", "plan")
-timed(commands, "write_plan_files", "write")
+timed(present, "write_plan_files", "write")
 timed(commands, "rf_change", "command")
 from kreplica.cli.app import run
 code = run(sys.argv[2:])

@@ -73,8 +73,9 @@ MasterOpt = Annotated[
 
 
 def _start(command: str, fmt: Output) -> None:
-    output.STATE.command = f"fleet {command}"
-    output.STATE.output = fmt.value
+    run = output.state()
+    run.command = f"fleet {command}"
+    run.output = fmt.value
 
 
 def _emit(
@@ -82,7 +83,7 @@ def _emit(
 ) -> None:
     sys.stdout.write(output.dumps(output.envelope(f"fleet {command}", data, errors, status=status)))
     sys.stdout.flush()
-    output.STATE.envelope_sent = True
+    output.state().envelope_sent = True
 
 
 def _say(fmt: Output) -> Any:

@@ -17,6 +17,13 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from kreplica.cli import output
+
+try:  # typer >= 0.2x vendors click; older releases use the click package
+    from typer._click.globals import get_current_context
+except ImportError:  # pragma: no cover - depends on the installed typer
+    from click import get_current_context  # type: ignore[no-redef]
+
 SOURCE_PANEL = "Cluster source"
 PLAN_PANEL = "Planning"
 APPLY_PANEL = "Applying"
@@ -697,45 +704,13 @@ APPLY = [
 ]
 
 
-def parse_headroom(text: Optional[str]) -> Any:  # noqa: UP045
-    """`--disk-headroom`: "10%" (of each dir's total) or a size ("50GiB", "1000000" bytes) ->
-    kreplica.planner.disk.Headroom. None: the default, 10%."""
-    from kreplica.errors import UsageError
-    from kreplica.planner.disk import DEFAULT_HEADROOM, Headroom
-
-    if text is None:
-        return DEFAULT_HEADROOM
-    value = text.strip()
-    if value.endswith("%"):
-        try:
-            percent = float(value[:-1])
-        except ValueError:
-            percent = -1.0
-        if not 0 <= percent < 100:
-            raise UsageError(
-                f"--disk-headroom {text!r}: a percentage must be from 0% to below 100%, e.g. 10%"
-            )
-        return Headroom(percent=percent)
-    from kreplica.cli.broker_cmd import parse_size
-
-    return Headroom(percent=None, fixed_bytes=parse_size(value, "--disk-headroom"))
-
-
-def parse_log_dirs_mode(text: str) -> str:
-    """`--log-dirs`: any or balanced."""
-    from kreplica.errors import UsageError
-
-    value = text.strip().lower()
-    if value not in ("any", "balanced"):
-        raise UsageError(f"--log-dirs {text!r}: use any or balanced")
-    return value
-
-
 def shared(
     *groups: list[inspect.Parameter], without: frozenset[str] = frozenset()
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Add the given option groups to a command; it receives them as `opts: Options`. Options
-    named in `without` are left out (the command has no use for them; they keep their default)."""
+    named in `without` are left out (the command has no use for them; they keep their default).
+    The run state learns the command's name (`consumers simulate`) and output flags first, so
+    an error in the command is reported in its format."""
     extra = [p for group in groups for p in group if p.name not in without]
     names = {p.name for p in extra}
     known = {f.name for f in fields(Options)}
@@ -748,6 +723,12 @@ def shared(
         @functools.wraps(command)
         def wrapper(**kwargs: Any) -> Any:
             opts = Options(**{k: kwargs.pop(k) for k in list(kwargs) if k in names})
+            output.state().begin(
+                _command_name(),
+                output=opts.output.value,
+                debug=opts.debug,
+                no_color=opts.no_color,
+            )
             return command(opts=opts, **kwargs)
 
         wrapper.__signature__ = signature.replace(parameters=own + extra)  # type: ignore[attr-defined]
@@ -758,3 +739,15 @@ def shared(
         return wrapper
 
     return decorate
+
+
+def _command_name() -> str:
+    """The command's words below the program's name: `expand`, `consumers simulate`."""
+    ctx = get_current_context(silent=True)
+    if ctx is None:  # called outside a command line (a test): the name scanned from argv
+        return output.state().command
+    words = []
+    while ctx.parent is not None:
+        words.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return " ".join(reversed(words))

@@ -319,7 +319,7 @@ def kafka(
     from kreplica import sandbox
     from kreplica.cli import output
 
-    output.STATE.interrupt_note = (
+    output.state().interrupt_note = (
         f"interrupted; {tool} may have changed the sandbox before it stopped: check with the "
         "tool's own describe/verify"
     )

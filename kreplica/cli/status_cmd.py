@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from kreplica.cli import output
-from kreplica.cli.apply_cmd import _console, connect
+from kreplica.cli.applying import connect
+from kreplica.cli.common import console
 from kreplica.cli.config import SourceSpec
 from kreplica.cli.options import Options, OutputFormat
 from kreplica.errors import StalePlan, UsageError
@@ -204,7 +205,7 @@ def status(opts: Options, spec: SourceSpec, plan_path: Path, *, interval: float)
             }
         )
         return
-    out = _console()
+    out = console()
     if opts.output is OutputFormat.markdown:
         out.print(
             status_markdown(str(plan_path), rows, summary.line()), markup=False, soft_wrap=True

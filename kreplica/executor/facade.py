@@ -143,14 +143,14 @@ def apply(
     options: Any = None,
     *,
     plan: Any = None,
-    progress: Any = None,
+    progress: Emit | None = None,
     via: str = "kafka",
 ) -> Any:
     """Apply the plan at `plan_path` (throttles, waves, waiting, restoring the throttles),
     journalled beside it; returns kreplica.executor.apply.ApplyResult. `options`:
     kreplica.executor.options.ApplyOptions (default: no throttle, one wave of everything);
-    `plan`: the plan already loaded (load_plan_to_apply); `progress`: a receiver of the
-    journal's events (kreplica.render.progress.ProgressPrinter, or any `.event(dict)`);
+    `plan`: the plan already loaded (load_plan_to_apply); `progress`: called with each of
+    the journal's events as it happens (kreplica.render.progress.ProgressPrinter is one);
     `via`: "kafka" (KIP-455) or "zookeeper" (/admin/reassign_partitions)."""
     from kreplica.executor.apply import Applier
     from kreplica.executor.journal import Journal
@@ -164,7 +164,7 @@ def apply(
         plan,
         journal,
         options if options is not None else ApplyOptions(),
-        progress,
+        progress if progress is not None else (lambda event: None),
     )
     return applier.run()
 

@@ -26,7 +26,7 @@ from kreplica.errors import UsageError
 from kreplica.executor import facade
 from kreplica.executor.apply import ApplyResult, Difference
 from kreplica.executor.facade import Connection
-from kreplica.executor.options import ApplyOptions
+from kreplica.executor.options import ApplyOptions, Via
 from kreplica.model import ClusterSnapshot, Plan
 from kreplica.planner import PlanOptions, TopicRequest, make_plan
 
@@ -145,7 +145,7 @@ def apply(
     options: ApplyOptions | None = None,
     *,
     progress: Callable[[dict[str, Any]], None] | None = None,
-    via: str = "kafka",
+    via: Via = "kafka",
 ) -> ApplyResult:
     """Apply a written plan and wait until it is done: preflight (right cluster, no drift,
     nothing else in flight), throttles on the moving replicas only, waves, the throttles
@@ -163,7 +163,7 @@ def resume(
     options: ApplyOptions | None = None,
     *,
     progress: Callable[[dict[str, Any]], None] | None = None,
-    via: str = "kafka",
+    via: Via = "kafka",
 ) -> ApplyResult:
     """Continue an interrupted apply from its journal: nothing is submitted twice."""
     result: ApplyResult = facade.resume(

@@ -9,7 +9,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kreplica.cli import output
 from kreplica.cli.common import console, parse_size, state_folder
@@ -18,6 +18,9 @@ from kreplica.cli.options import Options, OutputFormat
 from kreplica.errors import UsageError
 from kreplica.executor import facade
 from kreplica.executor.facade import Connection
+from kreplica.executor.options import ON_DRIFT, ORDERS, VIAS, Via
+
+Choice = TypeVar("Choice", bound=str)
 
 
 @contextmanager
@@ -38,16 +41,29 @@ def connect(spec: SourceSpec) -> Iterator[Connection]:
         yield connection
 
 
+def _one_of(value: str, choices: tuple[Choice, ...]) -> Choice | None:
+    """`value` as one of `choices` (typed as they are), None when it is none of them."""
+    return next((choice for choice in choices if choice == value), None)
+
+
+def _via(opts: Options) -> Via:
+    via = _one_of(opts.via, VIAS)
+    if via is None:
+        raise UsageError(f"--via {opts.via!r}: use kafka or zookeeper")
+    return via
+
+
 def apply_options(opts: Options) -> Any:
     from kreplica.executor.options import ApplyOptions
     from kreplica.executor.throttles import parse_rate
 
-    if opts.on_drift not in ("fail", "skip"):
+    on_drift = _one_of(opts.on_drift, ON_DRIFT)
+    if on_drift is None:
         raise UsageError(f"--on-drift {opts.on_drift!r}: use fail or skip")
-    if opts.order not in ("plan", "largest", "smallest"):
+    order = _one_of(opts.order, ORDERS)
+    if order is None:
         raise UsageError(f"--order {opts.order!r}: use plan, largest or smallest")
-    if opts.via not in ("kafka", "zookeeper"):
-        raise UsageError(f"--via {opts.via!r}: use kafka or zookeeper")
+    _via(opts)
     for flag, value in (
         ("--max-partitions", opts.max_partitions),
         ("--max-per-broker", opts.max_per_broker),
@@ -110,10 +126,10 @@ def apply_options(opts: Options) -> Any:
         keep_canary=opts.keep_canary,
         max_partitions=opts.max_partitions,
         max_per_broker=opts.max_per_broker,
-        order=opts.order,
+        order=order,
         replica_at_a_time=opts.replica_at_a_time,
         additional=opts.additional,
-        on_drift=opts.on_drift,
+        on_drift=on_drift,
         allow_under_min_isr=opts.allow_under_min_isr,
         allow_under_replicated=opts.allow_under_replicated,
         controller_settle_s=opts.controller_settle,
@@ -138,7 +154,7 @@ def run_apply(opts: Options, spec: SourceSpec, plan_path: Path) -> dict[str, Any
     try:
         with connect(spec) as connection:
             result = facade.apply(
-                connection, plan_path, options, plan=plan, progress=printer, via=opts.via
+                connection, plan_path, options, plan=plan, progress=printer, via=_via(opts)
             )
             clear_pending(connection)
     except KeyboardInterrupt:

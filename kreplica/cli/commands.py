@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kreplica.cli.common import (
     console,
@@ -25,6 +25,9 @@ from kreplica.cli.present import show_plan
 from kreplica.errors import UsageError
 from kreplica.model import ClusterSnapshot, Plan
 from kreplica.userfiles import decode_json, read_user_file
+
+if TYPE_CHECKING:
+    from kreplica.planner.options import Strategy
 
 # --- plan commands -------------------------------------------------------------------------
 
@@ -117,7 +120,7 @@ def _plan_and_show(
     from kreplica.planner import PlanOptions, make_plan
 
     plan_options = PlanOptions(
-        strategy=opts.strategy,
+        strategy=cast("Strategy", opts.strategy),  # make_plan says when it is none of them
         brokers=parse_broker_ids(opts.brokers, "--brokers"),
         exclude_brokers=parse_broker_ids(opts.exclude_brokers, "--exclude-brokers") or frozenset(),
         seed=opts.seed,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kreplica.errors import UsageError
+from kreplica.executor.options import Via
 
 Key = tuple[str, int]
 Emit = Callable[[dict[str, Any]], None]
@@ -127,7 +128,7 @@ def journal_finished(path: Path) -> bool:
 # --- apply, resume ---------------------------------------------------------------------------
 
 
-def _submitter(connection: Connection, via: str) -> Any:
+def _submitter(connection: Connection, via: Via) -> Any:
     from kreplica.executor.kafka_cluster import KafkaSubmitter, ZooKeeperSubmitter
 
     if via == "zookeeper":
@@ -144,7 +145,7 @@ def apply(
     *,
     plan: Any = None,
     progress: Emit | None = None,
-    via: str = "kafka",
+    via: Via = "kafka",
 ) -> Any:
     """Apply the plan at `plan_path` (throttles, waves, waiting, restoring the throttles),
     journalled beside it; returns kreplica.executor.apply.ApplyResult. `options`:

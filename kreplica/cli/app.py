@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -44,9 +44,9 @@ class KreplicaGroup(TyperGroup):
 
     def main(  # type: ignore[override]
         self,
-        args: Optional[Sequence[str]] = None,  # noqa: UP045
-        prog_name: Optional[str] = None,  # noqa: UP045
-        complete_var: Optional[str] = None,  # noqa: UP045
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
@@ -206,7 +206,7 @@ def add_partitions(
         typer.Option("--partitions", "-p", metavar="N", help="Target partition count (absolute)."),
     ],
     keys_file: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option(
             "--keys-file",
             metavar="FILE",
@@ -214,7 +214,7 @@ def add_partitions(
         ),
     ] = None,
     sample: Annotated[
-        Optional[int],  # noqa: UP045
+        int | None,
         typer.Option(
             "--sample",
             metavar="N",
@@ -248,21 +248,21 @@ def add_partitions(
 def plan_cmd(
     *,
     topic: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         _topic_option("Topic to change (repeatable)."),
     ] = None,
     topics: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(
             "--topics", metavar="REGEX", help="All topics whose whole name matches REGEX."
         ),
     ] = None,
     rf: Annotated[
-        Optional[int],  # noqa: UP045
+        int | None,
         typer.Option("--rf", metavar="N", help="Target replication factor (absolute)."),
     ] = None,
     partitions: Annotated[
-        Optional[int],  # noqa: UP045
+        int | None,
         typer.Option("--partitions", "-p", metavar="N", help="Target partition count (absolute)."),
     ] = None,
     fix_racks: Annotated[
@@ -302,11 +302,11 @@ def drain(
     *,
     brokers: BrokerIdsOpt,
     topic: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         _topic_option("Only this topic's replicas (repeatable; default: all topics)."),
     ] = None,
     topics: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--topics", metavar="REGEX", help="Only topics whose whole name matches."),
     ] = None,
     keep_rack_share: Annotated[
@@ -362,7 +362,7 @@ def drain_dir(
 def balance_dirs(
     *,
     brokers: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--brokers", metavar="IDS", help="Only these brokers (default: all)."),
     ] = None,
     opts: Options,
@@ -412,11 +412,11 @@ def rebalance(
     *,
     by: ByOpt = "count",
     max_moves: Annotated[
-        Optional[int],  # noqa: UP045
+        int | None,
         typer.Option("--max-moves", metavar="N", help="Move at most N replicas."),
     ] = None,
     max_bytes: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--max-bytes", metavar="SIZE", help="Copy at most SIZE, e.g. 50GB."),
     ] = None,
     opts: Options,
@@ -437,7 +437,7 @@ def rebalance(
 def explain(
     *,
     topic: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         _topic_option("Topic to explain (repeatable; default: all topics)."),
     ] = None,
     opts: Options,
@@ -480,11 +480,11 @@ def check(
 def snapshot(
     *,
     out: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option("--out", "-o", metavar="FILE", help="Write here (default: stdout)."),
     ] = None,
     topic: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         _topic_option("Only these topics (repeatable; default: all)."),
     ] = None,
     opts: Options,
@@ -596,11 +596,11 @@ def cancel(
 def elect(
     *,
     plan_file: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Argument(metavar="[PLAN.json]", help="Elect for the partitions of this plan."),
     ] = None,
     topic: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         _topic_option("Elect for every partition of this topic (repeatable)."),
     ] = None,
     opts: Options,
@@ -622,7 +622,7 @@ def throttles(
         bool, typer.Option("--all", help="With --clear: every replication throttle.")
     ] = False,
     plan: Annotated[
-        Optional[list[Path]],  # noqa: UP045
+        list[Path] | None,
         typer.Option(
             "--plan",
             metavar="PLAN.json",
@@ -649,26 +649,26 @@ def throttles(
 def partition_for(
     *,
     topic: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--topic", "-t", metavar="NAME", help="Topic (its partition count is read)."),
     ] = None,
     key: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option("--key", "-k", metavar="KEY", help="Record key (repeatable)."),
     ] = None,
     key_hex: Annotated[
         bool, typer.Option("--key-hex", help="Keys are hex bytes (binary keys).")
     ] = False,
     keys_file: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option("--keys-file", metavar="FILE", help="Keys, one per line."),
     ] = None,
     partitions: Annotated[
-        Optional[int],  # noqa: UP045
+        int | None,
         typer.Option("--partitions", "-p", metavar="N", help="Partition count (offline)."),
     ] = None,
     after: Annotated[
-        Optional[int],  # noqa: UP045
+        int | None,
         typer.Option("--after", metavar="N", help="Also the partition with N partitions."),
     ] = None,
     opts: Options,
@@ -723,7 +723,7 @@ def _mount_fleet() -> None:
 _mount_fleet()
 
 
-def run(argv: Optional[Sequence[str]] = None) -> int:  # noqa: UP045
+def run(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code (what `main()` exits with)."""
     command = typer.main.get_command(app)
     code = command.main(args=argv, prog_name="kreplica", standalone_mode=False)

@@ -6,7 +6,7 @@ add-partitions plans is kreplica.cli.client_impact). The algorithms are kreplica
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -275,11 +275,11 @@ def consumers_command(
     ctx: typer.Context,
     *,
     group: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option("--group", "-g", metavar="GROUP", help="Group id (repeatable; default all)."),
     ] = None,
     after: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option(
             "--after",
             metavar="PLAN.json",

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -38,33 +38,33 @@ class OutputFormat(StrEnum):
 
 @dataclass
 class Options:
-    snapshot: Optional[str] = None  # noqa: UP045 - typer needs Optional at runtime on 3.11
-    zookeeper: Optional[str] = None  # noqa: UP045
-    bootstrap_server: Optional[str] = None  # noqa: UP045
-    command_config: Optional[str] = None  # noqa: UP045
-    cluster: Optional[str] = None  # noqa: UP045
-    timeout: Optional[float] = None  # noqa: UP045 - None: the named cluster's, else 15
+    snapshot: str | None = None
+    zookeeper: str | None = None
+    bootstrap_server: str | None = None
+    command_config: str | None = None
+    cluster: str | None = None
+    timeout: float | None = None  # None: the named cluster's, else 15
     output: OutputFormat = OutputFormat.table
     no_color: bool = False
     debug: bool = False
     strategy: str = "balanced"
-    brokers: Optional[str] = None  # noqa: UP045
-    exclude_brokers: Optional[str] = None  # noqa: UP045
-    seed: Optional[int] = None  # noqa: UP045
+    brokers: str | None = None
+    exclude_brokers: str | None = None
+    seed: int | None = None
     force: bool = False
     replace_dead: bool = False
     skip_in_flight: bool = False
-    disk_headroom: Optional[str] = None  # noqa: UP045 - None: 10%; see parse_headroom
+    disk_headroom: str | None = None  # None: 10%; see common.parse_headroom
     no_sizes: bool = False
     log_dirs: str = "any"
     dry_run: bool = False
-    out: Optional[Path] = None  # noqa: UP045
+    out: Path | None = None
     force_out: bool = False
     yes: bool = False
     limit: int = 50
-    throttle: Optional[str] = None  # noqa: UP045
-    max_partitions: Optional[int] = None  # noqa: UP045
-    max_per_broker: Optional[int] = None  # noqa: UP045
+    throttle: str | None = None
+    max_partitions: int | None = None
+    max_per_broker: int | None = None
     order: str = "plan"
     replica_at_a_time: bool = False
     additional: bool = False
@@ -72,15 +72,15 @@ class Options:
     allow_under_min_isr: bool = False
     allow_under_replicated: bool = False
     controller_settle: float = 60.0
-    pace: Optional[str] = None  # noqa: UP045
-    throttle_min: Optional[str] = None  # noqa: UP045
-    throttle_max: Optional[str] = None  # noqa: UP045
+    pace: str | None = None
+    throttle_min: str | None = None
+    throttle_max: str | None = None
     pace_interval: float = 10.0
     keep_canary: bool = False
-    window: Optional[str] = None  # noqa: UP045
-    window_tz: Optional[str] = None  # noqa: UP045
+    window: str | None = None
+    window_tz: str | None = None
     window_floor: bool = False
-    max_bytes_per_hour: Optional[str] = None  # noqa: UP045
+    max_bytes_per_hour: str | None = None
     stall_timeout: float = 300.0
     resume: bool = False
     via: str = "kafka"
@@ -96,7 +96,7 @@ SOURCE = [
     _param(
         "snapshot",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--snapshot",
                 metavar="FILE",
@@ -109,7 +109,7 @@ SOURCE = [
     _param(
         "zookeeper",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--zookeeper",
                 metavar="HOST:PORT[/chroot]",
@@ -122,7 +122,7 @@ SOURCE = [
     _param(
         "bootstrap_server",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--bootstrap-server",
                 metavar="HOST:PORT",
@@ -135,7 +135,7 @@ SOURCE = [
     _param(
         "command_config",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--command-config",
                 metavar="FILE",
@@ -148,7 +148,7 @@ SOURCE = [
     _param(
         "cluster",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--cluster",
                 metavar="NAME",
@@ -161,7 +161,7 @@ SOURCE = [
     _param(
         "timeout",
         Annotated[
-            Optional[float],  # noqa: UP045
+            float | None,
             typer.Option(
                 "--timeout",
                 min=0.1,
@@ -232,7 +232,7 @@ PLAN = [
     _param(
         "brokers",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--brokers",
                 metavar="IDS",
@@ -245,7 +245,7 @@ PLAN = [
     _param(
         "exclude_brokers",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--exclude-brokers",
                 metavar="IDS",
@@ -258,7 +258,7 @@ PLAN = [
     _param(
         "seed",
         Annotated[
-            Optional[int],  # noqa: UP045
+            int | None,
             typer.Option(
                 "--seed",
                 metavar="N",
@@ -309,7 +309,7 @@ PLAN = [
     _param(
         "disk_headroom",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--disk-headroom",
                 metavar="SIZE|PCT",
@@ -362,7 +362,7 @@ PLAN = [
     _param(
         "out",
         Annotated[
-            Optional[Path],  # noqa: UP045
+            Path | None,
             typer.Option(
                 "--out",
                 metavar="PLAN.json",
@@ -418,7 +418,7 @@ APPLY = [
     _param(
         "throttle",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--throttle",
                 metavar="RATE",
@@ -432,7 +432,7 @@ APPLY = [
     _param(
         "pace",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--pace",
                 metavar="auto",
@@ -446,7 +446,7 @@ APPLY = [
     _param(
         "throttle_min",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--throttle-min",
                 metavar="RATE",
@@ -459,7 +459,7 @@ APPLY = [
     _param(
         "throttle_max",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--throttle-max",
                 metavar="RATE",
@@ -497,7 +497,7 @@ APPLY = [
     _param(
         "window",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--window",
                 metavar="HH:MM-HH:MM",
@@ -511,7 +511,7 @@ APPLY = [
     _param(
         "window_tz",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--window-tz",
                 metavar="ZONE",
@@ -536,7 +536,7 @@ APPLY = [
     _param(
         "max_bytes_per_hour",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--max-bytes-per-hour",
                 metavar="SIZE",
@@ -549,7 +549,7 @@ APPLY = [
     _param(
         "max_partitions",
         Annotated[
-            Optional[int],  # noqa: UP045
+            int | None,
             typer.Option(
                 "--max-partitions",
                 metavar="N",
@@ -562,7 +562,7 @@ APPLY = [
     _param(
         "max_per_broker",
         Annotated[
-            Optional[int],  # noqa: UP045
+            int | None,
             typer.Option(
                 "--max-per-broker",
                 metavar="N",

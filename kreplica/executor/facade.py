@@ -209,6 +209,21 @@ def cancel(
     return list(cancelled), bool(running)
 
 
+def status(
+    connection: Connection, plan_path: Path, *, interval_s: float = 5.0, plan: Any = None
+) -> tuple[list[Any], Any]:
+    """Where each partition of the plan stands (kreplica.executor.status: rows and a
+    summary), from the cluster and the plan's journal; `interval_s` apart, a second read rates
+    the moves no journal dates. Read-only: safe beside a running apply."""
+    from kreplica.executor.status import plan_status
+    from kreplica.executor.status_facts import gather
+
+    plan = plan if plan is not None else load_plan(plan_path)
+    facts, throttles, _snap = gather(connection.cluster, plan, interval_s, journal_path(plan_path))
+    rows, summary = plan_status(facts, throttles)
+    return list(rows), summary
+
+
 # --- leaders -----------------------------------------------------------------------------------
 
 

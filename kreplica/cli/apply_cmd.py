@@ -113,7 +113,7 @@ def elect(opts: Options, spec: SourceSpec, plan_path: Path | None, topics: list[
     if plan_path is None and not topics:
         raise UsageError("nothing to elect; pass PLAN.json or --topic NAME")
     with connect(spec) as connection:
-        snap = connection.cluster.snapshot(None)
+        snap = facade.snapshot(connection)
         keys: list[tuple[str, int]] = []
         if plan_path is not None:
             plan = facade.load_plan(plan_path)
@@ -158,10 +158,9 @@ def throttles(
     and has not restored (found in the plans' journals), --clear --all removes every one."""
     unread: list[int] = []
     with connect(spec) as connection:
-        cluster = connection.cluster
-        snap = cluster.snapshot(None)
+        snap = facade.snapshot(connection)
         clear_pending(connection)  # what earlier runs could not clear, now its broker is back
-        known = {b.id for b in snap.brokers} | set(cluster.offline.known_brokers())
+        known = facade.known_brokers(connection, snap)
         for path in journals_to_clear(plans):
             known |= facade.journal_throttled_brokers(path)
 

@@ -126,10 +126,10 @@ def partition_for(
 def new_counts_from_plan(path: Path) -> dict[str, int]:
     """Partition counts after a plan, from its kreplica plan document (PLAN.kreplica.json,
     next to the PLAN.json that --out wrote) or from an add-partitions `--output json` envelope."""
-    from kreplica.executor.planfile import plan_siblings
+    from kreplica.executor.facade import plan_paths
     from kreplica.userfiles import decode_json, read_user_file
 
-    candidates = [path, plan_siblings(path)["plan_document"]]
+    candidates = [path, plan_paths(path)["plan_document"]]
     for candidate in candidates:
         if not candidate.exists():
             continue

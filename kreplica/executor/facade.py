@@ -224,6 +224,17 @@ def status(
     return list(rows), summary
 
 
+def snapshot(connection: Connection, topics: Sequence[str] | None = None) -> Any:
+    """The cluster as it is now (all topics, or these), without sizes' second read."""
+    return connection.cluster.snapshot(list(topics) if topics is not None else None)
+
+
+def known_brokers(connection: Connection, snap: Any) -> set[int]:
+    """The brokers the snapshot lists and those only ZooKeeper or the controller knows (down
+    ones whose registration is gone)."""
+    return {b.id for b in snap.brokers} | set(connection.cluster.offline.known_brokers())
+
+
 # --- leaders -----------------------------------------------------------------------------------
 
 

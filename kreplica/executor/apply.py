@@ -130,7 +130,6 @@ class ApplyResult:
     nothing_to_do: bool = False
     leaders_off: list[Key] = field(default_factory=list)  # leading off the preferred replica
     dir_moved: list[DirKey] = field(default_factory=list)  # replicas moved between log dirs
-    dir_bytes: int = 0
     # submitted by an earlier run, found done on resume (they finished while no kreplica ran)
     completed_meanwhile: list[Key] = field(default_factory=list)
     pace: dict[str, Any] | None = None  # --pace auto: rates, changes, canary figures
@@ -329,7 +328,7 @@ class Applier:
         result.created = self._create(check, snapshot)
         if dir_todo:
             wave_number += 1
-            result.dir_moved, result.dir_bytes = self._move_dirs(wave_number, dir_todo)
+            result.dir_moved = self._move_dirs(wave_number, dir_todo)
             result.waves = wave_number
         set_here = _journal_throttles(self.journal.read())[1]
         self.restore_throttles()
@@ -727,7 +726,7 @@ class Applier:
             self.cluster.alter_configs("broker", name, values)
         self.emit({"event": "dir-throttle-set", "rate": rate, "brokers": len(names)})
 
-    def _move_dirs(self, wave: int, todo: Mapping[DirKey, str]) -> tuple[list[DirKey], int]:
+    def _move_dirs(self, wave: int, todo: Mapping[DirKey, str]) -> list[DirKey]:
         """AlterReplicaLogDirs for every replica still to move, with the broker throttle for
         copies between dirs; wait until no future log is left and each is in its dir."""
         self._set_dir_throttle(sorted({b for _, _, b in todo}))
@@ -744,12 +743,12 @@ class Applier:
             )
         names = [f"{t}-{p}@{b}" for t, p, b in sorted(todo)]
         self.emit({"event": "wave-start", "wave": wave, "partitions": names})
-        total = self._wait_dirs(dict(todo), wave)
+        self._wait_dirs(dict(todo), wave)
         self.journal.append({"event": "wave-done", "wave": wave, "partitions": len(todo)})
         self.emit({"event": "wave-done", "wave": wave, "partitions": len(todo)})
-        return sorted(todo), total
+        return sorted(todo)
 
-    def _wait_dirs(self, targets: dict[DirKey, str], wave: int) -> int:
+    def _wait_dirs(self, targets: dict[DirKey, str], wave: int) -> None:
         pending = dict(targets)
         topics = sorted({t for t, _, _ in targets})
         brokers = sorted({b for _, _, b in targets})
@@ -829,7 +828,6 @@ class Applier:
                 last_progress = now
             if pending:
                 self.clock.sleep(self.options.poll_interval_s)
-        return total
 
     def _steps(self, todo: Sequence[Move]) -> list[Move]:
         """The moves to submit; with replica_at_a_time each becomes its chain of one-replica

@@ -18,7 +18,7 @@ from kreplica.cli.options import Options, OutputFormat
 from kreplica.errors import UsageError
 from kreplica.executor import facade
 from kreplica.executor.facade import Connection
-from kreplica.executor.options import ON_DRIFT, ORDERS, VIAS, Via
+from kreplica.executor.options import ON_DRIFT, ORDERS, VIAS, ApplyOptions, Via
 
 Choice = TypeVar("Choice", bound=str)
 
@@ -53,8 +53,7 @@ def _via(opts: Options) -> Via:
     return via
 
 
-def apply_options(opts: Options) -> Any:
-    from kreplica.executor.options import ApplyOptions
+def apply_options(opts: Options) -> ApplyOptions:
     from kreplica.executor.throttles import parse_rate
 
     on_drift = _one_of(opts.on_drift, ON_DRIFT)

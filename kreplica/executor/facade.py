@@ -17,10 +17,17 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kreplica.errors import UsageError
-from kreplica.executor.options import Via
+from kreplica.executor.options import ApplyOptions, Via
+
+if TYPE_CHECKING:  # the backends load only when used
+    from kreplica.executor.apply import ApplyResult, Difference
+    from kreplica.executor.kafka_cluster import KafkaCluster
+    from kreplica.executor.planfile import PlanFile
+    from kreplica.executor.status import PartitionStatus, StatusSummary
+    from kreplica.model import ClusterSnapshot
 
 Key = tuple[str, int]
 Emit = Callable[[dict[str, Any]], None]
@@ -31,7 +38,7 @@ class Connection:
     """A writable connection: `cluster` (kreplica.executor.kafka_cluster.KafkaCluster) and,
     when the cluster was reached through ZooKeeper, that source (`zookeeper`)."""
 
-    cluster: Any
+    cluster: KafkaCluster
     zookeeper: Any = None
 
 
@@ -93,7 +100,7 @@ def connect(
 # --- plan files ----------------------------------------------------------------------------------
 
 
-def load_plan(plan_path: Path) -> Any:
+def load_plan(plan_path: Path) -> PlanFile:
     """The plan at `plan_path` (Kafka's reassignment JSON, with PLAN.kreplica.json beside it
     when there is one) as kreplica.executor.planfile.PlanFile."""
     from kreplica.executor.planfile import load_plan_file
@@ -101,7 +108,7 @@ def load_plan(plan_path: Path) -> Any:
     return load_plan_file(plan_path)
 
 
-def load_plan_to_apply(plan_path: Path) -> Any:
+def load_plan_to_apply(plan_path: Path) -> PlanFile:
     """The plan, refused (with nothing touched) when it moves nothing."""
     from kreplica.executor.apply import require_moves
 
@@ -141,12 +148,12 @@ def _submitter(connection: Connection, via: Via) -> Any:
 def apply(
     connection: Connection,
     plan_path: Path,
-    options: Any = None,
+    options: ApplyOptions | None = None,
     *,
-    plan: Any = None,
+    plan: PlanFile | None = None,
     progress: Emit | None = None,
     via: Via = "kafka",
-) -> Any:
+) -> ApplyResult:
     """Apply the plan at `plan_path` (throttles, waves, waiting, restoring the throttles),
     journalled beside it; returns kreplica.executor.apply.ApplyResult. `options`:
     kreplica.executor.options.ApplyOptions (default: no throttle, one wave of everything);
@@ -155,7 +162,6 @@ def apply(
     `via`: "kafka" (KIP-455) or "zookeeper" (/admin/reassign_partitions)."""
     from kreplica.executor.apply import Applier
     from kreplica.executor.journal import Journal
-    from kreplica.executor.options import ApplyOptions
 
     plan = plan if plan is not None else load_plan_to_apply(plan_path)
     journal = Journal(journal_path(plan_path))
@@ -170,10 +176,10 @@ def apply(
     return applier.run()
 
 
-def resume(connection: Connection, plan_path: Path, options: Any = None, **kwargs: Any) -> Any:
+def resume(
+    connection: Connection, plan_path: Path, options: ApplyOptions | None = None, **kwargs: Any
+) -> ApplyResult:
     """Continue an interrupted apply of the plan from its journal (apply with resume=True)."""
-    from kreplica.executor.options import ApplyOptions
-
     options = dataclasses.replace(options or ApplyOptions(), resume=True)
     return apply(connection, plan_path, options, **kwargs)
 
@@ -181,7 +187,9 @@ def resume(connection: Connection, plan_path: Path, options: Any = None, **kwarg
 # --- verify, cancel --------------------------------------------------------------------------
 
 
-def verify(connection: Connection, plan_path: Path, *, plan: Any = None) -> list[Any]:
+def verify(
+    connection: Connection, plan_path: Path, *, plan: PlanFile | None = None
+) -> list[Difference]:
     """The plan's partitions that are not as planned (kreplica.executor.apply.Difference);
     empty when everything is in place and nothing of it is moving."""
     from kreplica.executor.apply import verify_plan
@@ -193,7 +201,7 @@ def cancel(
     connection: Connection,
     plan_path: Path,
     *,
-    plan: Any = None,
+    plan: PlanFile | None = None,
     emit: Emit = lambda event: None,
     force: bool = False,
 ) -> tuple[list[Key], bool]:
@@ -210,8 +218,12 @@ def cancel(
 
 
 def status(
-    connection: Connection, plan_path: Path, *, interval_s: float = 5.0, plan: Any = None
-) -> tuple[list[Any], Any]:
+    connection: Connection,
+    plan_path: Path,
+    *,
+    interval_s: float = 5.0,
+    plan: PlanFile | None = None,
+) -> tuple[list[PartitionStatus], StatusSummary]:
     """Where each partition of the plan stands (kreplica.executor.status: rows and a
     summary), from the cluster and the plan's journal; `interval_s` apart, a second read rates
     the moves no journal dates. Read-only: safe beside a running apply."""
@@ -224,12 +236,15 @@ def status(
     return list(rows), summary
 
 
-def snapshot(connection: Connection, topics: Sequence[str] | None = None) -> Any:
+def snapshot(connection: Connection, topics: Sequence[str] | None = None) -> ClusterSnapshot:
     """The cluster as it is now (all topics, or these), without sizes' second read."""
-    return connection.cluster.snapshot(list(topics) if topics is not None else None)
+    snap: ClusterSnapshot = connection.cluster.snapshot(
+        list(topics) if topics is not None else None
+    )
+    return snap
 
 
-def known_brokers(connection: Connection, snap: Any) -> set[int]:
+def known_brokers(connection: Connection, snap: ClusterSnapshot) -> set[int]:
     """The brokers the snapshot lists and those only ZooKeeper or the controller knows (down
     ones whose registration is gone)."""
     return {b.id for b in snap.brokers} | set(connection.cluster.offline.known_brokers())
@@ -238,7 +253,7 @@ def known_brokers(connection: Connection, snap: Any) -> set[int]:
 # --- leaders -----------------------------------------------------------------------------------
 
 
-def off_preferred(snapshot: Any, keys: Iterable[Key]) -> list[Key]:
+def off_preferred(snapshot: ClusterSnapshot, keys: Iterable[Key]) -> list[Key]:
     """The partitions among `keys` led by a replica other than their first (preferred) one."""
     parts = {(t.name, p.partition): p for t in snapshot.topics for p in t.partitions}
     return [
@@ -346,7 +361,7 @@ def remove_broker_throttles(connection: Connection, broker: int) -> str | None:
     from kreplica.executor.throttles import BROKER_KEYS
 
     connection.cluster.alter_configs("broker", str(broker), dict.fromkeys(BROKER_KEYS))
-    return connection.cluster.last_path  # type: ignore[no-any-return]
+    return connection.cluster.last_path
 
 
 def restore_journal_throttles(connection: Connection, path: Path, cluster_id: str | None) -> int:

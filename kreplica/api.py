@@ -24,9 +24,10 @@ from typing import Any
 
 from kreplica.errors import UsageError
 from kreplica.executor import facade
-from kreplica.executor.apply import ApplyResult, Difference
+from kreplica.executor.apply import ApplyResult
 from kreplica.executor.facade import Connection
 from kreplica.executor.options import ApplyOptions, Via
+from kreplica.executor.verify import Difference
 from kreplica.model import ClusterSnapshot, Plan
 from kreplica.planner import PlanOptions, TopicRequest, make_plan
 

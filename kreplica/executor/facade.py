@@ -23,10 +23,11 @@ from kreplica.errors import UsageError
 from kreplica.executor.options import ApplyOptions, Via
 
 if TYPE_CHECKING:  # the backends load only when used
-    from kreplica.executor.apply import ApplyResult, Difference
+    from kreplica.executor.apply import ApplyResult
     from kreplica.executor.kafka_cluster import KafkaCluster
     from kreplica.executor.planfile import PlanFile
     from kreplica.executor.status import PartitionStatus, StatusSummary
+    from kreplica.executor.verify import Difference
     from kreplica.model import ClusterSnapshot
 
 Key = tuple[str, int]
@@ -192,7 +193,7 @@ def verify(
 ) -> list[Difference]:
     """The plan's partitions that are not as planned (kreplica.executor.apply.Difference);
     empty when everything is in place and nothing of it is moving."""
-    from kreplica.executor.apply import verify_plan
+    from kreplica.executor.verify import verify_plan
 
     return verify_plan(connection.cluster, plan if plan is not None else load_plan(plan_path))
 
@@ -312,8 +313,8 @@ def clear_pending_throttles(
 ) -> int:
     """Throttles earlier runs left pending (their broker was down) whose broker is back:
     restored now. Returns the configs changed."""
-    from kreplica.executor.apply import clear_pending_throttles as clear
     from kreplica.executor.journal import Journal
+    from kreplica.executor.throttle_records import clear_pending_throttles as clear
 
     return clear(connection.cluster, [Journal(p) for p in journal_paths], emit)
 
@@ -323,7 +324,7 @@ def list_throttles(
 ) -> tuple[list[dict[str, str]], list[int]]:
     """Every replication throttle set on these topics and brokers as {kind, name, config,
     value} rows, and the brokers that could not be read (down)."""
-    from kreplica.executor.apply import list_throttles as listed
+    from kreplica.executor.throttle_records import list_throttles as listed
 
     return listed(connection.cluster, topics, brokers)
 
@@ -337,10 +338,10 @@ def journal_throttled_brokers(path: Path) -> set[int]:
 
 def journal_throttles(path: Path) -> list[tuple[str, str]]:
     """(kind, name) of the throttles a journal says kreplica set and has not restored."""
-    from kreplica.executor.apply import _journal_throttles
     from kreplica.executor.journal import Journal
+    from kreplica.executor.throttle_records import journal_throttles
 
-    return list(_journal_throttles(Journal(path).read())[1])
+    return list(journal_throttles(Journal(path).read())[1])
 
 
 def require_clear(connection: Connection, resources: Sequence[tuple[str, str]]) -> None:
@@ -367,8 +368,8 @@ def remove_broker_throttles(connection: Connection, broker: int) -> str | None:
 def restore_journal_throttles(connection: Connection, path: Path, cluster_id: str | None) -> int:
     """What the journal at `path` set and has not restored, put back (under its lock), when it
     belongs to this cluster; returns the configs changed."""
-    from kreplica.executor.apply import restore_journal_throttles as restore
     from kreplica.executor.journal import Journal
+    from kreplica.executor.throttle_records import restore_journal_throttles as restore
 
     journal = Journal(path)
     state = journal.state()

@@ -58,7 +58,7 @@ def child(path: str, snapshot: str, with_out: bool) -> dict[str, Any]:
         phases.append((name, now - t0, rss_mib()))
         t0 = now
 
-    from kreplica.cli import commands, output
+    from kreplica.cli import common, output, present
     from kreplica.planner import TopicRequest, make_plan
     from kreplica.sources.snapshot import load_snapshot, load_snapshot_columnar
 
@@ -66,16 +66,18 @@ def child(path: str, snapshot: str, with_out: bool) -> dict[str, Any]:
     snap = load_snapshot_columnar(snapshot) if path == "arrays" else load_snapshot(snapshot)
     gc.freeze()
     mark("read")
-    names = commands.topic_list(snap)
+    names = common.topic_list(snap)
     plan = make_plan(snap, [TopicRequest(topic=n, rf=3) for n in names])
     mark("plan")
     with tempfile.TemporaryDirectory() as tmp:
-        output.STATE.command = "plan"
-        data = commands.plan_data(plan, snap, title="bench", source="snapshot", files=None)
-        with open(Path(tmp) / "out.json", "w", encoding="utf-8") as f:
+        data = present.plan_data(plan, snap, title="bench", source="snapshot", files=None)
+        with (
+            open(Path(tmp) / "out.json", "w", encoding="utf-8") as f,
+            output.running(output.RunState(command="plan")),
+        ):
             output.emit_envelope(data, file=f)
         if with_out:
-            commands.write_plan_files(plan, snap, Path(tmp) / "plan.json")
+            present.write_plan_files(plan, snap, Path(tmp) / "plan.json")
         mark("output")
     report = plan.report
     spreads = report["topic_spread_after"]

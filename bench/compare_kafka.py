@@ -356,7 +356,7 @@ def compare_generate(
     that was running already (it is reused, topics it lacks are created, and it is left up).
     `baseline`: a checkout whose kreplica is timed too (the before of a change)."""
     from kreplica import sandbox
-    from kreplica.sandbox import cluster as sandbox_cluster
+    from kreplica.sandbox import procs as sandbox_procs
 
     sandbox.reap_orphans("bench-compare-")
     kafka_version = kafka_version or default_version(mode)
@@ -379,7 +379,7 @@ def compare_generate(
     # The sandbox's broker heap (384 MB) is sized for test clusters; ~7,000 replicas a broker
     # get BROKER_HEAP (the sandbox has no option for it: its module default is swapped for the
     # duration of up()).
-    heap = sandbox_cluster._BROKER_HEAP
+    heap = sandbox_procs.BROKER_HEAP
     saved = list(heap)
     try:
         heap[:] = BROKER_HEAP
@@ -661,11 +661,12 @@ def timed(module, name, label):
             phases[label] = phases.get(label, 0.0) + time.perf_counter() - start
     setattr(module, name, wrapper)
 import kreplica.cli.commands as commands
+import kreplica.cli.present as present
 import kreplica.planner as planner
 phases["imports"] = time.perf_counter() - t0
 timed(commands, "read_cluster", "read")
 timed(planner, "make_plan", "plan")
-timed(commands, "write_plan_files", "write")
+timed(present, "write_plan_files", "write")
 timed(commands, "rf_change", "command")
 from kreplica.cli.app import run
 code = run(sys.argv[2:])

@@ -22,7 +22,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         from kreplica.cli import output
 
-        if not output.STATE.command:
-            output.reset_state(list(sys.argv[1:] if argv is None else argv), dict(os.environ))
-        code = output.report_interrupted()
+        args = list(sys.argv[1:] if argv is None else argv)
+        with output.running(output.new_state(args, os.environ)):
+            code = output.report_interrupted()
     sys.exit(code)

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -44,15 +44,15 @@ class KreplicaGroup(TyperGroup):
 
     def main(  # type: ignore[override]
         self,
-        args: Optional[Sequence[str]] = None,  # noqa: UP045
-        prog_name: Optional[str] = None,  # noqa: UP045
-        complete_var: Optional[str] = None,  # noqa: UP045
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
-        output.reset_state(argv, dict(os.environ))
-        code = self._run(argv, prog_name or "kreplica", complete_var, **extra)
+        with output.running(output.new_state(argv, os.environ)):
+            code = self._run(argv, prog_name or "kreplica", complete_var, **extra)
         if not standalone_mode:
             return code
         sys.exit(code)
@@ -150,14 +150,6 @@ def _root(
     """
 
 
-def _begin(opts: Options, command: str) -> None:
-    state = output.STATE
-    state.command = command
-    state.output = opts.output.value
-    state.debug = state.debug or opts.debug
-    state.no_color = state.no_color or opts.no_color
-
-
 def _topic_option(help_text: str) -> Any:
     """`--topic/-t NAME`, repeatable: spelled the same way by every command that takes it."""
     return typer.Option("--topic", "-t", metavar="NAME", help=help_text, show_default=False)
@@ -179,7 +171,6 @@ def expand(*, topic: TopicsOpt, rf: RfOpt, opts: Options) -> None:
     """
     from kreplica.cli import commands
 
-    _begin(opts, "expand")
     commands.rf_change(opts, topics=topic, rf=rf, direction="expand")
 
 
@@ -193,7 +184,6 @@ def shrink(*, topic: TopicsOpt, rf: RfOpt, opts: Options) -> None:
     """
     from kreplica.cli import commands
 
-    _begin(opts, "shrink")
     commands.rf_change(opts, topics=topic, rf=rf, direction="shrink")
 
 
@@ -203,7 +193,6 @@ def set_rf(*, topic: TopicsOpt, rf: RfOpt, opts: Options) -> None:
     """Set RF, up or down (expand or shrink)."""
     from kreplica.cli import commands
 
-    _begin(opts, "set-rf")
     commands.rf_change(opts, topics=topic, rf=rf, direction="any")
 
 
@@ -217,7 +206,7 @@ def add_partitions(
         typer.Option("--partitions", "-p", metavar="N", help="Target partition count (absolute)."),
     ],
     keys_file: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option(
             "--keys-file",
             metavar="FILE",
@@ -225,7 +214,7 @@ def add_partitions(
         ),
     ] = None,
     sample: Annotated[
-        Optional[int],  # noqa: UP045
+        int | None,
         typer.Option(
             "--sample",
             metavar="N",
@@ -242,7 +231,6 @@ def add_partitions(
     """
     from kreplica.cli import commands
 
-    _begin(opts, "add-partitions")
     commands.plan_topics(
         opts,
         topics=topic,
@@ -260,21 +248,21 @@ def add_partitions(
 def plan_cmd(
     *,
     topic: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         _topic_option("Topic to change (repeatable)."),
     ] = None,
     topics: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(
             "--topics", metavar="REGEX", help="All topics whose whole name matches REGEX."
         ),
     ] = None,
     rf: Annotated[
-        Optional[int],  # noqa: UP045
+        int | None,
         typer.Option("--rf", metavar="N", help="Target replication factor (absolute)."),
     ] = None,
     partitions: Annotated[
-        Optional[int],  # noqa: UP045
+        int | None,
         typer.Option("--partitions", "-p", metavar="N", help="Target partition count (absolute)."),
     ] = None,
     fix_racks: Annotated[
@@ -288,7 +276,6 @@ def plan_cmd(
     """
     from kreplica.cli import commands
 
-    _begin(opts, "plan")
     commands.plan_topics(
         opts, topics=topic or [], regex=topics, rf=rf, partitions=partitions, fix_racks=fix_racks
     )
@@ -315,11 +302,11 @@ def drain(
     *,
     brokers: BrokerIdsOpt,
     topic: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         _topic_option("Only this topic's replicas (repeatable; default: all topics)."),
     ] = None,
     topics: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--topics", metavar="REGEX", help="Only topics whose whole name matches."),
     ] = None,
     keep_rack_share: Annotated[
@@ -340,7 +327,6 @@ def drain(
     """
     from kreplica.cli import broker_cmd
 
-    _begin(opts, "drain")
     broker_cmd.drain(
         opts, brokers=brokers, topics=topic or [], regex=topics, keep_rack_share=keep_rack_share
     )
@@ -368,7 +354,6 @@ def drain_dir(
     """
     from kreplica.cli import dirs_cmd
 
-    _begin(opts, "drain-dir")
     dirs_cmd.drain_dir(opts, broker=broker, path=dir_path)
 
 
@@ -377,7 +362,7 @@ def drain_dir(
 def balance_dirs(
     *,
     brokers: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--brokers", metavar="IDS", help="Only these brokers (default: all)."),
     ] = None,
     opts: Options,
@@ -389,7 +374,6 @@ def balance_dirs(
     """
     from kreplica.cli import dirs_cmd
 
-    _begin(opts, "balance-dirs")
     dirs_cmd.balance_dirs(opts, brokers=brokers)
 
 
@@ -403,7 +387,6 @@ def add_brokers(*, brokers: BrokerIdsOpt, by: ByOpt = "count", opts: Options) ->
     """
     from kreplica.cli import broker_cmd
 
-    _begin(opts, "add-brokers")
     broker_cmd.add_brokers(opts, brokers=brokers, by=by)
 
 
@@ -420,7 +403,6 @@ def replace(
     """Give one broker's replicas to another, positions kept (a failed host)."""
     from kreplica.cli import broker_cmd
 
-    _begin(opts, "replace")
     broker_cmd.replace(opts, broker=broker, with_broker=with_broker)
 
 
@@ -430,11 +412,11 @@ def rebalance(
     *,
     by: ByOpt = "count",
     max_moves: Annotated[
-        Optional[int],  # noqa: UP045
+        int | None,
         typer.Option("--max-moves", metavar="N", help="Move at most N replicas."),
     ] = None,
     max_bytes: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--max-bytes", metavar="SIZE", help="Copy at most SIZE, e.g. 50GB."),
     ] = None,
     opts: Options,
@@ -447,7 +429,6 @@ def rebalance(
     """
     from kreplica.cli import broker_cmd
 
-    _begin(opts, "rebalance")
     broker_cmd.rebalance(opts, by=by, max_moves=max_moves, max_bytes=max_bytes)
 
 
@@ -456,7 +437,7 @@ def rebalance(
 def explain(
     *,
     topic: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         _topic_option("Topic to explain (repeatable; default: all topics)."),
     ] = None,
     opts: Options,
@@ -468,7 +449,6 @@ def explain(
     """
     from kreplica.cli import commands
 
-    _begin(opts, "explain")
     commands.explain(opts, topics=topic or [])
 
 
@@ -492,7 +472,6 @@ def check(
     """
     from kreplica.cli import commands
 
-    _begin(opts, "check")
     commands.check(opts, plan_file)
 
 
@@ -501,11 +480,11 @@ def check(
 def snapshot(
     *,
     out: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option("--out", "-o", metavar="FILE", help="Write here (default: stdout)."),
     ] = None,
     topic: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         _topic_option("Only these topics (repeatable; default: all)."),
     ] = None,
     opts: Options,
@@ -519,7 +498,6 @@ def snapshot(
     """
     from kreplica.cli import commands
 
-    _begin(opts, "snapshot")
     commands.snapshot(opts, out=out, topics=topic or [])
 
 
@@ -542,10 +520,9 @@ def apply(*, plan_file: PlanFileArg, opts: Options) -> None:
     throttles for the moving replicas only, waves, progress, a journal for --resume, and the
     throttles put back when done.
     """
-    from kreplica.cli import apply_cmd, commands
+    from kreplica.cli import apply_cmd, common
 
-    _begin(opts, "apply")
-    apply_cmd.apply(opts, commands.source_spec(opts), plan_file)
+    apply_cmd.apply(opts, common.source_spec(opts), plan_file)
 
 
 @app.command()
@@ -555,10 +532,9 @@ def verify(*, plan_file: PlanFileArg, opts: Options) -> None:
 
     Exit 0 only when every partition of the plan is as planned and none is moving.
     """
-    from kreplica.cli import apply_cmd, commands
+    from kreplica.cli import apply_cmd, common
 
-    _begin(opts, "verify")
-    apply_cmd.verify(opts, commands.source_spec(opts), plan_file)
+    apply_cmd.verify(opts, common.source_spec(opts), plan_file)
 
 
 @app.command()
@@ -585,10 +561,9 @@ def status(
     tiered-topic, follower-lagging, not-submitted, unknown. Exit 0 whenever it could report,
     done or not (kreplica verify is the pass/fail check).
     """
-    from kreplica.cli import commands, status_cmd
+    from kreplica.cli import common, status_cmd
 
-    _begin(opts, "status")
-    status_cmd.status(opts, commands.source_spec(opts), plan_file, interval=interval)
+    status_cmd.status(opts, common.source_spec(opts), plan_file, interval=interval)
 
 
 @app.command()
@@ -611,10 +586,9 @@ def cancel(
     Refused (exit 10, nothing changed) when a partition would be left under its
     min.insync.replicas, e.g. an original replica's broker is down.
     """
-    from kreplica.cli import apply_cmd, commands
+    from kreplica.cli import apply_cmd, common
 
-    _begin(opts, "cancel")
-    apply_cmd.cancel(opts, commands.source_spec(opts), plan_file, force=force)
+    apply_cmd.cancel(opts, common.source_spec(opts), plan_file, force=force)
 
 
 @app.command()
@@ -622,20 +596,19 @@ def cancel(
 def elect(
     *,
     plan_file: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Argument(metavar="[PLAN.json]", help="Elect for the partitions of this plan."),
     ] = None,
     topic: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         _topic_option("Elect for every partition of this topic (repeatable)."),
     ] = None,
     opts: Options,
 ) -> None:
     """Preferred leader election. Leadership goes back to each partition's first replica."""
-    from kreplica.cli import apply_cmd, commands
+    from kreplica.cli import apply_cmd, common
 
-    _begin(opts, "elect")
-    apply_cmd.elect(opts, commands.source_spec(opts), plan_file, topic or [])
+    apply_cmd.elect(opts, common.source_spec(opts), plan_file, topic or [])
 
 
 @app.command()
@@ -649,7 +622,7 @@ def throttles(
         bool, typer.Option("--all", help="With --clear: every replication throttle.")
     ] = False,
     plan: Annotated[
-        Optional[list[Path]],  # noqa: UP045
+        list[Path] | None,
         typer.Option(
             "--plan",
             metavar="PLAN.json",
@@ -664,11 +637,10 @@ def throttles(
     --clear restores the throttles kreplica set and did not restore yet (it reads the plans'
     journals), putting back what was there before; --clear --all removes every one.
     """
-    from kreplica.cli import apply_cmd, commands
+    from kreplica.cli import apply_cmd, common
 
-    _begin(opts, "throttles")
     apply_cmd.throttles(
-        opts, commands.source_spec(opts), clear=clear, everything=everything, plans=plan or []
+        opts, common.source_spec(opts), clear=clear, everything=everything, plans=plan or []
     )
 
 
@@ -677,26 +649,26 @@ def throttles(
 def partition_for(
     *,
     topic: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--topic", "-t", metavar="NAME", help="Topic (its partition count is read)."),
     ] = None,
     key: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option("--key", "-k", metavar="KEY", help="Record key (repeatable)."),
     ] = None,
     key_hex: Annotated[
         bool, typer.Option("--key-hex", help="Keys are hex bytes (binary keys).")
     ] = False,
     keys_file: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option("--keys-file", metavar="FILE", help="Keys, one per line."),
     ] = None,
     partitions: Annotated[
-        Optional[int],  # noqa: UP045
+        int | None,
         typer.Option("--partitions", "-p", metavar="N", help="Partition count (offline)."),
     ] = None,
     after: Annotated[
-        Optional[int],  # noqa: UP045
+        int | None,
         typer.Option("--after", metavar="N", help="Also the partition with N partitions."),
     ] = None,
     opts: Options,
@@ -708,7 +680,6 @@ def partition_for(
     """
     from kreplica.cli import impact_cmd
 
-    _begin(opts, "partition-for")
     impact_cmd.partition_for(
         opts,
         topic=topic,
@@ -752,7 +723,7 @@ def _mount_fleet() -> None:
 _mount_fleet()
 
 
-def run(argv: Optional[Sequence[str]] = None) -> int:  # noqa: UP045
+def run(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code (what `main()` exits with)."""
     command = typer.main.get_command(app)
     code = command.main(args=argv, prog_name="kreplica", standalone_mode=False)

@@ -7,22 +7,22 @@ rebalance run a preferred leader election for the plan's partitions once an appl
 
 from __future__ import annotations
 
-import re
-import time
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from kreplica.cli.commands import (
+from kreplica.cli.common import (
     console,
     parse_broker_ids,
+    parse_headroom,
+    parse_log_dirs_mode,
+    parse_size,
     read_cluster,
-    show_plan,
     source_spec,
     topic_names,
     topics_pattern,
 )
-from kreplica.cli.options import Options, OutputFormat, parse_headroom, parse_log_dirs_mode
+from kreplica.cli.options import Options, OutputFormat
+from kreplica.cli.present import show_plan
 from kreplica.errors import UsageError
 
 
@@ -52,63 +52,17 @@ def _topic_names(snap: Any, topics: list[str], regex: str | None) -> list[str] |
     return topic_names(snap, topics, topics_pattern(regex))
 
 
-_SIZE_UNITS = {
-    "": 1,
-    "b": 1,
-    "kb": 10**3,
-    "mb": 10**6,
-    "gb": 10**9,
-    "tb": 10**12,
-    "kib": 2**10,
-    "mib": 2**20,
-    "gib": 2**30,
-    "tib": 2**40,
-}
-
-
-def parse_size(text: str, flag: str) -> int:
-    """Bytes from "500MB", "20GiB", "1.5TB" or "1000000" (KB/MB/GB/TB are powers of 1000)."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*", text)
-    unit = match.group(2).lower() if match else ""
-    if match is None or unit not in _SIZE_UNITS:
-        raise UsageError(f"{flag} {text!r} is not a size; give bytes such as 500MB, 20GiB or 1000")
-    try:
-        value = Decimal(match.group(1)) * _SIZE_UNITS[unit]
-    except InvalidOperation:  # pragma: no cover - the pattern admits only decimals
-        raise UsageError(f"{flag} {text!r} is not a size") from None
-    return int(value)
-
-
 def elect_after(opts: Options, spec: Any) -> Any:
     """After an applied plan: preferred leader election for its partitions that are led off
     their first replica (a drained leader's replacement, a reordered rebalance partition).
     A replica that just joined may need a moment to be in sync: retried for up to 30 s."""
 
     def run(plan_path: Path, result: dict[str, Any]) -> dict[str, Any] | None:
-        from kreplica.cli.apply_cmd import connect
-        from kreplica.executor.planfile import load_plan_file
+        from kreplica.cli.applying import connect
+        from kreplica.executor import facade
 
-        plan = load_plan_file(plan_path)
-        keys = sorted({*plan.targets, *plan.new_partitions})
-        failed: dict[str, str] = {}
-        elected: list[str] = []
         with connect(spec) as connection:
-            deadline = time.monotonic() + 30
-            while True:
-                snap = connection.cluster.snapshot(sorted({t for t, _ in keys}))
-                parts = {(t.name, p.partition): p for t in snap.topics for p in t.partitions}
-                off = [
-                    k
-                    for k in keys
-                    if k in parts and parts[k].replicas and parts[k].leader != parts[k].replicas[0]
-                ]
-                results = connection.cluster.elect_preferred(off)
-                elected += [f"{t}-{p}" for (t, p), err in results.items() if not err]
-                failed = {f"{t}-{p}": err for (t, p), err in results.items() if err}
-                if not failed or time.monotonic() > deadline:
-                    break
-                keys = [k for k in keys if f"{k[0]}-{k[1]}" in failed]
-                time.sleep(1)
+            elected, failed = facade.elect_after_apply(connection, plan_path, retry_s=30)
         data = {"elected": sorted(elected), "failed": failed}
         if opts.output is not OutputFormat.json:
             out = console()

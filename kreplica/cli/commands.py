@@ -2,123 +2,32 @@
 
 from __future__ import annotations
 
-import gc
-import re
 import sys
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from kreplica.cli import output
-from kreplica.cli.config import SourceSpec, resolve_source
-from kreplica.cli.options import Options, OutputFormat, parse_headroom, parse_log_dirs_mode
+from kreplica.cli.common import (
+    console,
+    describe_source,
+    parse_broker_ids,
+    parse_headroom,
+    parse_log_dirs_mode,
+    print_json_data,
+    read_cluster,
+    require_topics,
+    source_spec,
+    topic_names,
+    topics_pattern,
+)
+from kreplica.cli.config import SourceSpec
+from kreplica.cli.options import Options, OutputFormat
+from kreplica.cli.present import show_plan
 from kreplica.errors import UsageError
 from kreplica.model import ClusterSnapshot, Plan
 from kreplica.userfiles import decode_json, read_user_file
 
-# --- shared steps ------------------------------------------------------------------------
-
-
-def source_spec(opts: Options) -> SourceSpec:
-    import os
-
-    from kreplica.cli.config import where_set
-
-    spec = resolve_source(
-        snapshot=opts.snapshot,
-        zookeeper=opts.zookeeper,
-        bootstrap_server=opts.bootstrap_server,
-        command_config=opts.command_config,
-        cluster=opts.cluster,
-        timeout_s=opts.timeout,
-    )
-    command_config_origin = (
-        "command line"
-        if opts.command_config
-        else "KREPLICA_COMMAND_CONFIG"
-        if os.environ.get("KREPLICA_COMMAND_CONFIG")
-        else None
-    )
-    # errors name the cluster entry or variable the source came from, not a flag never given
-    output.STATE.flag_names = where_set(spec, command_config_origin=command_config_origin)
-    return spec
-
-
-def read_cluster(
-    spec: SourceSpec,
-    topics: Sequence[str] | None = None,
-    *,
-    columnar: bool = False,
-    sizes: bool = True,
-) -> ClusterSnapshot:
-    """All topics by default: planning balances against the whole cluster's load.
-    `columnar`: a snapshot file is read into columns (kreplica/columns.py) for the array
-    planner; the snapshot's objects are built only if something else reads them.
-    sizes=False: no partition sizes, replica dirs or disk figures (no DescribeLogDirs)."""
-    if columnar and sizes and spec.kind == "snapshot" and not topics and spec.snapshot:
-        from kreplica.sources.snapshot import load_snapshot_columnar
-
-        snap: ClusterSnapshot = load_snapshot_columnar(spec.snapshot)
-        gc.freeze()
-        return snap
-    source = spec.open(read_sizes=sizes)
-    try:
-        snap = source.snapshot(list(topics) if topics else None)
-    finally:
-        source.close()
-    # The snapshot lives as long as this process and holds no cycles: keep the cyclic
-    # collector from rescanning its objects on every later pass (see kreplica/gcpause.py;
-    # planning a million partitions spent seconds there).
-    gc.freeze()
-    return snap
-
-
-def require_topics(snap: ClusterSnapshot, names: Sequence[str]) -> None:
-    """Unknown names fail before planning, all of them in one message."""
-    from kreplica.sources.assemble import select_topics
-
-    select_topics(topic_list(snap), names)
-
-
-def topic_list(snap: ClusterSnapshot) -> list[str]:
-    """The snapshot's topic names, in order (a ColumnarSnapshot's without building topics)."""
-    names = getattr(snap, "topic_names", None)
-    return list(names()) if names is not None else [t.name for t in snap.topics]
-
-
-def describe_source(spec: SourceSpec) -> str:
-    names = {"snapshot": "snapshot", "zookeeper": "zookeeper", "bootstrap_server": "bootstrap"}
-    text = f"{names.get(spec.kind, spec.kind)} {spec.address}"
-    return text if spec.origin == "command line" else f"{text} (from {spec.origin})"
-
-
-def parse_broker_ids(text: str | None, flag: str) -> frozenset[int] | None:
-    """'1,2,5-8' -> {1, 2, 5, 6, 7, 8}."""
-    if text is None:
-        return None
-    ids: set[int] = set()
-    for item in text.split(","):
-        item = item.strip()
-        match = re.fullmatch(r"(\d+)(?:-(\d+))?", item)
-        if not match:
-            raise UsageError(f"{flag}: {item!r} is not a broker id; write ids like 1,2,5-8")
-        low = int(match.group(1))
-        high = int(match.group(2) or low)
-        if high < low:
-            raise UsageError(f"{flag}: range {item!r} runs backwards; write it as {high}-{low}")
-        ids.update(range(low, high + 1))
-    return frozenset(ids)
-
-
-def console(file: Any = None) -> Any:
-    from kreplica.render.console import make_console
-
-    return make_console(file, no_color=output.STATE.no_color)
-
-
-def print_json_data(data: Any, errors: list[dict[str, str]] | None = None) -> None:
-    output.emit_envelope(data, errors)
-
+if TYPE_CHECKING:
+    from kreplica.planner.options import Strategy
 
 # --- plan commands -------------------------------------------------------------------------
 
@@ -149,34 +58,6 @@ def rf_change(opts: Options, *, topics: list[str], rf: int, direction: str) -> N
     verb = {"expand": "expand", "shrink": "shrink", "any": "set RF of"}[direction]
     title = f"{verb} " + ", ".join(f"{n} (RF {c} → {rf})" for n, c in currents.items())
     _plan_and_show(opts, spec, snap, requests, title)
-
-
-def topics_pattern(regex: str | None) -> re.Pattern[str] | None:
-    if regex is None:
-        return None
-    try:
-        return re.compile(regex)
-    except re.error as exc:
-        raise UsageError(f"--topics {regex!r} is not a valid regex ({exc}); fix it") from None
-
-
-def topic_names(
-    snap: ClusterSnapshot, topics: Sequence[str], pattern: re.Pattern[str] | None
-) -> list[str]:
-    """--topic names (all must exist) then the topics --topics REGEX matches as a whole."""
-    names = list(dict.fromkeys(topics))
-    require_topics(snap, names)
-    if pattern is not None:
-        matched = [name for name in topic_list(snap) if pattern.fullmatch(name)]
-        if not matched:
-            from kreplica.errors import UnknownTopicError
-
-            raise UnknownTopicError(
-                f"--topics {pattern.pattern!r} matches no topic in this cluster; "
-                "the regex must match the whole name (e.g. 'orders.*')"
-            )
-        names += [m for m in matched if m not in names]
-    return names
 
 
 def plan_topics(
@@ -239,7 +120,7 @@ def _plan_and_show(
     from kreplica.planner import PlanOptions, make_plan
 
     plan_options = PlanOptions(
-        strategy=opts.strategy,
+        strategy=cast("Strategy", opts.strategy),  # make_plan says when it is none of them
         brokers=parse_broker_ids(opts.brokers, "--brokers"),
         exclude_brokers=parse_broker_ids(opts.exclude_brokers, "--exclude-brokers") or frozenset(),
         seed=opts.seed,
@@ -254,7 +135,7 @@ def _plan_and_show(
         plan = _sizes_not_read(plan)
     impact = None
     if plan.new_partitions:  # keyed producers and consumer groups see the new partitions
-        from kreplica.cli.impact_cmd import plan_client_impact
+        from kreplica.cli.client_impact import plan_client_impact
 
         impact = plan_client_impact(plan, snap, spec, keys_file=keys_file, sample=sample)
     show_plan(opts, spec, snap, plan, title, impact=impact)
@@ -270,230 +151,6 @@ def _sizes_not_read(plan: Plan) -> Plan:
     if isinstance(disk, Mapping) and disk.get("unchecked"):
         report["disk"] = {**disk, "unchecked": "--no-sizes: no disk sizes read"}
     return dataclasses.replace(plan, report=report)
-
-
-def show_plan(
-    opts: Options,
-    spec: SourceSpec,
-    snap: ClusterSnapshot,
-    plan: Plan,
-    title: str,
-    after_apply: Callable[[Path, dict[str, Any]], dict[str, Any] | None] | None = None,
-    impact: dict[str, Any] | None = None,
-) -> None:
-    """Show a plan, write --out, and apply it unless --dry-run (after a confirmation).
-    `after_apply(plan_path, apply_result)` runs once the apply finished (e.g. an election);
-    what it returns joins the JSON envelope as `after_apply`."""
-    applying = not opts.dry_run and bool(plan.changes)
-    if applying:
-        from kreplica.cli.apply_cmd import apply_options
-
-        apply_options(opts)  # bad apply flags fail before the plan is shown or written
-        if spec.kind == "snapshot":
-            raise UsageError(
-                "applying needs a live cluster: plan from --bootstrap-server or --zookeeper, "
-                "or add --dry-run to only show the plan"
-            )
-        if not opts.yes and not interactive():
-            raise UsageError(
-                "applying a plan needs a confirmation: run it on a terminal, pass --yes, or "
-                "add --dry-run to only show the plan"
-            )
-    out_path = opts.out
-    files = write_plan_files(plan, snap, out_path, overwrite=opts.force_out) if out_path else None
-    if opts.output is OutputFormat.json:
-        data = plan_data(plan, snap, title=title, source=describe_source(spec), files=files)
-        if impact is not None:
-            data["impact"] = impact
-    elif opts.output is OutputFormat.markdown:
-        from kreplica.render.markdown import plan_markdown
-
-        sys.stdout.write(
-            plan_markdown(
-                plan,
-                snap,
-                title=title,
-                source=describe_source(spec),
-                runbook=runbook(plan, snap, opts, spec),
-                limit=opts.limit,
-                impact=impact,
-            )
-        )
-    else:
-        from rich.text import Text
-
-        from kreplica.render.diff import plan_view
-
-        out = console()
-        out.print(
-            plan_view(
-                plan,
-                snap,
-                title=title,
-                source=describe_source(spec),
-                limit=opts.limit,
-                impact=impact,
-            )
-        )
-        if files:
-            out.print()
-            out.print("wrote " + ", ".join(str(p) for p in files.values()), markup=False)
-        if plan.changes and files and not applying:
-            out.print()
-            for label, command in runbook(plan, snap, opts, spec):
-                if label:
-                    out.print(Text(f"# {label}", style="muted"), soft_wrap=True)
-                out.print(command, soft_wrap=True, markup=False)
-        elif plan.changes and not applying:
-            out.print()
-            out.print(
-                "[muted]add --out PLAN.json to write Kafka's reassignment JSON, its rollback "
-                "and the kreplica plan document[/muted]"
-            )
-    if applying:
-        if opts.output is OutputFormat.table and not opts.yes:
-            import typer
-
-            target = plan.cluster_id or describe_source(spec)
-            if not typer.confirm(f"Apply this plan to cluster {target}?", default=False):
-                console().print("Not applied; nothing was changed.")
-                return
-        if files is None:
-            out_path = default_plan_path(plan)
-            files = write_plan_files(plan, snap, out_path)
-            if opts.output is not OutputFormat.json:
-                console().print("wrote " + ", ".join(str(p) for p in files.values()), markup=False)
-        from kreplica.cli.apply_cmd import run_apply
-
-        assert out_path is not None
-        result = run_apply(opts, spec, out_path)
-        extra = after_apply(out_path, result) if after_apply is not None else None
-        if opts.output is OutputFormat.json:
-            data["files"] = {k: str(v) for k, v in files.items()}
-            data["apply"] = result
-            if extra is not None:
-                data["after_apply"] = extra
-    if opts.output is OutputFormat.json:
-        print_json_data(data)
-
-
-def default_plan_path(plan: Plan) -> Path:
-    """Where a plan applied without --out is kept, its journal beside it (for --resume)."""
-    from kreplica.cli.apply_cmd import state_folder
-
-    folder = state_folder()
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder / f"{plan.cluster_id or 'cluster'}-{plan.snapshot_fingerprint}.json"
-
-
-def interactive() -> bool:
-    """Ask before applying only when a person is at the keyboard."""
-    return sys.stdin.isatty() and sys.stdout.isatty()
-
-
-def plan_data(
-    plan: Plan,
-    snap: ClusterSnapshot,
-    *,
-    title: str,
-    source: str,
-    files: dict[str, Path] | None,
-) -> dict[str, Any]:
-    from kreplica.planner.serialize import (
-        findings_json,
-        new_partitions_list,
-        reassignment_json,
-        rollback_json,
-    )
-
-    return {
-        "title": title,
-        "source": source,
-        "cluster_id": plan.cluster_id,
-        "snapshot_fingerprint": plan.snapshot_fingerprint,
-        "strategy": plan.strategy,
-        "reassignment": reassignment_json(plan, lazy=True),
-        "new_partitions": new_partitions_list(plan),
-        "rollback": rollback_json(plan, lazy=True),
-        "report": dict(plan.report),
-        "findings": findings_json(plan.findings),
-        "files": {k: str(v) for k, v in files.items()} if files else None,
-    }
-
-
-def sibling_paths(out: Path) -> dict[str, Path]:
-    """PLAN.json and the files written beside it (the journal comes later, from apply)."""
-    from kreplica.executor.planfile import plan_siblings
-
-    paths = plan_siblings(out)
-    del paths["journal"]
-    return paths
-
-
-def write_plan_files(
-    plan: Plan, snap: ClusterSnapshot, out: Path, *, overwrite: bool = True
-) -> dict[str, Path]:
-    """PLAN.json (Kafka's format), PLAN.rollback.json and PLAN.kreplica.json beside it.
-    Without `overwrite`, existing plan files (or an old plan's journal) are a usage error."""
-    from kreplica.planner.serialize import plan_files
-
-    return write_documents(out, lambda: plan_files(plan, snap, lazy=True), overwrite=overwrite)
-
-
-def write_documents(
-    out: Path, documents: Callable[[], dict[str, Any]], *, overwrite: bool
-) -> dict[str, Path]:
-    """Write the plan files at `out` (`documents()` gives them by sibling key) once it is safe:
-    no existing plan files unless `overwrite`, never over an apply that did not finish, and
-    into a folder that exists."""
-    from kreplica.executor.planfile import plan_siblings
-
-    paths = sibling_paths(out)
-    journal = plan_siblings(out)["journal"]
-    existing = [p for p in (*paths.values(), journal) if p.exists()]
-    if existing and not overwrite:
-        names = ", ".join(str(p) for p in existing)
-        raise UsageError(
-            f"--out {str(out)!r}: {names} exist(s) already; pass --force-out to overwrite, or "
-            "choose another name"
-        )
-    if journal.exists():
-        from kreplica.executor.journal import Journal
-
-        state = Journal(journal).state()
-        if not (state.finished or state.cancelled):
-            raise UsageError(
-                f"--out {str(out)!r}: {journal} shows an apply of the plan there that did not "
-                f"finish; continue it with `kreplica apply {out} --resume` or stop it with "
-                f"`kreplica cancel {out}`, or choose another name"
-            )
-        journal.unlink()  # a finished apply's journal belongs to the plan being overwritten
-    if not out.parent.exists():
-        raise UsageError(
-            f"--out {str(out)!r}: folder {str(out.parent)!r} does not exist; create it"
-        )
-    contents = documents()
-    for key, path in paths.items():
-        try:
-            output.write_file(path, contents[key])
-        except OSError as exc:
-            raise UsageError(f"cannot write {str(path)!r} ({exc.strerror}); check --out") from None
-    return paths
-
-
-def runbook(
-    plan: Plan, snap: ClusterSnapshot, opts: Options, spec: SourceSpec
-) -> list[tuple[str, str]]:
-    """The exact commands that apply, verify and roll back this plan with Kafka's own tools."""
-    from kreplica.render.text import runbook_commands
-
-    return runbook_commands(
-        plan,
-        snap,
-        bootstrap=spec.bootstrap_server or "BROKER:9092",
-        command_config=opts.command_config,
-        out=opts.out,
-    )
 
 
 # --- explain, check, snapshot ---------------------------------------------------------------

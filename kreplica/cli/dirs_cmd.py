@@ -11,32 +11,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kreplica.cli.commands import (
-    console,
+from kreplica.cli.common import (
     describe_source,
-    interactive,
     parse_broker_ids,
-    print_json_data,
+    parse_headroom,
     read_cluster,
     source_spec,
-    write_documents,
 )
 from kreplica.cli.config import SourceSpec
-from kreplica.cli.options import Options, OutputFormat
-from kreplica.errors import UsageError
+from kreplica.cli.options import Options
+from kreplica.cli.present import Presentation, present_and_apply, write_documents
 from kreplica.model import ClusterSnapshot
 
 
 def _headroom(opts: Options) -> Any:
-    """--disk-headroom as the planning commands read it (kreplica.cli.options.parse_headroom),
-    or 10% when this build has no such option."""
-    from kreplica.cli import options as cli_options
-    from kreplica.planner.dirs import DEFAULT_HEADROOM
-
-    parse = getattr(cli_options, "parse_headroom", None)
-    if parse is None:
-        return DEFAULT_HEADROOM
-    return parse(getattr(opts, "disk_headroom", None))
+    """--disk-headroom as the planning commands read it (10% when not given)."""
+    return parse_headroom(opts.disk_headroom)
 
 
 def drain_dir(opts: Options, *, broker: int, path: str) -> None:
@@ -73,14 +63,6 @@ def _write(plan: Any, snap: ClusterSnapshot, out: Path, *, overwrite: bool) -> d
         },
         overwrite=overwrite,
     )
-
-
-def _default_path(plan: Any, snap: ClusterSnapshot) -> Path:
-    from kreplica.cli.apply_cmd import state_folder
-
-    folder = state_folder()
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder / f"{snap.cluster_id or 'cluster'}-{plan.command}-{snap.fingerprint()}.json"
 
 
 def _size(n: int | None) -> str:
@@ -127,76 +109,56 @@ def _lines(plan: Any, title: str, source: str, limit: int) -> list[str]:
 
 
 def _show(opts: Options, spec: SourceSpec, snap: ClusterSnapshot, plan: Any, title: str) -> None:
-    """Show, write --out, and apply unless --dry-run (after a confirmation): show_plan's flow."""
+    """Through the one show / --out / apply path (kreplica.cli.present)."""
     from kreplica.planner.dirs import report
 
-    applying = not opts.dry_run and bool(plan.moves)
-    if applying:
-        from kreplica.cli.apply_cmd import apply_options
+    source = describe_source(spec)
 
-        apply_options(opts)
-        if spec.kind == "snapshot":
-            raise UsageError(
-                "applying needs a live cluster: plan from --bootstrap-server, or add --dry-run "
-                "to only show the plan"
-            )
-        if not opts.yes and not interactive():
-            raise UsageError(
-                "applying a plan needs a confirmation: run it on a terminal, pass --yes, or "
-                "add --dry-run to only show the plan"
-            )
-    files = _write(plan, snap, opts.out, overwrite=opts.force_out) if opts.out else None
-    data: dict[str, Any] = {}
-    if opts.output is OutputFormat.json:
-        data = {"title": title, "source": describe_source(spec), "cluster_id": snap.cluster_id}
+    def json_data(files: dict[str, Path] | None) -> dict[str, Any]:
+        data: dict[str, Any] = {"title": title, "source": source, "cluster_id": snap.cluster_id}
         data.update(report(plan))
         data["files"] = {k: str(v) for k, v in files.items()} if files else None
-    else:
-        out = console()
-        for line in _lines(plan, title, describe_source(spec), opts.limit):
+        return data
+
+    def view(out: Any) -> None:
+        for line in _lines(plan, title, source, opts.limit):
             out.print(line, markup=False, soft_wrap=True)
+
+    def next_steps(out: Any, files: dict[str, Path] | None) -> None:
         if files:
+            plan_path = files["reassignment"]
             out.print()
-            out.print("wrote " + ", ".join(str(p) for p in files.values()), markup=False)
-            if not applying:
-                plan_path = files["reassignment"]
-                out.print()
-                out.print("# apply it (dir throttle: --throttle RATE)", markup=False)
-                out.print(f"kreplica apply {plan_path} --throttle 50MB/s", markup=False)
-                out.print("# or with Kafka's own tool", markup=False)
-                out.print(
-                    f"kafka-reassign-partitions --bootstrap-server HOST:PORT --execute "
-                    f"--reassignment-json-file {plan_path} "
-                    "--replica-alter-log-dirs-throttle 50000000",
-                    markup=False,
-                )
-        elif plan.moves and not applying:
+            out.print("# apply it (dir throttle: --throttle RATE)", markup=False)
+            out.print(f"kreplica apply {plan_path} --throttle 50MB/s", markup=False)
+            out.print("# or with Kafka's own tool", markup=False)
+            out.print(
+                f"kafka-reassign-partitions --bootstrap-server HOST:PORT --execute "
+                f"--reassignment-json-file {plan_path} "
+                "--replica-alter-log-dirs-throttle 50000000",
+                markup=False,
+            )
+        elif plan.moves:
             out.print()
             out.print(
                 "add --out PLAN.json to write Kafka's reassignment JSON, its rollback and the "
                 "kreplica plan document",
                 markup=False,
             )
-    if applying:
-        if opts.output is OutputFormat.table and not opts.yes:
-            import typer
 
-            target = snap.cluster_id or describe_source(spec)
-            if not typer.confirm(f"Apply this plan to cluster {target}?", default=False):
-                console().print("Not applied; nothing was changed.")
-                return
-        out_path = opts.out
-        if files is None:
-            out_path = _default_path(plan, snap)
-            files = _write(plan, snap, out_path, overwrite=True)
-            if opts.output is not OutputFormat.json:
-                console().print("wrote " + ", ".join(str(p) for p in files.values()), markup=False)
-        from kreplica.cli.apply_cmd import run_apply
-
-        assert out_path is not None
-        result = run_apply(opts, spec, out_path)
-        if opts.output is OutputFormat.json:
-            data["files"] = {k: str(v) for k, v in files.items()}
-            data["apply"] = result
-    if opts.output is OutputFormat.json:
-        print_json_data(data)
+    present_and_apply(
+        opts,
+        spec,
+        Presentation(
+            title=title,
+            has_changes=bool(plan.moves),
+            cluster_id=snap.cluster_id,
+            live_sources="--bootstrap-server",
+            write=lambda out, overwrite: _write(plan, snap, out, overwrite=overwrite),
+            default_name=lambda: (
+                f"{snap.cluster_id or 'cluster'}-{plan.command}-{snap.fingerprint()}.json"
+            ),
+            json_data=json_data,
+            view=view,
+            next_steps=next_steps,
+        ),
+    )

@@ -9,7 +9,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -55,15 +55,15 @@ OutOpt = Annotated[
 ]
 LocalOutOpt = Annotated[str, typer.Option("--out", metavar="DIR", help="Local folder.")]
 PolicyOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option("--policy", metavar="FILE", help="Policy file (TOML; see docs/fleet.md)."),
 ]
 RfOpt = Annotated[
-    Optional[int],  # noqa: UP045
+    int | None,
     typer.Option("--rf", metavar="N", help="Target RF for every topic (over the policy)."),
 ]
 MinIsrOpt = Annotated[
-    Optional[int],  # noqa: UP045
+    int | None,
     typer.Option("--min-insync", metavar="N", help="Target min.insync.replicas for every topic."),
 ]
 MasterOpt = Annotated[
@@ -73,8 +73,9 @@ MasterOpt = Annotated[
 
 
 def _start(command: str, fmt: Output) -> None:
-    output.STATE.command = f"fleet {command}"
-    output.STATE.output = fmt.value
+    run = output.state()
+    run.command = f"fleet {command}"
+    run.output = fmt.value
 
 
 def _emit(
@@ -82,7 +83,7 @@ def _emit(
 ) -> None:
     sys.stdout.write(output.dumps(output.envelope(f"fleet {command}", data, errors, status=status)))
     sys.stdout.flush()
-    output.STATE.envelope_sent = True
+    output.state().envelope_sent = True
 
 
 def _say(fmt: Output) -> Any:
@@ -223,7 +224,7 @@ def synth(
 def collect(
     out: LocalOutOpt,
     cluster: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option(
             "--cluster",
             metavar="NAME",
@@ -231,7 +232,7 @@ def collect(
         ),
     ] = None,
     timeout: Annotated[
-        Optional[float],  # noqa: UP045
+        float | None,
         typer.Option("--timeout", metavar="SECONDS", help="Give up on one cluster after this."),
     ] = None,
     workers: Annotated[int, typer.Option("--workers", min=1, help="Clusters read at once.")] = 8,

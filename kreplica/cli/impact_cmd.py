@@ -1,69 +1,27 @@
-"""`kreplica partition-for`, `kreplica consumers [simulate]` and the client-impact section of
-add-partitions plans. The algorithms are kreplica.impact (pure); groups come from
-kreplica.sources.groups; rendering is kreplica.render.impact."""
+"""`kreplica partition-for` and `kreplica consumers [simulate]` (the client-impact section of
+add-partitions plans is kreplica.cli.client_impact). The algorithms are kreplica.impact
+(pure); groups come from kreplica.sources.groups; rendering is kreplica.render.impact."""
 
 # No `from __future__ import annotations`: typer reads these annotations at runtime.
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 from kreplica.cli import output
+from kreplica.cli.common import (
+    console,
+    describe_source,
+    has_source,
+    key_bytes,
+    read_cluster,
+    read_keys,
+    source_spec,
+)
 from kreplica.cli.options import OUTPUT, SOURCE, Options, OutputFormat, shared
-from kreplica.errors import InputError, UsageError
-
-
-def _begin(opts: Options, command: str) -> None:
-    state = output.STATE
-    state.command = command
-    state.output = opts.output.value
-    state.debug = state.debug or opts.debug
-    state.no_color = state.no_color or opts.no_color
-
-
-def _console() -> Any:
-    from kreplica.render.console import make_console
-
-    return make_console(no_color=output.STATE.no_color)
-
-
-def _has_source(opts: Options) -> bool:
-    import os
-
-    return bool(
-        opts.snapshot
-        or opts.zookeeper
-        or opts.bootstrap_server
-        or opts.cluster
-        or os.environ.get("KREPLICA_CLUSTER")
-        or os.environ.get("KREPLICA_BOOTSTRAP_SERVER")
-    )
-
-
-def read_keys(path: Path, *, hex_keys: bool) -> list[bytes]:
-    """One key per line (the line ending is not part of the key); hex with --key-hex."""
-    from kreplica.userfiles import read_user_file
-
-    text = read_user_file(path, "keys file", fix="check the path")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [
-        _key_bytes(line.removesuffix("\r"), hex_keys, f"{path}:{i + 1}")
-        for i, line in enumerate(lines)
-    ]
-
-
-def _key_bytes(text: str, hex_keys: bool, where: str) -> bytes:
-    if not hex_keys:
-        return text.encode("utf-8")
-    try:
-        return bytes.fromhex(text.removeprefix("0x"))
-    except ValueError:
-        raise InputError(f"{where}: {text!r} is not hex; write bytes like 0a1bff") from None
-
+from kreplica.errors import UsageError
 
 # --- partition-for ---------------------------------------------------------------------------
 
@@ -86,20 +44,18 @@ def partition_for(
         remap_share,
     )
 
-    values = [_key_bytes(k, key_hex, "--key") for k in keys]
+    values = [key_bytes(k, key_hex, "--key") for k in keys]
     if keys_file is not None:
         values += read_keys(keys_file, hex_keys=key_hex)
     if not values:
         raise UsageError("no key given; pass --key K (repeatable) or --keys-file FILE")
     source = "--partitions"
     if partitions is None:
-        if topic is None or not _has_source(opts):
+        if topic is None or not has_source(opts):
             raise UsageError(
                 "how many partitions? pass --partitions N, or --topic T with a cluster source "
                 "(--bootstrap-server, --zookeeper, --snapshot or --cluster)"
             )
-        from kreplica.cli.commands import describe_source, read_cluster, source_spec
-
         spec = source_spec(opts)
         snap = read_cluster(spec, [topic], sizes=False)  # only its partition count
         partitions = len(snap.topic(topic).partitions)
@@ -143,7 +99,7 @@ def partition_for(
             extra = f" {row['partition_after']} |" if after else ""
             sys.stdout.write(f"| `{row['key']}` | {row['murmur2']} | {row['partition']} |{extra}\n")
     else:
-        out = _console()
+        out = console()
         for row in rows:
             of = f"{topic} ({partitions} partitions)" if topic else str(partitions)
             text = f"{row['key']} → partition {row['partition']} of {of}"
@@ -161,7 +117,7 @@ def partition_for(
         if opts.output is OutputFormat.markdown:
             sys.stdout.write(f"\n{line}\n")
         else:
-            _console().print(line, markup=False, soft_wrap=True)
+            console().print(line, markup=False, soft_wrap=True)
 
 
 # --- consumers -------------------------------------------------------------------------------
@@ -170,10 +126,10 @@ def partition_for(
 def new_counts_from_plan(path: Path) -> dict[str, int]:
     """Partition counts after a plan, from its kreplica plan document (PLAN.kreplica.json,
     next to the PLAN.json that --out wrote) or from an add-partitions `--output json` envelope."""
-    from kreplica.executor.planfile import plan_siblings
+    from kreplica.executor.facade import plan_paths
     from kreplica.userfiles import decode_json, read_user_file
 
-    candidates = [path, plan_siblings(path)["plan_document"]]
+    candidates = [path, plan_paths(path)["plan_document"]]
     for candidate in candidates:
         if not candidate.exists():
             continue
@@ -197,7 +153,6 @@ def new_counts_from_plan(path: Path) -> dict[str, int]:
 
 
 def consumers(opts: Options, *, groups: list[str], after: Path | None) -> None:
-    from kreplica.cli.commands import describe_source, source_spec
     from kreplica.impact.report import group_impact
     from kreplica.sources.groups import read_groups
 
@@ -249,7 +204,7 @@ def _show_groups(opts: Options, data: dict[str, Any], entries: list[dict[str, An
             lines.append("")
         sys.stdout.write("\n".join(lines) or "no consumer groups\n")
         return
-    out = _console()
+    out = console()
     if not entries:
         out.print("no consumer groups", markup=False)
     for entry in entries:
@@ -320,11 +275,11 @@ def consumers_command(
     ctx: typer.Context,
     *,
     group: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option("--group", "-g", metavar="GROUP", help="Group id (repeatable; default all)."),
     ] = None,
     after: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option(
             "--after",
             metavar="PLAN.json",
@@ -340,7 +295,6 @@ def consumers_command(
     """
     if ctx.invoked_subcommand is not None:
         return
-    _begin(opts, "consumers")
     consumers(opts, groups=group or [], after=after)
 
 
@@ -368,84 +322,4 @@ def simulate_command(
     opts: Options,
 ) -> None:
     """Run a Java assignor on a group from a file (offline)."""
-    _begin(opts, "consumers simulate")
     simulate(opts, assignor=assignor, group_file=group_file)
-
-
-# --- the impact section of add-partitions plans ----------------------------------------------
-
-
-def plan_client_impact(
-    plan: Any,
-    snap: Any,
-    spec: Any,
-    *,
-    keys_file: Path | None = None,
-    sample: int | None = None,
-) -> dict[str, Any]:
-    """Keys that change partition (exact share always; measured with --keys-file, or on
-    --sample N keys read from each topic) and, when the source is --bootstrap-server, every
-    consumer group reading the grown topics."""
-    from kreplica.impact.partitioner import measure_remap
-    from kreplica.impact.report import group_impact, plan_impact
-
-    counts: dict[str, tuple[int, int]] = {}
-    for change in plan.new_partitions:
-        old = len(snap.topic(change.topic).partitions)
-        _, new = counts.get(change.topic, (old, old))
-        counts[change.topic] = (old, max(new, change.partition + 1))
-    measured = {}
-    if keys_file is not None:
-        keys = read_keys(keys_file, hex_keys=False)
-        measured = {t: measure_remap(keys, old, new) for t, (old, new) in counts.items()}
-    elif sample is not None:
-        from kreplica.sources.keys import sample_keys
-
-        if not spec.bootstrap_server:
-            raise UsageError(
-                "--sample reads keys from the topic: plan from --bootstrap-server, or pass "
-                "--keys-file FILE"
-            )
-        measured = {
-            t: measure_remap(
-                sample_keys(
-                    spec.bootstrap_server,
-                    t,
-                    sample,
-                    client_config=spec.client_config or None,
-                    timeout_s=spec.timeout_s,
-                ),
-                old,
-                new,
-            )
-            for t, (old, new) in counts.items()
-        }
-    groups: list[dict[str, Any]] | None = None
-    note: str | None = None
-    if spec.kind == "bootstrap_server":
-        from kreplica.errors import KreplicaError
-        from kreplica.sources.groups import read_groups
-
-        try:
-            source = spec.open()
-            try:
-                found = read_groups(source, {t.name: len(t.partitions) for t in snap.topics})
-            finally:
-                source.close()
-        except KreplicaError as exc:
-            note = f"consumer groups not read: {exc}"
-        else:
-            new_counts = {t: new for t, (_old, new) in counts.items()}
-            groups = [
-                group_impact(g.group_id, g.assignor, g.spec, new_counts, state=g.state)
-                for g in found
-                if any(t in counts for m in g.spec.members for t in m.topics)
-            ]
-    else:
-        note = (
-            "consumer groups: not known from "
-            + ("a snapshot" if spec.kind == "snapshot" else "ZooKeeper")
-            + "; plan from --bootstrap-server, or run `kreplica consumers --group G --after "
-            "PLAN.json --bootstrap-server ...`"
-        )
-    return plan_impact(counts, groups=groups, groups_note=note, measured=measured)

@@ -13,9 +13,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
+
+from kreplica.cli import output
+
+try:  # typer >= 0.2x vendors click; older releases use the click package
+    from typer._click.globals import get_current_context
+except ImportError:  # pragma: no cover - depends on the installed typer
+    from click import get_current_context  # type: ignore[no-redef]
 
 SOURCE_PANEL = "Cluster source"
 PLAN_PANEL = "Planning"
@@ -31,33 +38,33 @@ class OutputFormat(StrEnum):
 
 @dataclass
 class Options:
-    snapshot: Optional[str] = None  # noqa: UP045 - typer needs Optional at runtime on 3.11
-    zookeeper: Optional[str] = None  # noqa: UP045
-    bootstrap_server: Optional[str] = None  # noqa: UP045
-    command_config: Optional[str] = None  # noqa: UP045
-    cluster: Optional[str] = None  # noqa: UP045
-    timeout: Optional[float] = None  # noqa: UP045 - None: the named cluster's, else 15
+    snapshot: str | None = None
+    zookeeper: str | None = None
+    bootstrap_server: str | None = None
+    command_config: str | None = None
+    cluster: str | None = None
+    timeout: float | None = None  # None: the named cluster's, else 15
     output: OutputFormat = OutputFormat.table
     no_color: bool = False
     debug: bool = False
     strategy: str = "balanced"
-    brokers: Optional[str] = None  # noqa: UP045
-    exclude_brokers: Optional[str] = None  # noqa: UP045
-    seed: Optional[int] = None  # noqa: UP045
+    brokers: str | None = None
+    exclude_brokers: str | None = None
+    seed: int | None = None
     force: bool = False
     replace_dead: bool = False
     skip_in_flight: bool = False
-    disk_headroom: Optional[str] = None  # noqa: UP045 - None: 10%; see parse_headroom
+    disk_headroom: str | None = None  # None: 10%; see common.parse_headroom
     no_sizes: bool = False
     log_dirs: str = "any"
     dry_run: bool = False
-    out: Optional[Path] = None  # noqa: UP045
+    out: Path | None = None
     force_out: bool = False
     yes: bool = False
     limit: int = 50
-    throttle: Optional[str] = None  # noqa: UP045
-    max_partitions: Optional[int] = None  # noqa: UP045
-    max_per_broker: Optional[int] = None  # noqa: UP045
+    throttle: str | None = None
+    max_partitions: int | None = None
+    max_per_broker: int | None = None
     order: str = "plan"
     replica_at_a_time: bool = False
     additional: bool = False
@@ -65,15 +72,15 @@ class Options:
     allow_under_min_isr: bool = False
     allow_under_replicated: bool = False
     controller_settle: float = 60.0
-    pace: Optional[str] = None  # noqa: UP045
-    throttle_min: Optional[str] = None  # noqa: UP045
-    throttle_max: Optional[str] = None  # noqa: UP045
+    pace: str | None = None
+    throttle_min: str | None = None
+    throttle_max: str | None = None
     pace_interval: float = 10.0
     keep_canary: bool = False
-    window: Optional[str] = None  # noqa: UP045
-    window_tz: Optional[str] = None  # noqa: UP045
+    window: str | None = None
+    window_tz: str | None = None
     window_floor: bool = False
-    max_bytes_per_hour: Optional[str] = None  # noqa: UP045
+    max_bytes_per_hour: str | None = None
     stall_timeout: float = 300.0
     resume: bool = False
     via: str = "kafka"
@@ -89,7 +96,7 @@ SOURCE = [
     _param(
         "snapshot",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--snapshot",
                 metavar="FILE",
@@ -102,7 +109,7 @@ SOURCE = [
     _param(
         "zookeeper",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--zookeeper",
                 metavar="HOST:PORT[/chroot]",
@@ -115,7 +122,7 @@ SOURCE = [
     _param(
         "bootstrap_server",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--bootstrap-server",
                 metavar="HOST:PORT",
@@ -128,7 +135,7 @@ SOURCE = [
     _param(
         "command_config",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--command-config",
                 metavar="FILE",
@@ -141,7 +148,7 @@ SOURCE = [
     _param(
         "cluster",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--cluster",
                 metavar="NAME",
@@ -154,7 +161,7 @@ SOURCE = [
     _param(
         "timeout",
         Annotated[
-            Optional[float],  # noqa: UP045
+            float | None,
             typer.Option(
                 "--timeout",
                 min=0.1,
@@ -225,7 +232,7 @@ PLAN = [
     _param(
         "brokers",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--brokers",
                 metavar="IDS",
@@ -238,7 +245,7 @@ PLAN = [
     _param(
         "exclude_brokers",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--exclude-brokers",
                 metavar="IDS",
@@ -251,7 +258,7 @@ PLAN = [
     _param(
         "seed",
         Annotated[
-            Optional[int],  # noqa: UP045
+            int | None,
             typer.Option(
                 "--seed",
                 metavar="N",
@@ -302,7 +309,7 @@ PLAN = [
     _param(
         "disk_headroom",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--disk-headroom",
                 metavar="SIZE|PCT",
@@ -355,7 +362,7 @@ PLAN = [
     _param(
         "out",
         Annotated[
-            Optional[Path],  # noqa: UP045
+            Path | None,
             typer.Option(
                 "--out",
                 metavar="PLAN.json",
@@ -411,7 +418,7 @@ APPLY = [
     _param(
         "throttle",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--throttle",
                 metavar="RATE",
@@ -425,7 +432,7 @@ APPLY = [
     _param(
         "pace",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--pace",
                 metavar="auto",
@@ -439,7 +446,7 @@ APPLY = [
     _param(
         "throttle_min",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--throttle-min",
                 metavar="RATE",
@@ -452,7 +459,7 @@ APPLY = [
     _param(
         "throttle_max",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--throttle-max",
                 metavar="RATE",
@@ -490,7 +497,7 @@ APPLY = [
     _param(
         "window",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--window",
                 metavar="HH:MM-HH:MM",
@@ -504,7 +511,7 @@ APPLY = [
     _param(
         "window_tz",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--window-tz",
                 metavar="ZONE",
@@ -529,7 +536,7 @@ APPLY = [
     _param(
         "max_bytes_per_hour",
         Annotated[
-            Optional[str],  # noqa: UP045
+            str | None,
             typer.Option(
                 "--max-bytes-per-hour",
                 metavar="SIZE",
@@ -542,7 +549,7 @@ APPLY = [
     _param(
         "max_partitions",
         Annotated[
-            Optional[int],  # noqa: UP045
+            int | None,
             typer.Option(
                 "--max-partitions",
                 metavar="N",
@@ -555,7 +562,7 @@ APPLY = [
     _param(
         "max_per_broker",
         Annotated[
-            Optional[int],  # noqa: UP045
+            int | None,
             typer.Option(
                 "--max-per-broker",
                 metavar="N",
@@ -697,45 +704,13 @@ APPLY = [
 ]
 
 
-def parse_headroom(text: Optional[str]) -> Any:  # noqa: UP045
-    """`--disk-headroom`: "10%" (of each dir's total) or a size ("50GiB", "1000000" bytes) ->
-    kreplica.planner.disk.Headroom. None: the default, 10%."""
-    from kreplica.errors import UsageError
-    from kreplica.planner.disk import DEFAULT_HEADROOM, Headroom
-
-    if text is None:
-        return DEFAULT_HEADROOM
-    value = text.strip()
-    if value.endswith("%"):
-        try:
-            percent = float(value[:-1])
-        except ValueError:
-            percent = -1.0
-        if not 0 <= percent < 100:
-            raise UsageError(
-                f"--disk-headroom {text!r}: a percentage must be from 0% to below 100%, e.g. 10%"
-            )
-        return Headroom(percent=percent)
-    from kreplica.cli.broker_cmd import parse_size
-
-    return Headroom(percent=None, fixed_bytes=parse_size(value, "--disk-headroom"))
-
-
-def parse_log_dirs_mode(text: str) -> str:
-    """`--log-dirs`: any or balanced."""
-    from kreplica.errors import UsageError
-
-    value = text.strip().lower()
-    if value not in ("any", "balanced"):
-        raise UsageError(f"--log-dirs {text!r}: use any or balanced")
-    return value
-
-
 def shared(
     *groups: list[inspect.Parameter], without: frozenset[str] = frozenset()
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Add the given option groups to a command; it receives them as `opts: Options`. Options
-    named in `without` are left out (the command has no use for them; they keep their default)."""
+    named in `without` are left out (the command has no use for them; they keep their default).
+    The run state learns the command's name (`consumers simulate`) and output flags first, so
+    an error in the command is reported in its format."""
     extra = [p for group in groups for p in group if p.name not in without]
     names = {p.name for p in extra}
     known = {f.name for f in fields(Options)}
@@ -748,6 +723,12 @@ def shared(
         @functools.wraps(command)
         def wrapper(**kwargs: Any) -> Any:
             opts = Options(**{k: kwargs.pop(k) for k in list(kwargs) if k in names})
+            output.state().begin(
+                _command_name(),
+                output=opts.output.value,
+                debug=opts.debug,
+                no_color=opts.no_color,
+            )
             return command(opts=opts, **kwargs)
 
         wrapper.__signature__ = signature.replace(parameters=own + extra)  # type: ignore[attr-defined]
@@ -758,3 +739,15 @@ def shared(
         return wrapper
 
     return decorate
+
+
+def _command_name() -> str:
+    """The command's words below the program's name: `expand`, `consumers simulate`."""
+    ctx = get_current_context(silent=True)
+    if ctx is None:  # called outside a command line (a test): the name scanned from argv
+        return output.state().command
+    words = []
+    while ctx.parent is not None:
+        words.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return " ".join(reversed(words))

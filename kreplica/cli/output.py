@@ -7,6 +7,8 @@ import re
 import sys
 import traceback
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -30,22 +32,43 @@ class RunState:
     flag_names: dict[str, str] = field(default_factory=dict)
     # what Ctrl-C leaves behind, set by a command once it starts changing the cluster
     interrupt_note: str = ""
-    extra_errors: list[dict[str, str]] = field(default_factory=list)
+
+    def begin(self, command: str, *, output: str, debug: bool, no_color: bool) -> None:
+        """The command typer parsed: its name and the output flags it was given."""
+        self.command = command
+        self.output = output
+        self.debug = self.debug or debug
+        self.no_color = self.no_color or no_color
 
 
-STATE = RunState()
+# The invocation under way: set by `running` for one command line, so nothing of one run is
+# left for the next (tests run many in one process). Outside a run, a blank state.
+_CURRENT: ContextVar[RunState | None] = ContextVar("kreplica_run_state", default=None)
 
 
-def reset_state(args: list[str], env: dict[str, str]) -> RunState:
-    """Start a fresh invocation (in place: other modules hold a reference to STATE)."""
-    fresh = RunState(
+def state() -> RunState:
+    """The current invocation's state (a throwaway blank one outside `running`)."""
+    return _CURRENT.get() or RunState()
+
+
+def new_state(args: list[str], env: Mapping[str, str]) -> RunState:
+    """A fresh invocation's state, from a quick scan of its arguments and environment."""
+    return RunState(
         command=_first_word(args),
         output=_scan_output(args, env.get("KREPLICA_OUTPUT", "table")),
         debug="--debug" in args or env.get("KREPLICA_DEBUG", "") not in ("", "0"),
         no_color="--no-color" in args,
     )
-    STATE.__dict__.update(fresh.__dict__)
-    return STATE
+
+
+@contextmanager
+def running(run: RunState) -> Iterator[RunState]:
+    """`run` is the current state inside the block, and no longer after it."""
+    token = _CURRENT.set(run)
+    try:
+        yield run
+    finally:
+        _CURRENT.reset(token)
 
 
 def _first_word(args: list[str]) -> str:
@@ -218,7 +241,8 @@ def emit_envelope(
     file: IO[str] | None = None,
 ) -> None:
     out = file or sys.stdout
-    document = envelope(STATE.command, data, errors, status=status)
+    run = state()
+    document = envelope(run.command, data, errors, status=status)
     pretty = pretty_for(out)
     buffer = getattr(out, "buffer", None)
     found: list[Any] = []
@@ -235,7 +259,7 @@ def emit_envelope(
     else:  # `swapped` has the lists as dicts when pretty (built once)
         out.write(dumps(swapped if pretty else document, pretty=pretty))
     out.flush()
-    STATE.envelope_sent = True
+    run.envelope_sent = True
 
 
 def one_line(message: str) -> str:
@@ -245,21 +269,20 @@ def one_line(message: str) -> str:
 def report_error(exc: BaseException, code: ExitCode, *, code_name: str, message: str) -> int:
     """Print `error: ...` on stderr (traceback only with --debug); with --output json also one
     error envelope on stdout, unless the command already printed its own."""
-    if STATE.debug:
+    run = state()
+    if run.debug:
         traceback.print_exception(exc, file=sys.stderr)
     sys.stderr.write(f"error: {one_line(message)}\n")
     sys.stderr.flush()
-    if STATE.output == "json" and not STATE.envelope_sent:
+    if run.output == "json" and not run.envelope_sent:
         emit_envelope(None, [{"code": code_name, "message": one_line(message)}])
     return int(code)
 
 
 def name_where_set(message: str) -> str:
     """`check --zookeeper HOST:PORT` -> `check `zookeeper` of cluster 'prod' in FILE` when the
-    source came from there (STATE.flag_names)."""
-    import re
-
-    for flag, where in STATE.flag_names.items():
+    source came from there (the run state's flag_names)."""
+    for flag, where in state().flag_names.items():
         pattern = re.escape(flag) + r"(?: HOST:PORT(?:\[/chroot\])?| FILE)?(?![\w-])"
         message = re.sub(pattern, where.replace("\\", "\\\\"), message)
     return message
@@ -276,11 +299,12 @@ INTERRUPTED = "interrupted; nothing was changed"
 def report_interrupted() -> int:
     """Ctrl-C: one line on stderr (what was changed, when a command started changing the
     cluster), exit 130, and with --output json an envelope with status "interrupted"."""
-    message = one_line(STATE.interrupt_note or INTERRUPTED)
+    run = state()
+    message = one_line(run.interrupt_note or INTERRUPTED)
     if sys.stderr.isatty():
         sys.stderr.write("\n")  # end the line the terminal's ^C echo is on
     sys.stderr.write(f"{message}\n")
     sys.stderr.flush()
-    if STATE.output == "json" and not STATE.envelope_sent:
+    if run.output == "json" and not run.envelope_sent:
         emit_envelope(None, [{"code": "interrupted", "message": message}], status="interrupted")
     return int(ExitCode.INTERRUPTED)

@@ -6,7 +6,7 @@ The launcher is imported only when a command runs."""
 
 import enum
 import sys
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -59,7 +59,7 @@ def _emit(command: str, data: Any) -> None:
     sys.stdout.flush()
 
 
-def _parse_racks(text: str) -> Optional[list[str]]:  # noqa: UP045 - typer module style
+def _parse_racks(text: str) -> list[str] | None:
     racks = [r.strip() for r in text.split(",")]
     if text.strip() == "":
         return None
@@ -107,7 +107,7 @@ def up(
         ),
     ] = "a,b,c",
     kafka_version: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(
             "--kafka-version",
             metavar="VERSION",
@@ -306,7 +306,7 @@ def kafka(
         ),
     ],
     args: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Argument(metavar="[ARGS]...", help="The tool's own arguments."),
     ] = None,
     name: NameOpt = "default",
@@ -319,7 +319,7 @@ def kafka(
     from kreplica import sandbox
     from kreplica.cli import output
 
-    output.STATE.interrupt_note = (
+    output.state().interrupt_note = (
         f"interrupted; {tool} may have changed the sandbox before it stopped: check with the "
         "tool's own describe/verify"
     )

@@ -38,6 +38,7 @@ from kreplica.errors import (
     UsageError,
     VerificationFailed,
 )
+from kreplica.executor import throttle_records
 from kreplica.executor.authz import CLUSTER, Need, apply_needs, throttle_needs
 from kreplica.executor.canary import Canary
 from kreplica.executor.cancelguard import cancel_risks, refusal_text
@@ -60,7 +61,6 @@ from kreplica.executor.throttles import (
     TOPIC_KEYS,
     InFlight,
     fit_to_limit,
-    restore_plan,
     throttle_plan,
 )
 from kreplica.executor.waves import expand_steps, plan_waves
@@ -130,7 +130,6 @@ class ApplyResult:
     nothing_to_do: bool = False
     leaders_off: list[Key] = field(default_factory=list)  # leading off the preferred replica
     dir_moved: list[DirKey] = field(default_factory=list)  # replicas moved between log dirs
-    dir_bytes: int = 0
     # submitted by an earlier run, found done on resume (they finished while no kreplica ran)
     completed_meanwhile: list[Key] = field(default_factory=list)
     pace: dict[str, Any] | None = None  # --pace auto: rates, changes, canary figures
@@ -147,22 +146,10 @@ def _key_text(key: Key) -> str:
     return f"{key[0]}-{key[1]}"
 
 
-def _journal_throttles(
-    events: Sequence[Mapping[str, Any]],
-) -> tuple[dict[Resource, dict[str, str]], dict[Resource, dict[str, str]]]:
-    """(previous values, values kreplica set) of every throttle the journal says it set and has
-    not restored yet."""
-    previous: dict[Resource, dict[str, str]] = {}
-    ours: dict[Resource, dict[str, str]] = {}
-    for event in events:
-        if event.get("event") in ("throttle-set", "throttle-pending"):
-            resource = (str(event["kind"]), str(event["name"]))
-            previous.setdefault(resource, dict(event.get("previous") or {}))
-            ours.setdefault(resource, {}).update(event.get("values") or {})
-        elif event.get("event") == "throttle-restored":
-            previous.clear()
-            ours.clear()
-    return previous, ours
+# kept in throttle_records (what journals say of throttles); the apply loop's names
+_journal_throttles = throttle_records.journal_throttles
+list_throttles = throttle_records.list_throttles
+restore_journal_throttles = throttle_records.restore_journal_throttles
 
 
 class Applier:
@@ -329,7 +316,7 @@ class Applier:
         result.created = self._create(check, snapshot)
         if dir_todo:
             wave_number += 1
-            result.dir_moved, result.dir_bytes = self._move_dirs(wave_number, dir_todo)
+            result.dir_moved = self._move_dirs(wave_number, dir_todo)
             result.waves = wave_number
         set_here = _journal_throttles(self.journal.read())[1]
         self.restore_throttles()
@@ -727,7 +714,7 @@ class Applier:
             self.cluster.alter_configs("broker", name, values)
         self.emit({"event": "dir-throttle-set", "rate": rate, "brokers": len(names)})
 
-    def _move_dirs(self, wave: int, todo: Mapping[DirKey, str]) -> tuple[list[DirKey], int]:
+    def _move_dirs(self, wave: int, todo: Mapping[DirKey, str]) -> list[DirKey]:
         """AlterReplicaLogDirs for every replica still to move, with the broker throttle for
         copies between dirs; wait until no future log is left and each is in its dir."""
         self._set_dir_throttle(sorted({b for _, _, b in todo}))
@@ -744,12 +731,12 @@ class Applier:
             )
         names = [f"{t}-{p}@{b}" for t, p, b in sorted(todo)]
         self.emit({"event": "wave-start", "wave": wave, "partitions": names})
-        total = self._wait_dirs(dict(todo), wave)
+        self._wait_dirs(dict(todo), wave)
         self.journal.append({"event": "wave-done", "wave": wave, "partitions": len(todo)})
         self.emit({"event": "wave-done", "wave": wave, "partitions": len(todo)})
-        return sorted(todo), total
+        return sorted(todo)
 
-    def _wait_dirs(self, targets: dict[DirKey, str], wave: int) -> int:
+    def _wait_dirs(self, targets: dict[DirKey, str], wave: int) -> None:
         pending = dict(targets)
         topics = sorted({t for t, _, _ in targets})
         brokers = sorted({b for _, _, b in targets})
@@ -829,7 +816,6 @@ class Applier:
                 last_progress = now
             if pending:
                 self.clock.sleep(self.options.poll_interval_s)
-        return total
 
     def _steps(self, todo: Sequence[Move]) -> list[Move]:
         """The moves to submit; with replica_at_a_time each becomes its chain of one-replica
@@ -1243,135 +1229,6 @@ def _stuck_replicas(
     return out
 
 
-def _read_throttles(
-    cluster: Cluster, resources: Iterable[Resource]
-) -> dict[Resource, dict[str, str]]:
-    current: dict[Resource, dict[str, str]] = {}
-    by_kind: dict[str, list[str]] = {}
-    for kind, name in resources:
-        by_kind.setdefault(kind, []).append(name)
-    for kind, names in by_kind.items():
-        for name, values in cluster.configs(kind, sorted(names)).items():
-            current[(kind, name)] = values
-    return current
-
-
-def list_throttles(
-    cluster: Cluster, topics: Sequence[str], brokers: Iterable[int]
-) -> tuple[list[dict[str, str]], list[int]]:
-    """Every replication throttle set (not Kafka's default) on these topics and brokers, as rows
-    {kind, name, config, value}; and the brokers no way could read (down: unread, not none)."""
-    topic_values = cluster.configs("topic", sorted(topics))
-    names = [str(b) for b in sorted(set(brokers))]
-    broker_values = cluster.configs("broker", names)
-    unread = [int(n) for n in names if n not in broker_values]
-    rows = [
-        {"kind": "topic", "name": name, "config": key, "value": value}
-        for name, values in sorted(topic_values.items())
-        for key, value in sorted(values.items())
-        if key in TOPIC_KEYS
-    ] + [
-        {"kind": "broker", "name": name, "config": key, "value": value}
-        for name, values in sorted(broker_values.items(), key=lambda kv: int(kv[0]))
-        for key, value in sorted(values.items())
-        if key in BROKER_KEYS
-    ]
-    return rows, unread
-
-
-def restore_journal_throttles(
-    cluster: Cluster,
-    journal: Journal,
-    emit: Emit,
-    sleep: Callable[[float], None] = time.sleep,
-) -> int:
-    """Put back what was set before the throttles this journal recorded and has not restored
-    yet (a config someone changed meanwhile keeps their value). Returns the configs changed.
-
-    A broker applies a dynamic config a moment after it was written (ZooKeeper mode: through
-    a change notification), so a value kreplica set seconds ago can still read as the old one;
-    that is not someone else's change: wait for it (up to 5 s) before deciding."""
-    previous, ours = _journal_throttles(journal.read())
-    if not ours:
-        return 0
-    for _ in range(5):
-        current = _read_throttles(cluster, ours)
-        for resource in ours:  # a down broker no way could read: it holds what we set
-            current.setdefault(resource, dict(ours[resource]))
-        unseen = [
-            (resource, key)
-            for resource, values in ours.items()
-            for key, value in values.items()
-            if current.get(resource, {}).get(key) != value
-            and current.get(resource, {}).get(key) == previous.get(resource, {}).get(key)
-        ]
-        if not unseen:
-            break
-        sleep(1.0)
-    changes = restore_plan(previous, current, ours)
-    done = 0
-    via: dict[str, str] = {}  # broker -> the way its configs went, when not the Admin API
-    pending: dict[Resource, str] = {}  # could not be written now: why
-    for (kind, name), changed in sorted(changes.items()):
-        try:
-            cluster.alter_configs(kind, name, changed)
-        except BrokerDown as exc:
-            pending[(kind, name)] = str(exc)
-            continue
-        done += 1
-        path = getattr(cluster, "last_path", None)
-        if kind == "broker" and path and path != "the Admin API":
-            via[name] = path
-    journal.append({"event": "throttle-restored", "configs": done, "via": via})
-    for (kind, name), reason in sorted(pending.items()):
-        # still ours to restore: resume, cancel, `throttles --clear` or the next command that
-        # sees the broker back clears it
-        journal.append(
-            {
-                "event": "throttle-pending",
-                "kind": kind,
-                "name": name,
-                "previous": {
-                    k: v for k, v in previous.get((kind, name), {}).items() if v is not None
-                },
-                "values": dict(ours[(kind, name)]),
-                "reason": reason,
-            }
-        )
-    emit(
-        {
-            "event": "throttle-restored",
-            "configs": done,
-            "via": via,
-            "pending": {f"{k} {n}": why for (k, n), why in sorted(pending.items())},
-        }
-    )
-    return done
-
-
-def clear_pending_throttles(cluster: Cluster, journals: Iterable[Journal], emit: Emit) -> int:
-    """Throttles a restore could not write (their broker was down) and that are the only ones
-    left of their journal: restore them now if their brokers are back. Returns configs put
-    back. A journal an apply holds is skipped."""
-    live: set[int] | None = None
-    done = 0
-    for journal in journals:
-        state = journal.state()
-        if not state.throttles_pending or set(state.throttles_pending) != set(state.throttles_set):
-            continue
-        if live is None:
-            live = set(getattr(cluster, "live_broker_ids", lambda: set())())
-        brokers = {int(n) for k, n in state.throttles_pending if k == "broker"}
-        if not brokers & live:
-            continue
-        try:
-            with journal.lock():
-                done += restore_journal_throttles(cluster, journal, emit)
-        except ReassignmentInProgress:
-            continue
-    return done
-
-
 def require_moves(plan: PlanFile) -> None:
     """An empty plan is refused: applying it would report success and hide a broken plan
     generator."""
@@ -1479,41 +1336,3 @@ def cancel_plan(
             cluster.alter_reassignments(dict.fromkeys(ours))
         dirs_back = cancel_dir_moves(cluster, plan)  # the apply sends them back too: harmless
         return ours + sorted({(t, p) for t, p, _ in dirs_back} - set(ours)), True
-
-
-@dataclass(frozen=True)
-class Difference:
-    partition: str
-    planned: tuple[int, ...]
-    now: tuple[int, ...] | None
-    moving: bool
-    planned_dir: str | None = None  # a replica not yet in its planned log dir: that dir,
-    now_dir: str | None = None  # the dir it is in (None: not on the broker)
-
-
-def verify_plan(cluster: Cluster, plan: PlanFile) -> list[Difference]:
-    """Partitions not yet as planned (or still in flight); empty when the plan is done."""
-    snapshot = cluster.snapshot(plan.topics)
-    in_flight = cluster.in_flight()
-    current = {(t.name, p.partition): p.replicas for t in snapshot.topics for p in t.partitions}
-    out = []
-    for key, planned in sorted({**plan.targets, **plan.new_partitions}.items()):
-        now = current.get(key)
-        if now != planned or key in in_flight:
-            out.append(Difference(_key_text(key), tuple(planned), now, key in in_flight))
-    if plan.dirs:
-        logs = cluster.replica_logs(plan.dir_topics, snapshot.live_broker_ids())
-        for (topic, partition, broker), path in sorted(plan.dirs.items()):
-            log = logs.get((topic, partition, broker))
-            if not is_done(log, path):
-                out.append(
-                    Difference(
-                        f"{topic}-{partition} on broker {broker}",
-                        tuple(current.get((topic, partition), ())),
-                        current.get((topic, partition)),
-                        log is not None and log.future_path is not None,
-                        path,
-                        log.path if log is not None else None,
-                    )
-                )
-    return out

@@ -26,22 +26,6 @@ class ReplicaLog:
     future_bytes: int = 0
 
 
-@dataclass(frozen=True)
-class DirMoveTarget:
-    topic: str
-    partition: int
-    broker: int
-    target: str
-
-    @property
-    def key(self) -> DirKey:
-        return (self.topic, self.partition, self.broker)
-
-    @property
-    def name(self) -> str:
-        return f"{self.topic}-{self.partition} on broker {self.broker}"
-
-
 def dir_targets(
     replicas: Mapping[tuple[str, int], tuple[int, ...]],
     log_dirs: Mapping[tuple[str, int], tuple[str, ...]],

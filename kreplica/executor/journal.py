@@ -50,26 +50,47 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from kreplica.errors import InputError, ReassignmentInProgress, UsageError
 
 Key = tuple[str, int]
 Resource = tuple[str, str]
 
-EVENTS = (
-    "start",
-    "throttle-set",
-    "submit",
-    "complete",
-    "wave-done",
-    "create",
-    "throttle-restored",
-    "throttle-pending",
+# Every kind of event an apply journals or shows as progress (the `event` key). The journal's
+# own are listed in the module doc; the rest (warning, progress, stall, wave-start, pace, ...)
+# go to the progress display only, or are journalled as notes for `status` to read.
+EventKind = Literal[
     "cancel",
-    "finish",
+    "complete",
+    "create",
+    "created",
+    "dir-complete",
+    "dir-submit",
+    "dir-throttle-set",
     "error",
-)
+    "finish",
+    "leftover-throttles",
+    "note",
+    "nothing-to-do",
+    "pace",
+    "pace-start",
+    "partition-done",
+    "progress",
+    "resume-wait",
+    "stall",
+    "start",
+    "submit",
+    "throttle-pending",
+    "throttle-restored",
+    "throttle-set",
+    "warning",
+    "wave-done",
+    "wave-start",
+    "window-open",
+    "window-wait",
+]
+EVENT_KINDS: tuple[EventKind, ...] = get_args(EventKind)
 
 
 def journal_path(plan_path: Path) -> Path:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
-
-from kreplica.model import PartitionChange
 
 
 @dataclass(frozen=True)
@@ -49,12 +46,3 @@ class Move:
     def name(self) -> str:
         """Kafka's way to write a partition: `topic-partition`."""
         return f"{self.topic}-{self.partition}"
-
-
-def moves_from_changes(changes: Iterable[PartitionChange]) -> list[Move]:
-    """The moves of a plan's reassignments, in plan order (new and unchanged partitions skipped)."""
-    return [
-        Move(c.topic, c.partition, c.before, c.after, c.size_bytes)
-        for c in changes
-        if c.before is not None and c.before != c.after
-    ]

@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import tzinfo
+from typing import Literal, get_args
 
 from kreplica.executor.window import Window
+
+# the order moves start in; what a partition that changed since the plan does; the way a plan
+# is submitted (KIP-455 AlterPartitionReassignments or the /admin/reassign_partitions znode)
+Order = Literal["plan", "largest", "smallest"]
+OnDrift = Literal["fail", "skip"]
+Via = Literal["kafka", "zookeeper"]
+ORDERS: tuple[Order, ...] = get_args(Order)
+ON_DRIFT: tuple[OnDrift, ...] = get_args(OnDrift)
+VIAS: tuple[Via, ...] = get_args(Via)
 
 
 @dataclass(frozen=True)
@@ -13,10 +23,10 @@ class ApplyOptions:
     throttle: int | None = None  # bytes/s for the moving replicas; None: no throttle
     max_partitions: int | None = None  # partitions in flight at once, cluster-wide
     max_per_broker: int | None = None  # moving partitions a broker takes part in at once
-    order: str = "plan"  # plan | largest | smallest
+    order: Order = "plan"
     replica_at_a_time: bool = False  # at most RF+1 replicas per partition during the move
     additional: bool = False  # start beside other reassignments in flight
-    on_drift: str = "fail"  # fail | skip
+    on_drift: OnDrift = "fail"
     allow_under_min_isr: bool = False
     # safe start (kreplica.executor.safestart): partitions outside the plan under-replicated,
     # and how long the active controller must have been in charge (0: not checked)

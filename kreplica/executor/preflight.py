@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kreplica.errors import (
     PlanInfeasible,
@@ -31,6 +32,9 @@ from kreplica.executor.planfile import PlanFile
 from kreplica.model import ClusterSnapshot, Partition
 from kreplica.planner.check import check_reassignment
 from kreplica.planner.disk import headroom_of_report, recheck
+
+if TYPE_CHECKING:
+    from kreplica.executor.options import OnDrift
 
 Key = tuple[str, int]
 SHOWN = 5
@@ -63,7 +67,7 @@ def preflight(
     *,
     submitted: Collection[Key] = (),
     additional: bool = False,
-    on_drift: str = "fail",
+    on_drift: OnDrift = "fail",
     allow_under_min_isr: bool = False,
 ) -> Preflight:
     result = Preflight()

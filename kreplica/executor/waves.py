@@ -21,9 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from kreplica.errors import UsageError
 from kreplica.executor.moves import Move
+
+if TYPE_CHECKING:
+    from kreplica.executor.options import Order
 
 ORDERS = ("plan", "largest", "smallest")
 
@@ -35,7 +39,7 @@ def busy_brokers(move: Move) -> frozenset[int]:
     return frozenset(move.before) | frozenset(move.added)
 
 
-def order_moves(moves: Sequence[Move], order: str = "plan") -> list[Move]:
+def order_moves(moves: Sequence[Move], order: Order = "plan") -> list[Move]:
     """Moves in plan order, or by partition size (`largest`/`smallest` first; unknown last).
 
     Ties keep plan order (the sort is stable), so the result is deterministic.
@@ -65,7 +69,7 @@ def plan_waves(
     *,
     max_partitions: int | None,
     max_per_broker: int | None,
-    order: str = "plan",
+    order: Order = "plan",
 ) -> list[list[Move]]:
     """Greedy waves: every move exactly once, limits held in every wave (see module docs).
 

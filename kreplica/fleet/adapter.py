@@ -15,6 +15,7 @@ from kreplica.errors import KreplicaError
 from kreplica.fleet.policy import Policy
 from kreplica.model import ClusterSnapshot
 from kreplica.planner import PlanOptions, TopicRequest, make_plan
+from kreplica.planner.options import Strategy
 from kreplica.planner.serialize import plan_document, reassignment_json
 
 # The numbers of the fleet plan summary, taken from the plan's report.
@@ -39,7 +40,7 @@ SUMMARY_KEYS = (
 class PlanSettings:
     """Plan-wide options the fleet passes to the planner (the CLI's defaults)."""
 
-    strategy: str = "balanced"
+    strategy: Strategy = "balanced"
     seed: int | None = None
     force: bool = False
     skip_in_flight: bool = False

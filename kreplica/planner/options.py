@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from kreplica.planner.disk import DEFAULT_HEADROOM, Headroom
 
-STRATEGIES: tuple[str, ...] = ("balanced", "kafka", "append")
+Strategy = Literal["balanced", "kafka", "append"]
+STRATEGIES: tuple[Strategy, ...] = get_args(Strategy)
 
 
 @dataclass(frozen=True)
@@ -21,7 +23,7 @@ class TopicRequest:
 
 @dataclass(frozen=True)
 class PlanOptions:
-    strategy: str = "balanced"  # one of STRATEGIES
+    strategy: Strategy = "balanced"  # checked again at run time: a caller may pass any str
     brokers: frozenset[int] | None = None  # eligible brokers (None: all alive brokers)
     exclude_brokers: frozenset[int] = frozenset()
     seed: int | None = None  # tie-break and kafka-strategy randomness, deterministic

@@ -21,23 +21,17 @@ from pathlib import Path
 from typing import Any
 
 from kreplica.errors import UsageError
-from kreplica.sandbox.cluster import (
-    SandboxProcess,
-    _client_config_of,
-    _is_ours,
-    _log_tail,
-    _read_state,
-    _write_state,
-    processes,
-    status,
-)
+from kreplica.sandbox.client import quiet_admin
+from kreplica.sandbox.cluster import processes, status
 from kreplica.sandbox.jars import SandboxError
+from kreplica.sandbox.procs import is_ours, log_tail
+from kreplica.sandbox.state import SandboxProcess, client_config_of, read_state, write_state
 
 _STARTED = {"zk": "started (kafka.server.KafkaServer)", "kraft": "to RUNNING"}
 
 
 def _running_state(name: str) -> dict[str, Any]:
-    state = _read_state(name)
+    state = read_state(name)
     if state is None or status(name) is None:
         raise SandboxError(
             f"no sandbox named {name!r} is running: start one with "
@@ -63,13 +57,7 @@ def _process(name: str, broker_id: int) -> SandboxProcess:
 
 
 def _admin(bootstrap: str, settings: dict[str, Any] | None = None) -> Any:
-    from confluent_kafka.admin import AdminClient
-
-    quiet = logging.getLogger("kreplica.sandbox.client")
-    quiet.addHandler(logging.NullHandler())
-    quiet.propagate = False
-    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": quiet, **(settings or {})}
-    return AdminClient(config)
+    return quiet_admin(bootstrap, settings or {})
 
 
 def _listed_brokers(bootstrap: str, settings: dict[str, Any] | None = None) -> set[int] | None:
@@ -94,7 +82,7 @@ def _live_bootstrap(state: dict[str, Any], leave_out: int) -> str:
         for p in state["processes"]
         if "broker" in p["role"]
         and p["node_id"] != leave_out
-        and _is_ours(p["pid"], state["state_dir"])
+        and is_ours(p["pid"], state["state_dir"])
     ]
     return ",".join(live) or str(state["bootstrap_servers"])
 
@@ -109,17 +97,17 @@ def stop_broker(
     state = _running_state(name)
     entry = _broker_entry(state, broker_id)
     state_dir = state["state_dir"]
-    if _is_ours(entry["pid"], state_dir):
+    if is_ours(entry["pid"], state_dir):
         os.kill(entry["pid"], signal.SIGKILL)
         deadline = time.monotonic() + 10
-        while _is_ours(entry["pid"], state_dir):
+        while is_ours(entry["pid"], state_dir):
             if time.monotonic() > deadline:
                 raise SandboxError(
                     f"broker {broker_id} (pid {entry['pid']}) did not exit after SIGKILL"
                 )
             time.sleep(0.05)
     entry["stopped"] = True
-    _write_state(Path(state_dir), state)
+    write_state(Path(state_dir), state)
     if wait:
         _wait_listed(state, broker_id, listed=False, timeout_s=timeout_s)
     return _process(name, broker_id)
@@ -131,7 +119,7 @@ def start_broker(name: str, broker_id: int, *, timeout_s: float = 120) -> Sandbo
     state = _running_state(name)
     entry = _broker_entry(state, broker_id)
     state_dir = state["state_dir"]
-    if _is_ours(entry["pid"], state_dir):
+    if is_ours(entry["pid"], state_dir):
         return _process(name, broker_id)
     cmd = entry.get("cmd")
     if not cmd:
@@ -156,19 +144,19 @@ def start_broker(name: str, broker_id: int, *, timeout_s: float = 120) -> Sandbo
         )
     entry["pid"] = proc.pid
     entry["stopped"] = False
-    _write_state(Path(state_dir), state)
+    write_state(Path(state_dir), state)
 
     marker = _STARTED[state["mode"]]
     while marker not in _read_from(log, offset):
-        if not _is_ours(proc.pid, state_dir):
+        if not is_ours(proc.pid, state_dir):
             raise SandboxError(
                 f"broker {broker_id} exited while restarting; fix the cause shown in its log "
-                f"({log}):\n{_log_tail(log)}"
+                f"({log}):\n{log_tail(log)}"
             )
         if time.monotonic() > deadline:
             raise SandboxError(
                 f"broker {broker_id} did not start within {timeout_s:.0f}s; see its log "
-                f"({log}):\n{_log_tail(log, 10)}"
+                f"({log}):\n{log_tail(log, 10)}"
             )
         time.sleep(0.2)
     _wait_listed(state, broker_id, listed=True, timeout_s=max(1.0, deadline - time.monotonic()))
@@ -179,7 +167,7 @@ def _wait_listed(state: dict[str, Any], broker_id: int, *, listed: bool, timeout
     """Wait until the cluster's metadata lists (or no longer lists) the broker."""
     bootstrap = _live_bootstrap(state, leave_out=-1 if listed else broker_id)
     deadline = time.monotonic() + timeout_s
-    settings = _client_config_of(state)  # a secured sandbox: as admin
+    settings = client_config_of(state)  # a secured sandbox: as admin
     while True:
         seen = _listed_brokers(bootstrap, settings)
         if seen is not None and (broker_id in seen) == listed:

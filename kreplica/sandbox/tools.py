@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kreplica.errors import UsageError
-from kreplica.sandbox.cluster import _JVM_COMMON, SandboxInfo, _read_state, processes, status
+from kreplica.sandbox.cluster import processes, status
 from kreplica.sandbox.jars import SandboxError, fetch, java_binary, major
+from kreplica.sandbox.procs import JVM_COMMON
+from kreplica.sandbox.state import SandboxInfo, read_state
 
 _TOOL_HEAP = ["-Xms16m", "-Xmx256m"]
 
@@ -212,13 +214,13 @@ def tool_command(name: str, tool_name: str, args: Sequence[str]) -> list[str]:
     """The java command line that runs `tool_name` with `args` against sandbox `name`."""
     tool = find_tool(tool_name)
     info = _running(name)
-    state = _read_state(name) or {}
+    state = read_state(name) or {}
     state_dir = Path(state.get("state_dir") or info.state_dir)
     classpath = fetch(info.kafka_version)
     return [
         java_binary(),
         *_TOOL_HEAP,
-        *_JVM_COMMON,
+        *JVM_COMMON,
         _log_flag(state_dir, info.kafka_version),
         "-cp",
         classpath,

@@ -157,14 +157,14 @@ def test_up_down_lifecycle_stops_exactly_its_pids(zk_cluster: SandboxInfo) -> No
 def test_broker_that_cannot_start_gives_log_tail_and_leaves_nothing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from kreplica.sandbox import cluster as launcher
+    from kreplica.sandbox import launch as launcher
 
     # Hold the broker's port so its real JVM fails to bind.
     blocker = socket.socket()
     blocker.bind(("127.0.0.1", 0))
     blocker.listen()
     taken = blocker.getsockname()[1]
-    monkeypatch.setattr(launcher._Launcher, "_broker_ports", lambda self: {1: taken})
+    monkeypatch.setattr(launcher.Launcher, "_broker_ports", lambda self: {1: taken})
     name = f"fails-{os.getpid()}"
     try:
         with pytest.raises(SandboxError) as caught:

@@ -83,7 +83,7 @@ def test_a_process_of_another_sandbox_is_not_ours() -> None:
     import subprocess
     import sys
 
-    from kreplica.sandbox import cluster
+    from kreplica.sandbox import procs
 
     # Sandbox "demo2"'s folder name starts with "demo": a recorded pid of "demo" that the OS
     # reused for a "demo2" JVM must not count as "demo"'s (down would kill the wrong cluster).
@@ -93,8 +93,8 @@ def test_a_process_of_another_sandbox_is_not_ours() -> None:
         [sys.executable, "-c", "import time; time.sleep(60)", f"-Dkafka.logs.dir={other}"]
     )
     try:
-        assert cluster._is_ours(proc.pid, str(root / "demo2"))
-        assert not cluster._is_ours(proc.pid, str(root / "demo"))
+        assert procs.is_ours(proc.pid, str(root / "demo2"))
+        assert not procs.is_ours(proc.pid, str(root / "demo"))
     finally:
         proc.kill()
         proc.wait()

@@ -174,7 +174,7 @@ def test_ctrl_c_after_a_change_says_what_was_changed(output: str) -> None:
     # apply (and cancel, elect, throttles --clear) set what an interrupt leaves behind
     note = "interrupted: what was submitted keeps moving, with its throttle; continue with ..."
     code = CRASH.format(
-        before=f"output.STATE.interrupt_note = {note!r}",
+        before=f"output.state().interrupt_note = {note!r}",
         snap=str(EXAMPLE),
         extra=f', "--output", "{output}"',
     )

@@ -162,6 +162,9 @@ def test_errors_name_the_variable_the_source_came_from() -> None:
     assert "check KREPLICA_BOOTSTRAP_SERVER and" in result.stderr
 
 
-def test_flag_names_are_reset_between_runs(example: Path) -> None:
-    run_cli(["explain", "--snapshot", str(example)])
-    assert output.STATE.flag_names == {}
+def test_flag_names_are_reset_between_runs(example: Path, tmp_path: Path) -> None:
+    # a run's state ends with it: nothing of it is seen after it (nor by the next run)
+    config = tmp_path / "kreplica.toml"
+    config.write_text(f'[clusters.prod]\nsnapshot = "{example}"\n')
+    run_cli(["explain", "--cluster", "prod"], env={"KREPLICA_CONFIG": str(config)})
+    assert output.state().flag_names == {}

@@ -319,9 +319,9 @@ def test_version() -> None:
 
 def test_a_snapshot_plan_is_refused_before_the_question(monkeypatch: pytest.MonkeyPatch) -> None:
     """Applying needs a live cluster: nobody is asked to confirm what cannot be applied."""
-    import kreplica.cli.commands as commands
+    import kreplica.cli.present as present
 
-    monkeypatch.setattr(commands, "interactive", lambda: True)
+    monkeypatch.setattr(present, "interactive", lambda: True)
     result = run_cli(["expand", *SNAP, "-t", "orders", "--rf", "4"])
     assert result.code == ExitCode.USAGE
     assert "Apply this plan" not in result.stdout

@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 
 from kreplica.errors import StalePlan, VerificationFailed
-from kreplica.executor.apply import Applier, _Clock, cancel_marker, cancel_plan, verify_plan
+from kreplica.executor.apply import Applier, _Clock, cancel_marker, cancel_plan
 from kreplica.executor.dirmoves import DirKey, ReplicaLog, copied, dir_targets, pending
 from kreplica.executor.journal import Journal
 from kreplica.executor.options import ApplyOptions
 from kreplica.executor.planfile import PlanFile
 from kreplica.executor.throttles import ALTER_DIRS_RATE
+from kreplica.executor.verify import verify_plan
 from kreplica.model import Broker, ClusterSnapshot, LogDir, Partition, Topic
 
 Key = tuple[str, int]

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from kreplica.errors import SourceError
-from kreplica.executor.apply import clear_pending_throttles, restore_journal_throttles
 from kreplica.executor.journal import Journal
 from kreplica.executor.kafka_cluster import BrokerDown
+from kreplica.executor.throttle_records import clear_pending_throttles, restore_journal_throttles
 from tests.unit.executor.test_apply_loop import START, SimulatedCluster, _applier
 
 RATE = "leader.replication.throttled.rate"

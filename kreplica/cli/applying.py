@@ -1,0 +1,268 @@
+"""Applying a plan from the command line: the apply flags checked into ApplyOptions, a
+connection to the cluster the source names, the apply with its progress display and summary,
+and the throttles earlier runs left pending. Shared by `kreplica apply` and every planning
+command that applies what it planned; the work is kreplica.executor.facade's."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from kreplica.cli import output
+from kreplica.cli.common import console, parse_size, state_folder
+from kreplica.cli.config import SourceSpec
+from kreplica.cli.options import Options, OutputFormat
+from kreplica.errors import UsageError
+from kreplica.executor import facade
+from kreplica.executor.facade import Connection
+from kreplica.executor.options import ON_DRIFT, ORDERS, VIAS, ApplyOptions, Via
+
+Choice = TypeVar("Choice", bound=str)
+
+
+@contextmanager
+def connect(spec: SourceSpec) -> Iterator[Connection]:
+    """A writable connection to the cluster the source names (kreplica.executor.facade)."""
+    if spec.kind == "snapshot" or spec.kind == "none":
+        raise UsageError(
+            "this command changes or watches a live cluster; pass --bootstrap-server HOST:PORT, "
+            "--zookeeper HOST:PORT or --cluster NAME instead of --snapshot"
+        )
+    with facade.connect(
+        bootstrap_server=spec.bootstrap_server,
+        zookeeper=spec.zookeeper if spec.kind == "zookeeper" else None,
+        client_config=spec.client_config or None,
+        zk_auth=spec.zk_auth or None,
+        timeout_s=spec.timeout_s,
+    ) as connection:
+        yield connection
+
+
+def _one_of(value: str, choices: tuple[Choice, ...]) -> Choice | None:
+    """`value` as one of `choices` (typed as they are), None when it is none of them."""
+    return next((choice for choice in choices if choice == value), None)
+
+
+def _via(opts: Options) -> Via:
+    via = _one_of(opts.via, VIAS)
+    if via is None:
+        raise UsageError(f"--via {opts.via!r}: use kafka or zookeeper")
+    return via
+
+
+def apply_options(opts: Options) -> ApplyOptions:
+    from kreplica.executor.throttles import parse_rate
+
+    on_drift = _one_of(opts.on_drift, ON_DRIFT)
+    if on_drift is None:
+        raise UsageError(f"--on-drift {opts.on_drift!r}: use fail or skip")
+    order = _one_of(opts.order, ORDERS)
+    if order is None:
+        raise UsageError(f"--order {opts.order!r}: use plan, largest or smallest")
+    _via(opts)
+    for flag, value in (
+        ("--max-partitions", opts.max_partitions),
+        ("--max-per-broker", opts.max_per_broker),
+    ):
+        if value is not None and value < 1:
+            raise UsageError(f"{flag} {value}: give 1 or more")
+    if opts.controller_settle < 0:
+        raise UsageError(
+            f"--controller-settle {opts.controller_settle:g}: give seconds >= 0 (0: no check)"
+        )
+    if opts.stall_timeout <= 0:
+        raise UsageError(f"--stall-timeout {opts.stall_timeout:g}: give a number of seconds > 0")
+    throttle = parse_rate(opts.throttle) if opts.throttle is not None else None
+    throttle_max = None
+    if opts.pace is not None:
+        if opts.pace != "auto":
+            raise UsageError(f"--pace {opts.pace!r}: use auto (or --throttle RATE for a fixed one)")
+        if opts.throttle is not None:
+            raise UsageError(
+                "--pace auto sets the throttle itself: give --throttle-min and --throttle-max "
+                "instead of --throttle"
+            )
+        if opts.throttle_min is None or opts.throttle_max is None:
+            raise UsageError(
+                "--pace auto needs --throttle-min RATE (where it starts) and --throttle-max RATE"
+            )
+        throttle, throttle_max = parse_rate(opts.throttle_min), parse_rate(opts.throttle_max)
+        if throttle > throttle_max:
+            raise UsageError(
+                f"--throttle-min {opts.throttle_min} is above --throttle-max {opts.throttle_max}; "
+                "give a floor at or below the ceiling"
+            )
+        if opts.pace_interval <= 0:
+            raise UsageError(f"--pace-interval {opts.pace_interval:g}: give seconds > 0")
+    elif opts.throttle_min is not None or opts.throttle_max is not None:
+        raise UsageError("--throttle-min and --throttle-max go with --pace auto; add it")
+    from kreplica.executor.window import parse_window, parse_zone
+
+    window = parse_window(opts.window) if opts.window is not None else None
+    if window is None and (opts.window_tz is not None or opts.window_floor):
+        raise UsageError("--window-tz and --window-floor go with --window HH:MM-HH:MM; add it")
+    if opts.window_floor and opts.pace is None:
+        raise UsageError(
+            "--window-floor drops the throttle to the --pace auto floor; add --pace auto"
+        )
+    budget = None
+    if opts.max_bytes_per_hour is not None:
+        budget = parse_size(opts.max_bytes_per_hour, "--max-bytes-per-hour")
+        if budget <= 0:
+            raise UsageError(f"--max-bytes-per-hour {opts.max_bytes_per_hour}: give more than 0")
+    return ApplyOptions(
+        window=window,
+        window_tz=parse_zone(opts.window_tz),
+        window_floor=opts.window_floor,
+        max_bytes_per_hour=budget,
+        throttle=throttle,
+        throttle_max=throttle_max,
+        pace=opts.pace is not None,
+        pace_interval_s=opts.pace_interval,
+        keep_canary=opts.keep_canary,
+        max_partitions=opts.max_partitions,
+        max_per_broker=opts.max_per_broker,
+        order=order,
+        replica_at_a_time=opts.replica_at_a_time,
+        additional=opts.additional,
+        on_drift=on_drift,
+        allow_under_min_isr=opts.allow_under_min_isr,
+        allow_under_replicated=opts.allow_under_replicated,
+        controller_settle_s=opts.controller_settle,
+        stall_timeout_s=opts.stall_timeout,
+        poll_interval_s=float(os.environ.get("KREPLICA_POLL_INTERVAL", "2")),
+        resume=opts.resume,
+    )
+
+
+def run_apply(opts: Options, spec: SourceSpec, plan_path: Path) -> dict[str, Any]:
+    """Apply the plan at `plan_path` (and its plan document) with progress; returns the
+    result as the JSON envelope's data."""
+    from kreplica.render.progress import ProgressPrinter
+    from kreplica.render.text import format_bytes
+
+    options = apply_options(opts)  # bad flags fail before anything connects
+    # before connecting: an empty plan is refused with nothing touched
+    plan = facade.load_plan_to_apply(plan_path)
+    journal_path = facade.journal_path(plan_path)
+    json_mode = opts.output is OutputFormat.json
+    printer = ProgressPrinter(console(stderr=json_mode), json_lines=json_mode)
+    try:
+        with connect(spec) as connection:
+            result = facade.apply(
+                connection, plan_path, options, plan=plan, progress=printer, via=_via(opts)
+            )
+            clear_pending(connection)
+    except KeyboardInterrupt:
+        printer.close()
+        # the one line the CLI prints for Ctrl-C (and the JSON envelope's message)
+        output.state().interrupt_note = (
+            f"interrupted: what was submitted keeps moving, with its throttle; continue with "
+            f"`kreplica apply {plan_path} --resume`, or stop it with `kreplica cancel {plan_path}`"
+        )
+        raise
+    finally:
+        printer.close()
+    data = {
+        "plan": str(plan_path),
+        "journal": str(journal_path),
+        "moved": [f"{t}-{p}" for t, p in result.moved],
+        "created": [f"{t}-{p}" for t, p in result.created],
+        "already_done": [f"{t}-{p}" for t, p in result.already_done],
+        "skipped": result.skipped,
+        "warnings": result.warnings,
+        "waves": result.waves,
+        "bytes_total": result.bytes_total,
+        "seconds": round(result.seconds, 3),
+        "nothing_to_do": result.nothing_to_do,
+        "leaders_off_preferred": [f"{t}-{p}" for t, p in result.leaders_off],
+        "dir_moved": [f"{t}-{p}@{b}" for t, p, b in result.dir_moved],
+        "completed_while_down": [f"{t}-{p}" for t, p in result.completed_meanwhile],
+        "pace": result.pace,
+    }
+    if not json_mode:
+        out = console()
+        if result.completed_meanwhile:
+            out.print(
+                f"{len(result.completed_meanwhile)} partition(s) finished their move while no "
+                "kreplica was running (journalled as completed)",
+                markup=False,
+            )
+        if result.nothing_to_do:
+            out.print(f"{plan_path}: nothing to do, the plan is applied already", markup=False)
+        else:
+            out.print(
+                f"applied {plan_path}: {len(result.moved)} partition(s) moved in "
+                f"{result.waves} wave(s), {len(result.created)} created, "
+                + (
+                    f"{len(result.dir_moved)} replica(s) moved between log dirs, "
+                    if result.dir_moved
+                    else ""
+                )
+                + f"{result.seconds:.1f} s (journal {journal_path})",
+                markup=False,
+            )
+        if result.pace is not None:
+            pace = result.pace
+            p99_text = (
+                f"canary p99 {pace['canary_p99_ms']:g} ms over {pace['canary_records']} "
+                f"record(s) (baseline {pace['baseline_p99_ms']} ms)"
+                if pace.get("canary_p99_ms") is not None
+                else "no canary figure"
+            )
+            out.print(
+                f"pace auto: {pace['changes']} throttle change(s), last "
+                f"{format_bytes(int(pace['final_rate']))}/s (floor "
+                f"{format_bytes(int(pace['floor']))}/s, ceiling "
+                f"{format_bytes(int(pace['ceiling']))}/s); {p99_text}",
+                markup=False,
+            )
+        if result.leaders_off:
+            out.print(
+                f"{len(result.leaders_off)} partition(s) are led by a replica other than the "
+                f"preferred one; `kreplica elect {plan_path}` moves leadership back",
+                markup=False,
+            )
+        if result.skipped:
+            out.print(
+                f"left out (changed since the plan): {'; '.join(result.skipped)}", markup=False
+            )
+    return data
+
+
+def warn_stderr(event: dict[str, Any]) -> None:
+    """Warnings and the ways throttles came off, for a command without a progress display,
+    on stderr."""
+    err = console(stderr=True)
+    if event.get("event") == "warning":
+        err.print(f"warning: {event['message']}", markup=False)
+    if event.get("event") == "throttle-restored":
+        for broker, path in sorted((event.get("via") or {}).items()):
+            err.print(f"broker {broker} is down: its throttle was cleared through {path}")
+        for resource, why in sorted((event.get("pending") or {}).items()):
+            err.print(
+                f"warning: {resource}: throttle left in place for now ({why}); recorded in the "
+                "journal, cleared by `kreplica throttles --clear` or the next command once it "
+                "is back",
+                markup=False,
+            )
+
+
+def clear_pending(connection: Connection) -> None:
+    """Throttles left pending by earlier runs (their broker was down) whose broker is back:
+    restore them now (journals in the usual folders)."""
+    facade.clear_pending_throttles(connection, journals_to_clear([]), warn_stderr)
+
+
+def journals_to_clear(plans: list[Path]) -> list[Path]:
+    """The journals of the given plans, else every journal in the current folder and in
+    kreplica's state folder (where plans applied without --out live)."""
+    if plans:
+        return [facade.journal_path(p) for p in plans]
+    folders = [Path.cwd(), state_folder()]
+    return sorted(
+        {j for folder in folders if folder.is_dir() for j in folder.glob("*.journal.jsonl")}
+    )

@@ -1,0 +1,287 @@
+"""Show a plan, write --out, and apply it unless --dry-run (after a confirmation): the one
+path every planning command ends on (expand, plan, drain, drain-dir, ...).
+
+A command describes its plan as a Presentation (its title, how it is written, shown and put
+in the JSON envelope); the order of the steps, the refusals before anything is written, the
+confirmation, the default plan path and the apply are the same for all.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kreplica.cli import output
+from kreplica.cli.common import console, describe_source, interactive, print_json_data
+from kreplica.cli.config import SourceSpec
+from kreplica.cli.options import Options, OutputFormat
+from kreplica.errors import UsageError
+from kreplica.model import ClusterSnapshot, Plan
+
+Files = dict[str, Path]
+# after_apply(plan_path, apply_result): what runs once an apply finished (e.g. an election);
+# what it returns joins the JSON envelope as `after_apply`
+AfterApply = Callable[[Path, dict[str, Any]], dict[str, Any] | None]
+
+
+@dataclass(frozen=True)
+class Presentation:
+    title: str
+    has_changes: bool
+    cluster_id: str | None  # named in the confirmation question
+    live_sources: str  # the flags a plan must come from to be applied
+    write: Callable[[Path, bool], Files]  # the plan files at a path (overwrite or not)
+    default_name: Callable[[], str]  # the file a plan applied without --out gets (state folder)
+    json_data: Callable[[Files | None], dict[str, Any]]
+    view: Callable[[Any], None]  # the table (or text) on a console
+    next_steps: Callable[[Any, Files | None], None]  # after the view when not applying
+    markdown: Callable[[], str] | None = None  # None: markdown shows the table view
+    after_apply: AfterApply | None = None
+
+
+def present_and_apply(opts: Options, spec: SourceSpec, shown: Presentation) -> None:
+    applying = not opts.dry_run and shown.has_changes
+    if applying:
+        from kreplica.cli.applying import apply_options
+
+        apply_options(opts)  # bad apply flags fail before the plan is shown or written
+        if spec.kind == "snapshot":
+            raise UsageError(
+                f"applying needs a live cluster: plan from {shown.live_sources}, or add "
+                "--dry-run to only show the plan"
+            )
+        if not opts.yes and not interactive():
+            raise UsageError(
+                "applying a plan needs a confirmation: run it on a terminal, pass --yes, or "
+                "add --dry-run to only show the plan"
+            )
+    out_path = opts.out
+    files = shown.write(out_path, opts.force_out) if out_path else None
+    data: dict[str, Any] = {}
+    if opts.output is OutputFormat.json:
+        data = shown.json_data(files)
+    elif opts.output is OutputFormat.markdown and shown.markdown is not None:
+        sys.stdout.write(shown.markdown())
+    else:
+        out = console()
+        shown.view(out)
+        if files:
+            out.print()
+            out.print("wrote " + ", ".join(str(p) for p in files.values()), markup=False)
+        if not applying:
+            shown.next_steps(out, files)
+    if applying:
+        if opts.output is OutputFormat.table and not opts.yes:
+            import typer
+
+            target = shown.cluster_id or describe_source(spec)
+            if not typer.confirm(f"Apply this plan to cluster {target}?", default=False):
+                console().print("Not applied; nothing was changed.")
+                return
+        if files is None:
+            out_path = default_plan_path(shown.default_name())
+            files = shown.write(out_path, True)
+            if opts.output is not OutputFormat.json:
+                console().print("wrote " + ", ".join(str(p) for p in files.values()), markup=False)
+        from kreplica.cli.applying import run_apply
+
+        assert out_path is not None
+        result = run_apply(opts, spec, out_path)
+        extra = shown.after_apply(out_path, result) if shown.after_apply is not None else None
+        if opts.output is OutputFormat.json:
+            data["files"] = {k: str(v) for k, v in files.items()}
+            data["apply"] = result
+            if extra is not None:
+                data["after_apply"] = extra
+    if opts.output is OutputFormat.json:
+        print_json_data(data)
+
+
+# --- replica plans (kreplica.model.Plan) ----------------------------------------------------
+
+
+def show_plan(
+    opts: Options,
+    spec: SourceSpec,
+    snap: ClusterSnapshot,
+    plan: Plan,
+    title: str,
+    after_apply: AfterApply | None = None,
+    impact: dict[str, Any] | None = None,
+) -> None:
+    """A replica plan through the one show / --out / apply path (kreplica.cli.present)."""
+    source = describe_source(spec)
+
+    def json_data(files: dict[str, Path] | None) -> dict[str, Any]:
+        data = plan_data(plan, snap, title=title, source=source, files=files)
+        if impact is not None:
+            data["impact"] = impact
+        return data
+
+    def markdown() -> str:
+        from kreplica.render.markdown import plan_markdown
+
+        return plan_markdown(
+            plan,
+            snap,
+            title=title,
+            source=source,
+            runbook=runbook(plan, snap, opts, spec),
+            limit=opts.limit,
+            impact=impact,
+        )
+
+    def view(out: Any) -> None:
+        from kreplica.render.diff import plan_view
+
+        out.print(
+            plan_view(plan, snap, title=title, source=source, limit=opts.limit, impact=impact)
+        )
+
+    def next_steps(out: Any, files: dict[str, Path] | None) -> None:
+        if plan.changes and files:
+            from rich.text import Text
+
+            out.print()
+            for label, command in runbook(plan, snap, opts, spec):
+                if label:
+                    out.print(Text(f"# {label}", style="muted"), soft_wrap=True)
+                out.print(command, soft_wrap=True, markup=False)
+        elif plan.changes:
+            out.print()
+            out.print(
+                "[muted]add --out PLAN.json to write Kafka's reassignment JSON, its rollback "
+                "and the kreplica plan document[/muted]"
+            )
+
+    present_and_apply(
+        opts,
+        spec,
+        Presentation(
+            title=title,
+            has_changes=bool(plan.changes),
+            cluster_id=plan.cluster_id,
+            live_sources="--bootstrap-server or --zookeeper",
+            write=lambda out, overwrite: write_plan_files(plan, snap, out, overwrite=overwrite),
+            default_name=lambda: f"{plan.cluster_id or 'cluster'}-{plan.snapshot_fingerprint}.json",
+            json_data=json_data,
+            view=view,
+            next_steps=next_steps,
+            markdown=markdown,
+            after_apply=after_apply,
+        ),
+    )
+
+
+def plan_data(
+    plan: Plan,
+    snap: ClusterSnapshot,
+    *,
+    title: str,
+    source: str,
+    files: dict[str, Path] | None,
+) -> dict[str, Any]:
+    from kreplica.planner.serialize import (
+        findings_json,
+        new_partitions_list,
+        reassignment_json,
+        rollback_json,
+    )
+
+    return {
+        "title": title,
+        "source": source,
+        "cluster_id": plan.cluster_id,
+        "snapshot_fingerprint": plan.snapshot_fingerprint,
+        "strategy": plan.strategy,
+        "reassignment": reassignment_json(plan, lazy=True),
+        "new_partitions": new_partitions_list(plan),
+        "rollback": rollback_json(plan, lazy=True),
+        "report": dict(plan.report),
+        "findings": findings_json(plan.findings),
+        "files": {k: str(v) for k, v in files.items()} if files else None,
+    }
+
+
+def write_plan_files(
+    plan: Plan, snap: ClusterSnapshot, out: Path, *, overwrite: bool = True
+) -> dict[str, Path]:
+    """PLAN.json (Kafka's format), PLAN.rollback.json and PLAN.kreplica.json beside it.
+    Without `overwrite`, existing plan files (or an old plan's journal) are a usage error."""
+    from kreplica.planner.serialize import plan_files
+
+    return write_documents(out, lambda: plan_files(plan, snap, lazy=True), overwrite=overwrite)
+
+
+def runbook(
+    plan: Plan, snap: ClusterSnapshot, opts: Options, spec: SourceSpec
+) -> list[tuple[str, str]]:
+    """The exact commands that apply, verify and roll back this plan with Kafka's own tools."""
+    from kreplica.render.text import runbook_commands
+
+    return runbook_commands(
+        plan,
+        snap,
+        bootstrap=spec.bootstrap_server or "BROKER:9092",
+        command_config=opts.command_config,
+        out=opts.out,
+    )
+
+
+def default_plan_path(name: str) -> Path:
+    """Where a plan applied without --out is kept, its journal beside it (for --resume)."""
+    from kreplica.cli.common import state_folder
+
+    folder = state_folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / name
+
+
+def sibling_paths(out: Path) -> Files:
+    """PLAN.json and the files written beside it (the journal comes later, from apply)."""
+    from kreplica.executor.facade import plan_paths
+
+    paths = plan_paths(out)
+    del paths["journal"]
+    return paths
+
+
+def write_documents(
+    out: Path, documents: Callable[[], dict[str, Any]], *, overwrite: bool
+) -> Files:
+    """Write the plan files at `out` (`documents()` gives them by sibling key) once it is safe:
+    no existing plan files unless `overwrite`, never over an apply that did not finish, and
+    into a folder that exists."""
+    from kreplica.executor.facade import journal_finished, journal_path
+
+    paths = sibling_paths(out)
+    journal = journal_path(out)
+    existing = [p for p in (*paths.values(), journal) if p.exists()]
+    if existing and not overwrite:
+        names = ", ".join(str(p) for p in existing)
+        raise UsageError(
+            f"--out {str(out)!r}: {names} exist(s) already; pass --force-out to overwrite, or "
+            "choose another name"
+        )
+    if journal.exists():
+        if not journal_finished(journal):
+            raise UsageError(
+                f"--out {str(out)!r}: {journal} shows an apply of the plan there that did not "
+                f"finish; continue it with `kreplica apply {out} --resume` or stop it with "
+                f"`kreplica cancel {out}`, or choose another name"
+            )
+        journal.unlink()  # a finished apply's journal belongs to the plan being overwritten
+    if not out.parent.exists():
+        raise UsageError(
+            f"--out {str(out)!r}: folder {str(out.parent)!r} does not exist; create it"
+        )
+    contents = documents()
+    for key, path in paths.items():
+        try:
+            output.write_file(path, contents[key])
+        except OSError as exc:
+            raise UsageError(f"cannot write {str(path)!r} ({exc.strerror}); check --out") from None
+    return paths

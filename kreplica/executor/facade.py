@@ -1,0 +1,387 @@
+"""The executor's face: what a caller (the CLI, a script) does with a plan file on a cluster.
+
+    with connect(bootstrap_server="kafka:9092") as connection:
+        result = apply(connection, Path("plan.json"), ApplyOptions(throttle=50_000_000))
+        differences = verify(connection, Path("plan.json"))
+
+connect, apply, resume, verify, cancel, elect, clear throttles: each opens the plan file and
+its journal (PLAN.journal.jsonl beside it) itself, so a caller needs nothing from the modules
+behind it (Applier, Journal, planfile, the Kafka and ZooKeeper backends).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kreplica.errors import UsageError
+from kreplica.executor.options import ApplyOptions, Via
+
+if TYPE_CHECKING:  # the backends load only when used
+    from kreplica.executor.apply import ApplyResult
+    from kreplica.executor.kafka_cluster import KafkaCluster
+    from kreplica.executor.planfile import PlanFile
+    from kreplica.executor.status import PartitionStatus, StatusSummary
+    from kreplica.executor.verify import Difference
+    from kreplica.model import ClusterSnapshot
+
+Key = tuple[str, int]
+Emit = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class Connection:
+    """A writable connection: `cluster` (kreplica.executor.kafka_cluster.KafkaCluster) and,
+    when the cluster was reached through ZooKeeper, that source (`zookeeper`)."""
+
+    cluster: KafkaCluster
+    zookeeper: Any = None
+
+
+@contextmanager
+def connect(
+    *,
+    bootstrap_server: str | None = None,
+    zookeeper: str | None = None,
+    client_config: Mapping[str, str] | None = None,
+    zk_auth: Sequence[tuple[str, str]] | None = None,
+    timeout_s: float = 15.0,
+) -> Iterator[Connection]:
+    """A writable connection to a cluster. Through ZooKeeper alone, the brokers are reached at
+    the addresses they registered (with the same client config); ZooKeeper stays open for what
+    only it can do (a down broker's throttles, /admin/reassign_partitions, the controller)."""
+    from kreplica.executor.kafka_cluster import KafkaCluster
+    from kreplica.executor.offline_configs import OfflineBrokerConfigs
+    from kreplica.sources import open_source
+    from kreplica.sources.admin import AdminSource
+
+    zk = None
+    bootstrap = bootstrap_server
+    try:
+        if zookeeper:
+            zk = open_source(
+                zookeeper=zookeeper,
+                client_config=dict(client_config) if client_config else None,
+                zk_auth=list(zk_auth) if zk_auth else None,
+                timeout_s=timeout_s,
+            )
+        if zk is not None and not bootstrap:
+            brokers = [b for b in zk.snapshot([]).brokers if b.alive and b.host and b.port]
+            if not brokers:
+                raise UsageError(
+                    f"ZooKeeper at {zookeeper} lists no live broker with an address; "
+                    "pass --bootstrap-server"
+                )
+            bootstrap = ",".join(f"{b.host}:{b.port}" for b in brokers)
+        if not bootstrap:
+            raise UsageError("no cluster to connect to: give bootstrap_server or zookeeper")
+        admin = AdminSource(
+            bootstrap,
+            client_config=dict(client_config) if client_config else None,
+            timeout_s=timeout_s,
+        )
+        cluster = KafkaCluster(admin)
+        cluster.offline = OfflineBrokerConfigs(cluster, zk)  # a down broker's throttles
+        cluster.zookeeper = zk  # /controller: migration and the controller's age
+        connection = Connection(cluster, zk)
+        try:
+            yield connection
+        finally:
+            connection.cluster.close()
+    finally:
+        if zk is not None:
+            zk.close()
+
+
+# --- plan files ----------------------------------------------------------------------------------
+
+
+def load_plan(plan_path: Path) -> PlanFile:
+    """The plan at `plan_path` (Kafka's reassignment JSON, with PLAN.kreplica.json beside it
+    when there is one) as kreplica.executor.planfile.PlanFile."""
+    from kreplica.executor.planfile import load_plan_file
+
+    return load_plan_file(plan_path)
+
+
+def load_plan_to_apply(plan_path: Path) -> PlanFile:
+    """The plan, refused (with nothing touched) when it moves nothing."""
+    from kreplica.executor.apply import require_moves
+
+    plan = load_plan(plan_path)
+    require_moves(plan)
+    return plan
+
+
+def journal_path(plan_path: Path) -> Path:
+    """PLAN.journal.jsonl: the record of the plan's applies, for --resume, status and cancel."""
+    from kreplica.executor.planfile import plan_siblings
+
+    return plan_siblings(plan_path)["journal"]
+
+
+def journal_finished(path: Path) -> bool:
+    """The journal's apply finished or was cancelled (its plan may be overwritten)."""
+    from kreplica.executor.journal import Journal
+
+    state = Journal(path).state()
+    return bool(state.finished or state.cancelled)
+
+
+# --- apply, resume ---------------------------------------------------------------------------
+
+
+def _submitter(connection: Connection, via: Via) -> Any:
+    from kreplica.executor.kafka_cluster import KafkaSubmitter, ZooKeeperSubmitter
+
+    if via == "zookeeper":
+        if connection.zookeeper is None:
+            raise UsageError("--via zookeeper writes /admin/reassign_partitions: pass --zookeeper")
+        return ZooKeeperSubmitter(connection.zookeeper)
+    return KafkaSubmitter(connection.cluster)
+
+
+def apply(
+    connection: Connection,
+    plan_path: Path,
+    options: ApplyOptions | None = None,
+    *,
+    plan: PlanFile | None = None,
+    progress: Emit | None = None,
+    via: Via = "kafka",
+) -> ApplyResult:
+    """Apply the plan at `plan_path` (throttles, waves, waiting, restoring the throttles),
+    journalled beside it; returns kreplica.executor.apply.ApplyResult. `options`:
+    kreplica.executor.options.ApplyOptions (default: no throttle, one wave of everything);
+    `plan`: the plan already loaded (load_plan_to_apply); `progress`: called with each of
+    the journal's events as it happens (kreplica.render.progress.ProgressPrinter is one);
+    `via`: "kafka" (KIP-455) or "zookeeper" (/admin/reassign_partitions)."""
+    from kreplica.executor.apply import Applier
+    from kreplica.executor.journal import Journal
+
+    plan = plan if plan is not None else load_plan_to_apply(plan_path)
+    journal = Journal(journal_path(plan_path))
+    applier = Applier(
+        connection.cluster,
+        _submitter(connection, via),
+        plan,
+        journal,
+        options if options is not None else ApplyOptions(),
+        progress if progress is not None else (lambda event: None),
+    )
+    return applier.run()
+
+
+def resume(
+    connection: Connection, plan_path: Path, options: ApplyOptions | None = None, **kwargs: Any
+) -> ApplyResult:
+    """Continue an interrupted apply of the plan from its journal (apply with resume=True)."""
+    options = dataclasses.replace(options or ApplyOptions(), resume=True)
+    return apply(connection, plan_path, options, **kwargs)
+
+
+# --- verify, cancel --------------------------------------------------------------------------
+
+
+def verify(
+    connection: Connection, plan_path: Path, *, plan: PlanFile | None = None
+) -> list[Difference]:
+    """The plan's partitions that are not as planned (kreplica.executor.apply.Difference);
+    empty when everything is in place and nothing of it is moving."""
+    from kreplica.executor.verify import verify_plan
+
+    return verify_plan(connection.cluster, plan if plan is not None else load_plan(plan_path))
+
+
+def cancel(
+    connection: Connection,
+    plan_path: Path,
+    *,
+    plan: PlanFile | None = None,
+    emit: Emit = lambda event: None,
+    force: bool = False,
+) -> tuple[list[Key], bool]:
+    """Cancel the plan's reassignments in flight (they return to their old replicas) and
+    restore its throttles; returns (the partitions cancelled, whether an apply is running)."""
+    from kreplica.executor.apply import cancel_plan
+    from kreplica.executor.journal import Journal
+
+    plan = plan if plan is not None else load_plan(plan_path)
+    cancelled, running = cancel_plan(
+        connection.cluster, plan, Journal(journal_path(plan_path)), emit, force=force
+    )
+    return list(cancelled), bool(running)
+
+
+def status(
+    connection: Connection,
+    plan_path: Path,
+    *,
+    interval_s: float = 5.0,
+    plan: PlanFile | None = None,
+) -> tuple[list[PartitionStatus], StatusSummary]:
+    """Where each partition of the plan stands (kreplica.executor.status: rows and a
+    summary), from the cluster and the plan's journal; `interval_s` apart, a second read rates
+    the moves no journal dates. Read-only: safe beside a running apply."""
+    from kreplica.executor.status import plan_status
+    from kreplica.executor.status_facts import gather
+
+    plan = plan if plan is not None else load_plan(plan_path)
+    facts, throttles, _snap = gather(connection.cluster, plan, interval_s, journal_path(plan_path))
+    rows, summary = plan_status(facts, throttles)
+    return list(rows), summary
+
+
+def snapshot(connection: Connection, topics: Sequence[str] | None = None) -> ClusterSnapshot:
+    """The cluster as it is now (all topics, or these), without sizes' second read."""
+    snap: ClusterSnapshot = connection.cluster.snapshot(
+        list(topics) if topics is not None else None
+    )
+    return snap
+
+
+def known_brokers(connection: Connection, snap: ClusterSnapshot) -> set[int]:
+    """The brokers the snapshot lists and those only ZooKeeper or the controller knows (down
+    ones whose registration is gone)."""
+    return {b.id for b in snap.brokers} | set(connection.cluster.offline.known_brokers())
+
+
+# --- leaders -----------------------------------------------------------------------------------
+
+
+def off_preferred(snapshot: ClusterSnapshot, keys: Iterable[Key]) -> list[Key]:
+    """The partitions among `keys` led by a replica other than their first (preferred) one."""
+    parts = {(t.name, p.partition): p for t in snapshot.topics for p in t.partitions}
+    return [
+        k for k in dict.fromkeys(keys) if k in parts and parts[k].leader != parts[k].replicas[0]
+    ]
+
+
+def elect(connection: Connection, keys: Sequence[Key]) -> dict[Key, str | None]:
+    """Preferred leader election for `keys` (asked for the right to elect first, even when
+    `keys` is empty); partition -> None when elected, else why not."""
+    from kreplica.executor.authz import CLUSTER, Need
+
+    connection.cluster.require([Need("cluster", CLUSTER, "ALTER", "elect leaders")])
+    return dict(connection.cluster.elect_preferred(list(keys)))
+
+
+def elect_after_apply(
+    connection: Connection,
+    plan_path: Path,
+    *,
+    retry_s: float = 30.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[list[str], dict[str, str]]:
+    """After an applied plan: preferred leader election for its partitions led off their
+    first replica (a drained leader's replacement, a reordered partition). A replica that just
+    joined may need a moment to be in sync: what failed is retried for up to `retry_s`.
+    Returns (the partitions elected, partition -> why not) as "topic-partition" names."""
+    plan = load_plan(plan_path)
+    keys = sorted({*plan.targets, *plan.new_partitions})
+    failed: dict[str, str] = {}
+    elected: list[str] = []
+    deadline = time.monotonic() + retry_s
+    while True:
+        snap = connection.cluster.snapshot(sorted({t for t, _ in keys}))
+        parts = {(t.name, p.partition): p for t in snap.topics for p in t.partitions}
+        off = [
+            k
+            for k in keys
+            if k in parts and parts[k].replicas and parts[k].leader != parts[k].replicas[0]
+        ]
+        results = connection.cluster.elect_preferred(off)
+        elected += [f"{t}-{p}" for (t, p), err in results.items() if not err]
+        failed = {f"{t}-{p}": err for (t, p), err in results.items() if err}
+        if not failed or time.monotonic() > deadline:
+            break
+        keys = [k for k in keys if f"{k[0]}-{k[1]}" in failed]
+        sleep(1)
+    return elected, failed
+
+
+# --- throttles -----------------------------------------------------------------------------
+
+
+def clear_pending_throttles(
+    connection: Connection, journal_paths: Iterable[Path], emit: Emit
+) -> int:
+    """Throttles earlier runs left pending (their broker was down) whose broker is back:
+    restored now. Returns the configs changed."""
+    from kreplica.executor.journal import Journal
+    from kreplica.executor.throttle_records import clear_pending_throttles as clear
+
+    return clear(connection.cluster, [Journal(p) for p in journal_paths], emit)
+
+
+def list_throttles(
+    connection: Connection, topics: Sequence[str], brokers: Iterable[int]
+) -> tuple[list[dict[str, str]], list[int]]:
+    """Every replication throttle set on these topics and brokers as {kind, name, config,
+    value} rows, and the brokers that could not be read (down)."""
+    from kreplica.executor.throttle_records import list_throttles as listed
+
+    return listed(connection.cluster, topics, brokers)
+
+
+def journal_throttled_brokers(path: Path) -> set[int]:
+    """The brokers a journal says kreplica throttled (some may be down now)."""
+    from kreplica.executor.journal import Journal
+
+    return {int(n) for k, n in Journal(path).state().throttles_set if k == "broker"}
+
+
+def journal_throttles(path: Path) -> list[tuple[str, str]]:
+    """(kind, name) of the throttles a journal says kreplica set and has not restored."""
+    from kreplica.executor.journal import Journal
+    from kreplica.executor.throttle_records import journal_throttles
+
+    return list(journal_throttles(Journal(path).read())[1])
+
+
+def require_clear(connection: Connection, resources: Sequence[tuple[str, str]]) -> None:
+    """Refused, before any config changes, unless these throttles may be cleared."""
+    from kreplica.executor.authz import throttle_needs
+
+    connection.cluster.require(throttle_needs(list(resources), "clear throttles"))
+
+
+def remove_throttle(connection: Connection, kind: str, name: str, config: str) -> None:
+    """One throttle config removed (back to Kafka's default)."""
+    connection.cluster.alter_configs(kind, name, {config: None})
+
+
+def remove_broker_throttles(connection: Connection, broker: int) -> str | None:
+    """Every throttle config of a broker removed (a down one through ZooKeeper or the
+    controller); returns the way the write went."""
+    from kreplica.executor.throttles import BROKER_KEYS
+
+    connection.cluster.alter_configs("broker", str(broker), dict.fromkeys(BROKER_KEYS))
+    return connection.cluster.last_path
+
+
+def restore_journal_throttles(connection: Connection, path: Path, cluster_id: str | None) -> int:
+    """What the journal at `path` set and has not restored, put back (under its lock), when it
+    belongs to this cluster; returns the configs changed."""
+    from kreplica.executor.journal import Journal
+    from kreplica.executor.throttle_records import restore_journal_throttles as restore
+
+    journal = Journal(path)
+    state = journal.state()
+    if not state.has_throttles or state.cluster_id not in (None, cluster_id):
+        return 0
+    with journal.lock():
+        return restore(connection.cluster, journal, lambda event: None)
+
+
+def plan_paths(plan_path: Path) -> dict[str, Path]:
+    """PLAN.json and the files that go with it: reassignment, rollback, plan_document,
+    journal (by those keys)."""
+    from kreplica.executor.planfile import plan_siblings
+
+    return dict(plan_siblings(plan_path))

@@ -1,0 +1,171 @@
+"""The throttles kreplica set, as an apply's journal records them: which are still set,
+listing the throttles on a cluster, restoring what kreplica set (a config someone changed
+meanwhile keeps their value) and clearing what was left pending while a broker was down."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from kreplica.errors import ReassignmentInProgress
+from kreplica.executor.journal import Journal
+from kreplica.executor.kafka_cluster import BrokerDown
+from kreplica.executor.throttles import BROKER_KEYS, TOPIC_KEYS, restore_plan
+
+Resource = tuple[str, str]
+Emit = Callable[[dict[str, Any]], None]
+
+
+class ConfigCluster(Protocol):
+    """What restoring throttles needs from a cluster (KafkaCluster is one)."""
+
+    def configs(self, kind: str, names: Sequence[str]) -> dict[str, dict[str, str]]: ...
+    def alter_configs(self, kind: str, name: str, values: Mapping[str, str | None]) -> None: ...
+
+
+def journal_throttles(
+    events: Sequence[Mapping[str, Any]],
+) -> tuple[dict[Resource, dict[str, str]], dict[Resource, dict[str, str]]]:
+    """(previous values, values kreplica set) of every throttle the journal says it set and has
+    not restored yet."""
+    previous: dict[Resource, dict[str, str]] = {}
+    ours: dict[Resource, dict[str, str]] = {}
+    for event in events:
+        if event.get("event") in ("throttle-set", "throttle-pending"):
+            resource = (str(event["kind"]), str(event["name"]))
+            previous.setdefault(resource, dict(event.get("previous") or {}))
+            ours.setdefault(resource, {}).update(event.get("values") or {})
+        elif event.get("event") == "throttle-restored":
+            previous.clear()
+            ours.clear()
+    return previous, ours
+
+
+def _read_throttles(
+    cluster: ConfigCluster, resources: Iterable[Resource]
+) -> dict[Resource, dict[str, str]]:
+    current: dict[Resource, dict[str, str]] = {}
+    by_kind: dict[str, list[str]] = {}
+    for kind, name in resources:
+        by_kind.setdefault(kind, []).append(name)
+    for kind, names in by_kind.items():
+        for name, values in cluster.configs(kind, sorted(names)).items():
+            current[(kind, name)] = values
+    return current
+
+
+def list_throttles(
+    cluster: ConfigCluster, topics: Sequence[str], brokers: Iterable[int]
+) -> tuple[list[dict[str, str]], list[int]]:
+    """Every replication throttle set (not Kafka's default) on these topics and brokers, as rows
+    {kind, name, config, value}; and the brokers no way could read (down: unread, not none)."""
+    topic_values = cluster.configs("topic", sorted(topics))
+    names = [str(b) for b in sorted(set(brokers))]
+    broker_values = cluster.configs("broker", names)
+    unread = [int(n) for n in names if n not in broker_values]
+    rows = [
+        {"kind": "topic", "name": name, "config": key, "value": value}
+        for name, values in sorted(topic_values.items())
+        for key, value in sorted(values.items())
+        if key in TOPIC_KEYS
+    ] + [
+        {"kind": "broker", "name": name, "config": key, "value": value}
+        for name, values in sorted(broker_values.items(), key=lambda kv: int(kv[0]))
+        for key, value in sorted(values.items())
+        if key in BROKER_KEYS
+    ]
+    return rows, unread
+
+
+def restore_journal_throttles(
+    cluster: ConfigCluster,
+    journal: Journal,
+    emit: Emit,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """Put back what was set before the throttles this journal recorded and has not restored
+    yet (a config someone changed meanwhile keeps their value). Returns the configs changed.
+
+    A broker applies a dynamic config a moment after it was written (ZooKeeper mode: through
+    a change notification), so a value kreplica set seconds ago can still read as the old one;
+    that is not someone else's change: wait for it (up to 5 s) before deciding."""
+    previous, ours = journal_throttles(journal.read())
+    if not ours:
+        return 0
+    for _ in range(5):
+        current = _read_throttles(cluster, ours)
+        for resource in ours:  # a down broker no way could read: it holds what we set
+            current.setdefault(resource, dict(ours[resource]))
+        unseen = [
+            (resource, key)
+            for resource, values in ours.items()
+            for key, value in values.items()
+            if current.get(resource, {}).get(key) != value
+            and current.get(resource, {}).get(key) == previous.get(resource, {}).get(key)
+        ]
+        if not unseen:
+            break
+        sleep(1.0)
+    changes = restore_plan(previous, current, ours)
+    done = 0
+    via: dict[str, str] = {}  # broker -> the way its configs went, when not the Admin API
+    pending: dict[Resource, str] = {}  # could not be written now: why
+    for (kind, name), changed in sorted(changes.items()):
+        try:
+            cluster.alter_configs(kind, name, changed)
+        except BrokerDown as exc:
+            pending[(kind, name)] = str(exc)
+            continue
+        done += 1
+        path = getattr(cluster, "last_path", None)
+        if kind == "broker" and path and path != "the Admin API":
+            via[name] = path
+    journal.append({"event": "throttle-restored", "configs": done, "via": via})
+    for (kind, name), reason in sorted(pending.items()):
+        # still ours to restore: resume, cancel, `throttles --clear` or the next command that
+        # sees the broker back clears it
+        journal.append(
+            {
+                "event": "throttle-pending",
+                "kind": kind,
+                "name": name,
+                "previous": {
+                    k: v for k, v in previous.get((kind, name), {}).items() if v is not None
+                },
+                "values": dict(ours[(kind, name)]),
+                "reason": reason,
+            }
+        )
+    emit(
+        {
+            "event": "throttle-restored",
+            "configs": done,
+            "via": via,
+            "pending": {f"{k} {n}": why for (k, n), why in sorted(pending.items())},
+        }
+    )
+    return done
+
+
+def clear_pending_throttles(cluster: ConfigCluster, journals: Iterable[Journal], emit: Emit) -> int:
+    """Throttles a restore could not write (their broker was down) and that are the only ones
+    left of their journal: restore them now if their brokers are back. Returns configs put
+    back. A journal an apply holds is skipped."""
+    live: set[int] | None = None
+    done = 0
+    for journal in journals:
+        state = journal.state()
+        if not state.throttles_pending or set(state.throttles_pending) != set(state.throttles_set):
+            continue
+        if live is None:
+            live = set(getattr(cluster, "live_broker_ids", lambda: set())())
+        brokers = {int(n) for k, n in state.throttles_pending if k == "broker"}
+        if not brokers & live:
+            continue
+        try:
+            with journal.lock():
+                done += restore_journal_throttles(cluster, journal, emit)
+        except ReassignmentInProgress:
+            continue
+    return done

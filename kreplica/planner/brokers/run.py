@@ -1,0 +1,264 @@
+"""What the broker operations share: one planning run (the working assignment, its loads,
+the disk guard, the plan it ends in) and the checks of the broker ids they are given."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from kreplica.errors import PlanInfeasible, UsageError
+from kreplica.model import ClusterSnapshot, Finding, Partition, PartitionChange, Plan, Topic
+from kreplica.planner.context import PlanContext
+from kreplica.planner.degraded import refuse_in_flight
+from kreplica.planner.disk import DiskGuard, finish_plan
+from kreplica.planner.evaluate import spread
+from kreplica.planner.options import PlanOptions
+from kreplica.planner.report import LowerBound, build_report
+
+Key = tuple[str, int]
+BY = ("count", "bytes")
+
+
+def ids_text(ids: Iterable[int]) -> str:
+    return ", ".join(map(str, sorted(ids)))
+
+
+def known_brokers(snapshot: ClusterSnapshot) -> set[int]:
+    """Listed brokers plus any id a replica names (a dead broker whose registration is gone)."""
+    ids = set(snapshot.broker_ids())
+    for t in snapshot.topics:
+        for p in t.partitions:
+            ids.update(p.replicas)
+    return ids
+
+
+def check_known(flag: str, ids: Iterable[int], snapshot: ClusterSnapshot) -> None:
+    known = known_brokers(snapshot)
+    unknown = sorted(set(ids) - known)
+    if unknown:
+        many = len(unknown) > 1
+        raise UsageError(
+            f"{flag}: broker{'s' if many else ''} {ids_text(unknown)} "
+            f"{'are' if many else 'is'} not "
+            f"in this cluster (brokers: {ids_text(known)}); fix the list"
+        )
+
+
+def check_live(flag: str, ids: Iterable[int], snapshot: ClusterSnapshot) -> None:
+    listed = set(snapshot.broker_ids())
+    live = snapshot.live_broker_ids()
+    for b in sorted(ids):
+        if b not in listed:
+            raise UsageError(
+                f"{flag}: broker {b} is not registered in this cluster (brokers: "
+                f"{ids_text(listed)}); start it first so it can receive replicas"
+            )
+        if b not in live:
+            raise PlanInfeasible(
+                f"{flag}: broker {b} is down, so it cannot receive replicas; bring it back first"
+            )
+
+
+def topics_in_scope(snapshot: ClusterSnapshot, topics: Sequence[str] | None) -> list[Topic]:
+    if topics is None:
+        return list(snapshot.topics)
+    return [snapshot.topic(name) for name in sorted(dict.fromkeys(topics))]
+
+
+@dataclass
+class Run:
+    """One planning run: the context (loads), the working assignment and what it found."""
+
+    snapshot: ClusterSnapshot
+    ctx: PlanContext
+    topics: list[Topic]
+    parts: dict[Key, Partition]
+    work: dict[Key, list[int]]
+    findings: list[Finding] = field(default_factory=list)
+    bound: LowerBound = field(default_factory=LowerBound)
+    skipped: set[Key] = field(default_factory=set)
+    options: PlanOptions = field(default_factory=PlanOptions)
+    disk_blocked: list[tuple[int, Key]] = field(default_factory=list)  # moves the guard refused
+
+    @classmethod
+    def start(
+        cls,
+        snapshot: ClusterSnapshot,
+        eligible: Sequence[int],
+        options: PlanOptions,
+        topics: Sequence[str] | None,
+    ) -> Run:
+        scope = topics_in_scope(snapshot, topics)
+        ctx = PlanContext.build(snapshot, eligible, options.seed)
+        ctx.disk = DiskGuard.build(
+            snapshot, options.disk_headroom, per_dir=options.log_dirs == "balanced"
+        )
+        parts = {(t.name, p.partition): p for t in scope for p in t.partitions}
+        work = {k: list(p.replicas) for k, p in parts.items()}
+        return cls(snapshot, ctx, scope, parts, work, options=options)
+
+    def fits(self, key: Key, broker: int) -> bool:
+        """A replica of this partition still fits on the broker's disk (the disk guard)."""
+        disk = self.ctx.disk
+        if disk is None or disk.fits(broker, self.parts[key].size_bytes):
+            return True
+        self.disk_blocked.append((broker, key))
+        return False
+
+    def racks_of(self, replicas: Iterable[int]) -> set[str]:
+        return {self.ctx.rack(b) for b in replicas}
+
+    def move(self, key: Key, old: int, new: int) -> None:
+        """Replace `old` by `new` in the partition, same position; loads follow."""
+        reps = self.work[key]
+        after = [new if b == old else b for b in reps]
+        self.ctx.replace(key[0], reps, after, self.parts[key].size_bytes)
+        self.work[key] = after
+        if self.ctx.disk is not None:
+            self.ctx.disk.take(new, self.parts[key].size_bytes)
+
+    def reorder(self, key: Key, leader: int) -> None:
+        reps = self.work[key]
+        after = [leader, *(b for b in reps if b != leader)]
+        self.ctx.replace(key[0], reps, after, self.parts[key].size_bytes)
+        self.work[key] = after
+
+    def rack_ok(self, key: Key, old: int, new: int) -> bool:
+        """Replacing `old` by `new` keeps at least as many racks as the partition had."""
+        reps = self.work[key]
+        after = self.racks_of([b for b in reps if b != old] + [new])
+        return len(after) >= len(self.racks_of(reps))
+
+    def in_flight(self, keys: Iterable[Key], options: PlanOptions) -> list[Key]:
+        """`keys` without the partitions being reassigned (refused unless skip_in_flight)."""
+        keys = list(keys)
+        moving = [self.parts[k] for k in keys if self.parts[k].reassigning]
+        if moving and not options.skip_in_flight:
+            raise refuse_in_flight(moving)
+        if moving:
+            self.skipped.update((p.topic, p.partition) for p in moving)
+            names = [f"{p.topic}-{p.partition}" for p in moving]
+            self.findings.append(
+                Finding(
+                    "warning",
+                    "skipped-in-flight",
+                    f"left out {len(moving)} partition(s) being reassigned "
+                    f"({', '.join(names[:10])}{', ...' if len(names) > 10 else ''}); plan "
+                    "them again once the move is done",
+                )
+            )
+        return [k for k in keys if k not in self.skipped]
+
+    def has_dead(self, key: Key, besides: Iterable[int] = ()) -> list[int]:
+        spare = set(besides)
+        return [b for b in self.work[key] if self.ctx.is_dead(b) and b not in spare]
+
+    def _disk_findings(self, changes: Sequence[PartitionChange]) -> None:
+        """Moves the disk guard refused: the whole plan is refused when it moves nothing
+        else, a warning otherwise."""
+        if not self.disk_blocked or self.ctx.disk is None:
+            return
+        broker, key = self.disk_blocked[0]
+        refusal = self.ctx.disk.refusal(broker, self.parts[key].size_bytes)
+        if not any(c.added for c in changes):
+            raise PlanInfeasible(refusal)
+        brokers = sorted({b for b, _ in self.disk_blocked})
+        self.findings.append(
+            Finding(
+                "warning",
+                "disk-headroom",
+                f"some moves were left out so that broker(s) {ids_text(brokers)} keep their disk "
+                f"headroom; first: {key[0]}-{key[1]} to broker {broker}",
+            )
+        )
+
+    def plan(self, operation: str, extra: dict[str, object] | None = None) -> Plan:
+        changes: list[PartitionChange] = []
+        for key in sorted(self.work):
+            part = self.parts[key]
+            after = tuple(self.work[key])
+            if after != part.replicas:
+                leader = part.current_leader if part.leader is not None else None
+                changes.append(
+                    PartitionChange(key[0], key[1], part.replicas, after, part.size_bytes, leader)
+                )
+        self._disk_findings(changes)
+        dead = [c for c in changes if any(self.ctx.is_dead(b) for b in c.after)]
+        if dead:  # a guard: the operations never place a dead broker
+            raise PlanInfeasible(
+                f"internal check failed: the plan names dead brokers ({dead[0].topic}-"
+                f"{dead[0].partition} -> {list(dead[0].after)}); rerun with --debug and report it"
+            )
+        report = build_report(
+            snapshot=self.snapshot,
+            strategy=operation,
+            eligible=self.ctx.eligible,
+            topics=[t.name for t in self.topics],
+            changes=changes,
+            lower_bound=self.bound,
+            fallbacks=[],
+        )
+        report["operation"] = operation
+        report.update(leader_spreads(self.snapshot, self.ctx.eligible, self.parts, self.work))
+        report.update(extra or {})
+        plan = Plan(
+            cluster_id=self.snapshot.cluster_id,
+            snapshot_fingerprint=self.snapshot.fingerprint(),
+            strategy=operation,
+            changes=tuple(changes),
+            report=report,
+            findings=tuple(self.findings),
+        )
+        return finish_plan(plan, self.snapshot, self.options.disk_headroom, self.options.log_dirs)
+
+
+def leader_spreads(
+    snapshot: ClusterSnapshot,
+    eligible: Sequence[int],
+    parts: dict[Key, Partition],
+    work: dict[Key, list[int]],
+) -> dict[str, object]:
+    """Preferred-leader spread over the eligible brokers, before and after."""
+    before = dict.fromkeys(eligible, 0)
+    after = dict.fromkeys(eligible, 0)
+    for t in snapshot.topics:
+        for p in t.partitions:
+            key = (t.name, p.partition)
+            reps = work.get(key, list(p.replicas))
+            if p.replicas and p.replicas[0] in before:
+                before[p.replicas[0]] += 1
+            if reps and reps[0] in after:
+                after[reps[0]] += 1
+    return {"leader_spread_before": spread(before), "leader_spread_after": spread(after)}
+
+
+def smallest_sizes(sizes: Iterable[int | None], n: int) -> int | None:
+    """The bytes of the `n` smallest replicas: no plan moving `n` of them copies less."""
+    listed = list(sizes)
+    known = sorted(s for s in listed if s is not None)
+    if len(known) < len(listed):
+        return None
+    return sum(known[:n])
+
+
+def movable_keys(run: Run, keys: Iterable[Key]) -> list[Key]:
+    """Partitions a balancing move may touch: no dead replica (Kafka rejects the target)."""
+    return [k for k in keys if not run.has_dead(k)]
+
+
+def counts_on(run: Run, brokers: Iterable[int]) -> dict[int, int]:
+    return {b: run.ctx.cluster_replicas[b] for b in brokers}
+
+
+def bytes_on(run: Run, brokers: Iterable[int]) -> dict[int, int]:
+    return {b: run.ctx.cluster_bytes[b] for b in brokers}
+
+
+def need_sizes(snapshot: ClusterSnapshot, by: str) -> None:
+    if by not in BY:
+        raise UsageError(f"--by {by!r}: use count or bytes")
+    if by == "bytes" and any(p.size_bytes is None for t in snapshot.topics for p in t.partitions):
+        raise UsageError(
+            "--by bytes needs every partition's size and the source has none for some; "
+            "read the cluster with --bootstrap-server (DescribeLogDirs) or use --by count"
+        )

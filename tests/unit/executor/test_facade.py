@@ -1,0 +1,83 @@
+"""kreplica.executor.facade: what the CLI and the library call. The after-apply election
+(moved here from the CLI's drain / rebalance): the partitions led off their first replica are
+elected, a refused one is retried until it is elected or the time is up, and one already led
+by its preferred replica is left alone. A cluster fake stands in (pure logic only)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from kreplica.executor import facade
+from kreplica.model import Broker, ClusterSnapshot, Partition, Topic
+
+Key = tuple[str, int]
+
+
+class ElectingCluster:
+    """Three partitions of `t`: 0 and 1 led off their preferred replica, 2 led by it. The
+    election of t-1 is refused `refusals` times (its replica not yet in sync)."""
+
+    def __init__(self, refusals: int) -> None:
+        self.leaders = {0: 2, 1: 3, 2: 1}
+        self.replicas = {0: (1, 2), 1: (2, 3), 2: (1, 3)}
+        self.refusals = refusals
+        self.asked: list[list[Key]] = []
+
+    def snapshot(self, topics: Sequence[str] | None = None) -> ClusterSnapshot:
+        parts = tuple(
+            Partition("t", p, self.replicas[p], leader=self.leaders[p])
+            for p in sorted(self.leaders)
+        )
+        return ClusterSnapshot(
+            brokers=tuple(Broker(b) for b in (1, 2, 3)), topics=(Topic("t", parts),)
+        )
+
+    def elect_preferred(self, keys: Sequence[Key]) -> dict[Key, str | None]:
+        self.asked.append(list(keys))
+        results: dict[Key, str | None] = {}
+        for topic, p in keys:
+            if p == 1 and self.refusals > 0:
+                self.refusals -= 1
+                results[(topic, p)] = "PREFERRED_LEADER_NOT_AVAILABLE"
+                continue
+            self.leaders[p] = self.replicas[p][0]
+            results[(topic, p)] = None
+        return results
+
+
+def _plan(tmp_path: Path) -> Path:
+    path = tmp_path / "plan.json"
+    partitions = [{"topic": "t", "partition": p, "replicas": [1, 2]} for p in (0, 1, 2)]
+    path.write_text(json.dumps({"version": 1, "partitions": partitions}))
+    return path
+
+
+def test_the_election_after_an_apply_retries_what_was_refused(tmp_path: Path) -> None:
+    cluster = ElectingCluster(refusals=2)
+    slept: list[float] = []
+    elected, failed = facade.elect_after_apply(
+        facade.Connection(cluster), _plan(tmp_path), retry_s=30, sleep=slept.append
+    )
+    assert sorted(elected) == ["t-0", "t-1"] and failed == {}
+    # the first round asks for both partitions led off their first replica, then only t-1
+    assert cluster.asked == [[("t", 0), ("t", 1)], [("t", 1)], [("t", 1)]]
+    assert slept == [1, 1]
+
+
+def test_the_election_after_an_apply_gives_up_when_the_time_is_up(tmp_path: Path) -> None:
+    cluster = ElectingCluster(refusals=1_000)
+    elected, failed = facade.elect_after_apply(
+        facade.Connection(cluster), _plan(tmp_path), retry_s=-1, sleep=lambda s: None
+    )
+    assert elected == ["t-0"]
+    assert failed == {"t-1": "PREFERRED_LEADER_NOT_AVAILABLE"}
+
+
+def test_off_preferred_lists_partitions_led_off_their_first_replica() -> None:
+    snap = ElectingCluster(refusals=0).snapshot()
+    assert facade.off_preferred(snap, [("t", 2), ("t", 1), ("t", 0), ("t", 1), ("u", 0)]) == [
+        ("t", 1),
+        ("t", 0),
+    ]

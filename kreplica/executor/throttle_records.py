@@ -42,6 +42,26 @@ def journal_throttles(
     return previous, ours
 
 
+def _earlier_values(
+    events: Sequence[Mapping[str, Any]], ours: Mapping[Resource, Mapping[str, str]]
+) -> dict[tuple[Resource, str], set[str]]:
+    """(resource, config) -> the values kreplica set before its last one, since the last
+    restore."""
+    seen: dict[tuple[Resource, str], set[str]] = {}
+    for event in events:
+        if event.get("event") in ("throttle-set", "throttle-pending"):
+            resource = (str(event["kind"]), str(event["name"]))
+            for key, value in (event.get("values") or {}).items():
+                seen.setdefault((resource, key), set()).add(str(value))
+        elif event.get("event") == "throttle-restored":
+            seen.clear()
+    return {
+        (resource, key): values - {ours[resource][key]}
+        for (resource, key), values in seen.items()
+        if key in ours.get(resource, {})
+    }
+
+
 def _read_throttles(
     cluster: ConfigCluster, resources: Iterable[Resource]
 ) -> dict[Resource, dict[str, str]]:
@@ -90,9 +110,11 @@ def restore_journal_throttles(
     A broker applies a dynamic config a moment after it was written (ZooKeeper mode: through
     a change notification), so a value kreplica set seconds ago can still read as the old one;
     that is not someone else's change: wait for it (up to 5 s) before deciding."""
-    previous, ours = journal_throttles(journal.read())
+    events = journal.read()
+    previous, ours = journal_throttles(events)
     if not ours:
         return 0
+    earlier = _earlier_values(events, ours)
     for _ in range(5):
         current = _read_throttles(cluster, ours)
         for resource in ours:  # a down broker no way could read: it holds what we set
@@ -102,11 +124,22 @@ def restore_journal_throttles(
             for resource, values in ours.items()
             for key, value in values.items()
             if current.get(resource, {}).get(key) != value
-            and current.get(resource, {}).get(key) == previous.get(resource, {}).get(key)
+            and (
+                current.get(resource, {}).get(key) == previous.get(resource, {}).get(key)
+                or current.get(resource, {}).get(key) in earlier.get((resource, key), ())
+            )
         ]
         if not unseen:
             break
         sleep(1.0)
+    # A value kreplica set before its last one (--pace auto changes a rate many times) is
+    # still ours when the broker has not applied the last one yet: restored all the same
+    # (ZooKeeper mode applies them in order, so the restore lands after it).
+    for resource, values in ours.items():
+        now = current.get(resource, {})
+        for key, value in values.items():
+            if now.get(key) != value and now.get(key) in earlier.get((resource, key), ()):
+                now[key] = value
     changes = restore_plan(previous, current, ours)
     done = 0
     via: dict[str, str] = {}  # broker -> the way its configs went, when not the Admin API

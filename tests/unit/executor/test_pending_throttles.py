@@ -135,3 +135,28 @@ def test_an_apply_that_fails_with_nothing_moving_restores_its_throttles(tmp_path
     events = [e["event"] for e in Journal(tmp_path / "plan.journal.jsonl").read()]
     assert events[-2:] == ["error", "throttle-restored"]
     assert all(not values for values in cluster.configs_set.values())
+
+
+def test_a_paced_rate_the_broker_has_not_applied_yet_is_still_restored(tmp_path: Path) -> None:
+    """--pace auto sets a rate several times; in ZooKeeper mode a broker applies each a moment
+    later, so at the restore it may still show an earlier one. That value is kreplica's, not
+    someone else's: it is restored, while a value nobody in the journal set stays."""
+    cluster = DownCluster()
+    journal = _journal_with_throttle(tmp_path, cluster)
+    for rate in ("2000", "3000"):  # two pace changes on broker 2; the broker shows the first
+        journal.append(
+            {
+                "event": "throttle-set",
+                "kind": "broker",
+                "name": "2",
+                "previous": {},
+                "values": {RATE: rate},
+            }
+        )
+    cluster.alter_configs("broker", "2", {RATE: "2000"})
+    cluster.alter_configs("broker", "3", {RATE: "7777"})  # an operator's own value
+    slept: list[float] = []
+    assert restore_journal_throttles(cluster, journal, lambda e: None, slept.append) == 1
+    assert cluster.configs_set[("broker", "2")] == {}
+    assert cluster.configs_set[("broker", "3")] == {RATE: "7777"}
+    assert slept  # it waited for the last value to show before deciding

@@ -47,7 +47,14 @@ from kreplica.executor.journal import Journal, fold
 from kreplica.executor.kafka_cluster import BrokerDown
 from kreplica.executor.moves import Move
 from kreplica.executor.options import ApplyOptions
-from kreplica.executor.pace import Decision, PaceController, PaceSettings, Sample, p99
+from kreplica.executor.pace import (
+    Decision,
+    PaceController,
+    PaceSettings,
+    Sample,
+    baseline_p99,
+    p99,
+)
 from kreplica.executor.planfile import PlanFile
 from kreplica.executor.preflight import Preflight, preflight
 from kreplica.executor.safestart import ControllerFacts, check_safe_start
@@ -78,6 +85,7 @@ CREATE_BATCH = 500  # KRaft refuses one huge CreatePartitions batch
 READ_RETRY_S = 120.0
 WINDOW_POLL_S = 30.0  # a wait for the window or the budget looks again this often
 CANARY_EVERY_S = 0.1  # --pace auto: a canary record to every partition this often
+BASELINE_CHUNKS = 5  # --pace auto: short p99s before the first wave, their median the baseline
 
 
 class _Cancelled(Exception):
@@ -141,6 +149,10 @@ class _Clock:
     now: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
     wall: Callable[[], float] = time.time
+
+
+def _round(ms: float | None) -> float | None:
+    return None if ms is None else round(ms, 1)
 
 
 def _key_text(key: Key) -> str:
@@ -430,10 +442,14 @@ class Applier:
             self._canary.start()
             self.clock.sleep(1.0)  # connections and metadata: not the cluster's latency
             self._canary.take()
-            self.clock.sleep(min(10.0, max(2.0, self.options.pace_interval_s)))
-            latencies, _ = self._canary.take()
-            baseline = p99(latencies)
-            self._pace_log["baseline_samples"] = len(latencies)
+            # several short p99s, their median the baseline: one stall does not set it
+            chunk = min(2.0, max(0.5, self.options.pace_interval_s))
+            chunks = []
+            for _ in range(BASELINE_CHUNKS):
+                self.clock.sleep(chunk)
+                chunks.append(self._canary.take()[0])
+            baseline = baseline_p99(chunks)
+            self._pace_log["baseline_samples"] = sum(len(c) for c in chunks)
         before = self._out_of_isr()
         self._pace = PaceController(settings, baseline, before or 0)
         self._pace_at = self.clock.now()
@@ -451,6 +467,7 @@ class Applier:
             "rate": settings.floor,
             "ceiling": settings.ceiling,
             "baseline_p99_ms": self._pace_log["baseline_p99_ms"],
+            "p99_limit_ms": _round(self._pace.p99_limit_ms),
             "out_of_isr": before,
             "canary": self._canary.topic if self._canary is not None else None,
         }
@@ -484,7 +501,9 @@ class Applier:
         if elapsed < self.options.pace_interval_s:
             return
         self._pace_at = now
-        latencies, failed = self._canary.take() if self._canary is not None else ([], 0)
+        latencies, failed, waiting = (
+            self._canary.take() if self._canary is not None else ([], 0, None)
+        )
         self._pace_log["latencies"] += latencies
         grown: dict[int, int] = {}
         current: dict[tuple[Key, int], int] = {}
@@ -508,6 +527,7 @@ class Applier:
             outside_out_of_isr=out if out is not None else self._pace.outside_before,
             copy_bps=max(grown.values()) / elapsed if grown else None,
             canary_failed=failed,
+            canary_waiting_ms=waiting,
         )
         decision = self._pace.observe(sample)
         if self.options.window_floor and self._window_closed():
@@ -528,6 +548,8 @@ class Applier:
             "canary_p99_ms": None
             if sample.canary_p99_ms is None
             else round(sample.canary_p99_ms, 2),
+            "canary_waiting_ms": None if waiting is None else round(waiting, 1),
+            "p99_limit_ms": _round(self._pace.p99_limit_ms),
             "out_of_isr": sample.outside_out_of_isr,
             "copy_bps": None if sample.copy_bps is None else int(sample.copy_bps),
         }

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kreplica.errors import KreplicaError, ReassignmentInProgress, SourceError
+from kreplica.executor.safestart import MIGRATION_FLAG
 from kreplica.executor.throttles import BROKER_KEYS, TOPIC_KEYS
 from kreplica.model import ClusterSnapshot
 
 Key = tuple[str, int]
-MIGRATION_FLAG = "zookeeper.metadata.migration.enable"
 FAILOVER_S = 60.0  # how long a write waits for a controller to answer again (a failover)
 TOPIC_BATCH = 200  # topics per DescribeConfigs request
 
@@ -138,7 +138,11 @@ class KafkaCluster:
         (kreplica.executor.safestart.ControllerFacts; that module says what cannot be told)."""
         from kafka.errors import KafkaError
 
-        from kreplica.executor.safestart import ControllerFacts, read_controller_znode
+        from kreplica.executor.safestart import (
+            ControllerFacts,
+            flagged_for_migration,
+            read_controller_znode,
+        )
 
         migration: str | None = None
         controller: str | None = None
@@ -153,13 +157,12 @@ class KafkaCluster:
                 data, created = node
                 controller, migration = read_controller_znode(data)
                 age = time.time() - created
-        flagged: list[int] = []
+        flags: dict[int, str | None] = {}
         for broker, entries in self._live_broker_configs(together=True):
             entry = entries.get(MIGRATION_FLAG)
-            if entry is not None and str(entry.value).lower() == "true":
-                flagged.append(broker)
-        if flagged and migration is None:
-            migration = f"broker(s) {', '.join(map(str, flagged))} run with {MIGRATION_FLAG}=true"
+            flags[broker] = None if entry is None or entry.value is None else str(entry.value)
+        if migration is None:
+            migration = flagged_for_migration(flags)
         if self.zookeeper is None:
             try:
                 quorum = self.source.kafka_python_admin().describe_metadata_quorum()

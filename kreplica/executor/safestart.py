@@ -66,6 +66,19 @@ def read_controller_znode(data: Mapping[str, Any]) -> tuple[str, str | None]:
     )
 
 
+MIGRATION_FLAG = "zookeeper.metadata.migration.enable"
+
+
+def flagged_for_migration(flags: Mapping[int, str | None]) -> str | None:
+    """Each live broker's `zookeeper.metadata.migration.enable` (None: not set) -> why this is
+    mid-migration, or None. A ZooKeeper-mode broker runs with it true from the migration's
+    first rolling restart until the brokers run as KRaft brokers."""
+    on = sorted(b for b, v in flags.items() if v is not None and v.strip().lower() == "true")
+    if not on:
+        return None
+    return f"broker(s) {', '.join(map(str, on))} run with {MIGRATION_FLAG}=true"
+
+
 def under_replicated_outside(
     snapshot: ClusterSnapshot, plan_keys: Collection[Key], in_flight: Collection[Key]
 ) -> tuple[list[Key], list[Key]]:

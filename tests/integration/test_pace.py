@@ -453,3 +453,61 @@ def test_a_replica_catching_up_outside_the_plan_refuses_the_start(
         _alter(kafka, "broker", str(x), {rate: None})
         kafka.wait("the lagging replica in sync", lambda: x in kafka.partitions(lagging)[0][2])
     print("\n".join(op.log))
+
+
+@pytest.mark.timeout(180)
+def test_a_kraft_controller_in_zookeeper_refuses_the_start(
+    zk_scratch: SandboxInfo, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """ZooKeeper's /controller as a KRaft controller writes it once a migration has begun
+    (version 2, kraftControllerEpoch >= 0), swapped in for the broker's in one ZooKeeper
+    transaction and held by this test's session (so no broker wins an election meanwhile); the
+    session closed, the brokers elect one of theirs again. A whole migration (a KRaft quorum
+    with zookeeper.metadata.migration.enable, the brokers restarted with it) is more than a test
+    run affords; the brokers' flag is unit-tested (flagged_for_migration)."""
+    from kazoo.client import KazooClient
+
+    op = Operator(zk_scratch, tmp_path)
+    assert op.info.zookeeper
+    topic = "migrating"
+    create_topics(op.info.bootstrap_servers, [TopicSpec(topic, partitions=2, replication_factor=1)])
+    zk = ["--zookeeper", op.info.zookeeper]
+    _ok(op.run("expand", "-t", topic, "--rf", "2", "--dry-run", "--out", "m.json", *zk))
+    kafka = Kafka(op.info)
+    request.addfinalizer(kafka.close)
+    was = kafka.replicas(topic)
+    client = KazooClient(hosts=op.info.zookeeper, timeout=10)
+    client.start(timeout=15)
+    try:
+        node = {"version": 2, "brokerid": 3000, "timestamp": "1", "kraftControllerEpoch": 4}
+        swap = client.transaction()
+        swap.delete("/controller")
+        swap.create("/controller", json.dumps(node).encode(), ephemeral=True)
+        assert not [r for r in swap.commit() if isinstance(r, Exception)]
+        line = _one_line(op.run("apply", "m.json", *zk, "--throttle", "1MB/s"), 11)
+        assert "mid-migration from ZooKeeper to KRaft" in line
+        assert "held by KRaft controller 3000, kraftControllerEpoch 4" in line
+        assert kafka.replicas(topic) == was and kafka.throttles([topic]) == {}
+        assert not (op.cwd / "m.journal.jsonl").exists()
+        op.log.append(line)
+    finally:
+        client.stop()  # the session's ephemeral /controller goes with it
+        client.close()
+    watcher = KazooClient(hosts=op.info.zookeeper, timeout=10)
+    watcher.start(timeout=15)
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # a broker of the cluster controls it again
+            stat = watcher.exists("/controller")
+            if stat is not None:
+                held = json.loads(watcher.get("/controller")[0])
+                if held.get("brokerid") in {b.id for b in op.info.brokers}:
+                    break
+            assert time.monotonic() < deadline, "no broker became the controller again"
+            time.sleep(0.2)
+    finally:
+        watcher.stop()
+        watcher.close()
+    _ok(op.run("apply", "m.json", *zk, "--controller-settle", "0"))
+    assert kafka.replicas(topic) == json_plan(op.cwd / "m.json")
+    print("\n".join(op.log))

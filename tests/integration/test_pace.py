@@ -201,14 +201,14 @@ def _clock(moment: float) -> str:
 def test_a_window_that_closes_mid_run_starts_no_wave_until_it_opens(
     op: Operator, kafka: Kafka
 ) -> None:
-    """Four waves of one partition each (about 2 s apiece at 500 KB/s); the window closes a
-    few seconds after the apply starts (10 s) and opens again 8 s later."""
+    """Six waves of one partition each (2-3 s apiece at 500 KB/s); the window closes 6 s after
+    the apply starts (in its second or third wave) and opens again 6 s later."""
     topic = f"windowed-{op.info.mode}"
-    create_topics(op.info.bootstrap_servers, [TopicSpec(topic, partitions=4, replication_factor=1)])
-    produce(op.info.bootstrap_servers, topic, 4 * 1024 * 1024)
+    create_topics(op.info.bootstrap_servers, [TopicSpec(topic, partitions=6, replication_factor=1)])
+    produce(op.info.bootstrap_servers, topic, 6 * 1024 * 1024)
     _ok(op.run("expand", "-t", topic, "--rf", "2", "--dry-run", "--out", "w.json", *op.source))
     now = time.time()
-    closes, opens = math.floor(now) + 10, math.floor(now) + 18
+    closes, opens = math.floor(now) + 6, math.floor(now) + 12
     window = f"{_clock(opens)}-{_clock(closes)}"  # open but for [closes, opens)
     args = ["--throttle", "500KB/s", "--max-partitions", "1", "--controller-settle", "0"]
     window_args = ["--window", window, "--window-tz", "UTC"]
@@ -222,7 +222,7 @@ def test_a_window_that_closes_mid_run_starts_no_wave_until_it_opens(
         if e["event"] in ("submit", "window-wait", "window-open", "wave-done")
     ]
     print("\n".join(op.log))
-    assert len(submits) == 4 and {e["wave"] for e in submits} == {1, 2, 3, 4}
+    assert len(submits) == 6 and {e["wave"] for e in submits} == set(range(1, 7))
     # no wave started while the window was closed
     assert not [e for e in submits if closes <= _ts(e) < opens], op.log
     assert len(waits) == 1, op.log

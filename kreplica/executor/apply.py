@@ -57,7 +57,7 @@ from kreplica.executor.pace import (
 )
 from kreplica.executor.planfile import PlanFile
 from kreplica.executor.preflight import Preflight, preflight
-from kreplica.executor.safestart import ControllerFacts, check_safe_start
+from kreplica.executor.safestart import ControllerFacts, check_controller, check_safe_start
 from kreplica.executor.throttles import (
     ALTER_DIRS_RATE,
     BROKER_KEYS,
@@ -259,8 +259,12 @@ class Applier:
             (str(e["topic"]), int(e["partition"])): e for e in events if e.get("event") == "submit"
         }
         submitted = set(submits)
-        snapshot = self.cluster.snapshot(self.plan.topics)
-        in_flight = set(self.cluster.in_flight())
+        try:
+            snapshot = self.cluster.snapshot(self.plan.topics)
+            in_flight = set(self.cluster.in_flight())
+        except SourceError:
+            self._unsettled_controller()  # no controller answers: mid-migration, an election?
+            raise
         check = preflight(
             snapshot,
             self.plan,
@@ -626,6 +630,19 @@ class Applier:
         if left:
             self.journal.append({"event": "leftover-throttles", "when": when, "configs": left})
             self.emit({"event": "leftover-throttles", "when": when, "configs": left})
+
+    def _unsettled_controller(self) -> None:
+        """ClusterUnsettled (exit 11) when what a client can tell of the controller explains
+        why it does not answer (a KRaft controller holding ZooKeeper's /controller mid-
+        migration, an election under way); nothing when it does not."""
+        facts_of = getattr(self.cluster, "controller_facts", None)
+        if facts_of is None:
+            return
+        try:
+            facts = facts_of()
+        except KreplicaError:
+            return  # the original error says more
+        check_controller(facts, settle_s=0.0)
 
     def _safe_start(self, in_flight: Collection[Key]) -> None:
         """Refuse (ClusterUnsettled) mid-migration, right after a controller change, or with

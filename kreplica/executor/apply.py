@@ -39,7 +39,7 @@ from kreplica.errors import (
     VerificationFailed,
 )
 from kreplica.executor.authz import CLUSTER, Need, apply_needs, throttle_needs
-from kreplica.executor.canary import Canary
+from kreplica.executor.canary import CANARY_TOPIC, Canary, canary_assignment
 from kreplica.executor.cancelguard import cancel_risks, refusal_text
 from kreplica.executor.dirmoves import DirKey, ReplicaLog, is_done
 from kreplica.executor.dirmoves import copied as dir_copied
@@ -691,6 +691,10 @@ class Applier:
             if self._dir_rate() is not None:
                 needs += throttle_needs([("broker", "*")], "throttle copies between log dirs")
         require(needs)
+        canary = getattr(self.cluster, "require_canary", None)
+        if self.options.pace and self.options.throttle is not None and canary is not None:
+            brokers = self._everything.live_broker_ids() if self._everything is not None else ()
+            canary(CANARY_TOPIC, canary_assignment(sorted(brokers)), not self.options.keep_canary)
 
     # -- intra-broker moves (log_dirs) ---------------------------------------------------------
 

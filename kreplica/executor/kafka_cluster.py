@@ -556,6 +556,39 @@ class KafkaCluster:
             time.sleep(0.2)
         return True
 
+    def require_canary(self, topic: str, assignment: Sequence[Sequence[int]], delete: bool) -> None:
+        """Refuse (NotAuthorized, one line) before anything is written when this principal may
+        not run the canary: an existing topic is checked from its authorized operations; a
+        missing one with a CreateTopics that only validates (Create may be granted on the
+        cluster or on the topic's name: only Kafka's answer to the request tells)."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+
+        from kreplica.executor.authz import canary_needs, refusal
+
+        admin = self.source.confluent_admin()
+        exists = topic in admin.list_topics(timeout=self.source.timeout_s).topics
+        needs = canary_needs(topic, exists=exists, delete=delete)
+        if exists:
+            self.require(needs)
+            return
+        request = NewTopic(
+            topic, num_partitions=len(assignment), replica_assignment=[list(r) for r in assignment]
+        )
+        for future in admin.create_topics(
+            [request], request_timeout=self.source.timeout_s, validate_only=True
+        ).values():
+            try:
+                future.result(timeout=self.source.timeout_s + 5)
+            except KafkaException as exc:
+                error: Any = exc.args[0] if exc.args else None
+                name = getattr(error, "name", lambda: "")()
+                if name in ("TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED"):
+                    raise refusal(needs, self.principal, self.bootstrap) from None
+                # anything else (it appeared meanwhile, a policy): the create itself will say
+            except Exception:  # no answer in time: the create itself will say
+                pass
+
     def delete_topic(self, topic: str) -> None:
         admin = self.source.confluent_admin()
         for future in admin.delete_topics([topic], request_timeout=self.source.timeout_s).values():

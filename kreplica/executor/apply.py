@@ -262,6 +262,8 @@ class Applier:
         try:
             snapshot = self.cluster.snapshot(self.plan.topics)
             in_flight = set(self.cluster.in_flight())
+        except UnknownTopicError:
+            raise
         except SourceError:
             self._unsettled_controller()  # no controller answers: mid-migration, an election?
             raise

@@ -68,8 +68,10 @@ class FakeClock:
         self.t += max(seconds, 0.001)
 
 
-def _run(tmp_path: Path, clock: FakeClock, **options: Any) -> tuple[Any, list[dict[str, Any]]]:
-    cluster = SimulatedCluster(START)
+def _run(
+    tmp_path: Path, clock: FakeClock, cluster: Any = None, **options: Any
+) -> tuple[Any, list[dict[str, Any]]]:
+    cluster = cluster or SimulatedCluster(START)
     events: list[dict[str, Any]] = []
     applier = Applier(
         cluster,
@@ -118,3 +120,36 @@ def test_the_byte_budget_spaces_the_waves(tmp_path: Path) -> None:
     waits = [e for e in journal if e["event"] == "window-wait"]
     assert len(waits) == 1 and waits[0]["wave"] == 2
     assert "--max-bytes-per-hour 30" in waits[0]["reason"]
+
+
+class Interrupted(Exception):
+    """Ctrl-C while apply waits for the window."""
+
+
+def test_stopped_while_waiting_then_resumed_in_the_next_window(tmp_path: Path) -> None:
+    """The first run is stopped during its wait for the window (wave 1 done, wave 2 not
+    submitted); `--resume` the next morning, inside the window, submits wave 2 only."""
+    window = parse_window("09:00-17:00")
+
+    class Stopping(FakeClock):
+        def sleep(self, seconds: float) -> None:
+            journal = Journal(tmp_path / "plan.journal.jsonl").read()
+            if any(e["event"] == "window-wait" for e in journal):
+                raise Interrupted
+            super().sleep(seconds)
+
+    cluster = SimulatedCluster(START)  # the same cluster for both runs
+    with pytest.raises(Interrupted):
+        _run(tmp_path, Stopping(at(16, 58).timestamp()), cluster, window=window, window_tz=UTC)
+    first = Journal(tmp_path / "plan.journal.jsonl").read()
+    assert [e["wave"] for e in first if e["event"] == "submit"] == [1, 1]
+    morning = FakeClock(at(9, 30, day=2).timestamp())
+    result, journal = _run(tmp_path, morning, cluster, window=window, window_tz=UTC, resume=True)
+    again = journal[len(first) :]
+    assert sorted([*result.already_done, *result.moved]) == sorted(TARGET)
+    assert len(result.moved) == 2  # wave 2's; wave 1's were done before the stop
+    submitted = [e for e in again if e["event"] == "submit"]
+    assert len(submitted) == 2 and not [e for e in again if e["event"] == "window-wait"]
+    assert {(e["topic"], e["partition"]) for e in submitted}.isdisjoint(
+        {(e["topic"], e["partition"]) for e in first if e["event"] == "submit"}
+    )

@@ -449,7 +449,7 @@ class Applier:
             self.clock.sleep(1.0)  # connections and metadata: not the cluster's latency
             self._canary.take()
             # several short p99s, their median the baseline: one stall does not set it
-            chunk = min(2.0, max(0.5, self.options.pace_interval_s))
+            chunk = min(1.0, max(0.5, self.options.pace_interval_s))  # ~30 records each
             chunks = []
             for _ in range(BASELINE_CHUNKS):
                 self.clock.sleep(chunk)

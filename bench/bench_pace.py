@@ -1,5 +1,6 @@
 """`--pace auto` beside a fixed throttle chosen as operators do (10 MB/s): wall time of the
-apply and a probe producer's p99 while it runs (prints, no asserts).
+apply, a probe producer's p99 while it runs, and for --pace auto the canary's own p99 and
+baseline (prints, no asserts).
 
 Starts a private sandbox, writes the same amount of incompressible records to two RF 1 topics
 (one per run, so both copy the same data), and keeps a steady producer writing to a third
@@ -172,21 +173,28 @@ def main() -> None:
                 if proc.returncode:
                     raise SystemExit(f"apply exited {proc.returncode}: {proc.stderr[-2000:]}")
                 data = json.loads(proc.stdout)["data"]
-                changes = data["pace"]["changes"] if data.get("pace") else 0
-                last = data["pace"]["final_rate"] / 1e6 if data.get("pace") else None
+                pace = data.get("pace") or {}
+                changes = pace.get("changes", 0)
+                last = pace["final_rate"] / 1e6 if pace else None
+                canary = (pace.get("canary_p99_ms"), pace.get("baseline_p99_ms"))
                 rows.append((name, " ".join(flags), wall, p99(probe.latencies) or 0.0,
-                             len(probe.latencies), probe.failed, changes, last))  # fmt: skip
+                             len(probe.latencies), probe.failed, changes, last,
+                             canary))  # fmt: skip
             probe.stop.set()
             steady.stop.set()
             probe.join(15)
             steady.join(40)
     print()
     print(f"{'run':6} {'wall s':>7} {'probe p99 ms':>13} {'records':>8} {'failed':>6} "
-          f"{'changes':>7} {'last MB/s':>9}  flags")  # fmt: skip
-    for name, flags, wall, p, n, failed, changes, last in rows:
+          f"{'canary p99 ms':>13} {'baseline ms':>11} {'changes':>7} {'last MB/s':>9}  "
+          "flags")  # fmt: skip
+    for name, flags, wall, p, n, failed, changes, last, (canary, base) in rows:
         last_text = f"{last:.1f}" if last is not None else "-"
+        canary_text = f"{canary:.1f}" if canary is not None else "-"
+        base_text = f"{base:.1f}" if base is not None else "-"
         print(
-            f"{name:6} {wall:7.1f} {p:13.1f} {n:8} {failed:6} {changes:7} {last_text:>9}  {flags}"
+            f"{name:6} {wall:7.1f} {p:13.1f} {n:8} {failed:6} {canary_text:>13} {base_text:>11} "
+            f"{changes:7} {last_text:>9}  {flags}"
         )
 
 

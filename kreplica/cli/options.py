@@ -502,7 +502,7 @@ APPLY = [
                 "--window",
                 metavar="HH:MM-HH:MM",
                 help="Start waves only inside this daily window (local time; may wrap past "
-                "midnight); outside it apply waits.",
+                "midnight; HH:MM:SS also taken); outside it apply waits.",
                 rich_help_panel=APPLY_PANEL,
             ),
         ],

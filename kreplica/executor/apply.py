@@ -40,7 +40,7 @@ from kreplica.errors import (
 )
 from kreplica.executor import throttle_records
 from kreplica.executor.authz import CLUSTER, Need, apply_needs, throttle_needs
-from kreplica.executor.canary import Canary
+from kreplica.executor.canary import CANARY_TOPIC, Canary, canary_assignment
 from kreplica.executor.cancelguard import cancel_risks, refusal_text
 from kreplica.executor.dirmoves import DirKey, ReplicaLog, is_done
 from kreplica.executor.dirmoves import copied as dir_copied
@@ -48,10 +48,17 @@ from kreplica.executor.journal import Journal, fold
 from kreplica.executor.kafka_cluster import BrokerDown
 from kreplica.executor.moves import Move
 from kreplica.executor.options import ApplyOptions
-from kreplica.executor.pace import Decision, PaceController, PaceSettings, Sample, p99
+from kreplica.executor.pace import (
+    Decision,
+    PaceController,
+    PaceSettings,
+    Sample,
+    baseline_p99,
+    p99,
+)
 from kreplica.executor.planfile import PlanFile
 from kreplica.executor.preflight import Preflight, preflight
-from kreplica.executor.safestart import ControllerFacts, check_safe_start
+from kreplica.executor.safestart import ControllerFacts, check_controller, check_safe_start
 from kreplica.executor.throttles import (
     ALTER_DIRS_RATE,
     BROKER_KEYS,
@@ -78,6 +85,7 @@ CREATE_BATCH = 500  # KRaft refuses one huge CreatePartitions batch
 READ_RETRY_S = 120.0
 WINDOW_POLL_S = 30.0  # a wait for the window or the budget looks again this often
 CANARY_EVERY_S = 0.1  # --pace auto: a canary record to every partition this often
+BASELINE_CHUNKS = 5  # --pace auto: short p99s before the first wave, their median the baseline
 
 
 class _Cancelled(Exception):
@@ -140,6 +148,10 @@ class _Clock:
     now: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
     wall: Callable[[], float] = time.time
+
+
+def _round(ms: float | None) -> float | None:
+    return None if ms is None else round(ms, 1)
 
 
 def _key_text(key: Key) -> str:
@@ -234,8 +246,14 @@ class Applier:
             (str(e["topic"]), int(e["partition"])): e for e in events if e.get("event") == "submit"
         }
         submitted = set(submits)
-        snapshot = self.cluster.snapshot(self.plan.topics)
-        in_flight = set(self.cluster.in_flight())
+        try:
+            snapshot = self.cluster.snapshot(self.plan.topics)
+            in_flight = set(self.cluster.in_flight())
+        except UnknownTopicError:
+            raise
+        except SourceError:
+            self._unsettled_controller()  # no controller answers: mid-migration, an election?
+            raise
         check = preflight(
             snapshot,
             self.plan,
@@ -417,10 +435,14 @@ class Applier:
             self._canary.start()
             self.clock.sleep(1.0)  # connections and metadata: not the cluster's latency
             self._canary.take()
-            self.clock.sleep(min(10.0, max(2.0, self.options.pace_interval_s)))
-            latencies, _ = self._canary.take()
-            baseline = p99(latencies)
-            self._pace_log["baseline_samples"] = len(latencies)
+            # several short p99s, their median the baseline: one stall does not set it
+            chunk = min(1.0, max(0.5, self.options.pace_interval_s))  # ~30 records each
+            chunks = []
+            for _ in range(BASELINE_CHUNKS):
+                self.clock.sleep(chunk)
+                chunks.append(self._canary.take()[0])
+            baseline = baseline_p99(chunks)
+            self._pace_log["baseline_samples"] = sum(len(c) for c in chunks)
         before = self._out_of_isr()
         self._pace = PaceController(settings, baseline, before or 0)
         self._pace_at = self.clock.now()
@@ -438,6 +460,7 @@ class Applier:
             "rate": settings.floor,
             "ceiling": settings.ceiling,
             "baseline_p99_ms": self._pace_log["baseline_p99_ms"],
+            "p99_limit_ms": _round(self._pace.p99_limit_ms),
             "out_of_isr": before,
             "canary": self._canary.topic if self._canary is not None else None,
         }
@@ -471,7 +494,9 @@ class Applier:
         if elapsed < self.options.pace_interval_s:
             return
         self._pace_at = now
-        latencies, failed = self._canary.take() if self._canary is not None else ([], 0)
+        latencies, failed, waiting = (
+            self._canary.take() if self._canary is not None else ([], 0, None)
+        )
         self._pace_log["latencies"] += latencies
         grown: dict[int, int] = {}
         current: dict[tuple[Key, int], int] = {}
@@ -495,6 +520,7 @@ class Applier:
             outside_out_of_isr=out if out is not None else self._pace.outside_before,
             copy_bps=max(grown.values()) / elapsed if grown else None,
             canary_failed=failed,
+            canary_waiting_ms=waiting,
         )
         decision = self._pace.observe(sample)
         if self.options.window_floor and self._window_closed():
@@ -515,6 +541,8 @@ class Applier:
             "canary_p99_ms": None
             if sample.canary_p99_ms is None
             else round(sample.canary_p99_ms, 2),
+            "canary_waiting_ms": None if waiting is None else round(waiting, 1),
+            "p99_limit_ms": _round(self._pace.p99_limit_ms),
             "out_of_isr": sample.outside_out_of_isr,
             "copy_bps": None if sample.copy_bps is None else int(sample.copy_bps),
         }
@@ -592,6 +620,19 @@ class Applier:
             self.journal.append({"event": "leftover-throttles", "when": when, "configs": left})
             self.emit({"event": "leftover-throttles", "when": when, "configs": left})
 
+    def _unsettled_controller(self) -> None:
+        """ClusterUnsettled (exit 11) when what a client can tell of the controller explains
+        why it does not answer (a KRaft controller holding ZooKeeper's /controller mid-
+        migration, an election under way); nothing when it does not."""
+        facts_of = getattr(self.cluster, "controller_facts", None)
+        if facts_of is None:
+            return
+        try:
+            facts = facts_of()
+        except KreplicaError:
+            return  # the original error says more
+        check_controller(facts, settle_s=0.0)
+
     def _safe_start(self, in_flight: Collection[Key]) -> None:
         """Refuse (ClusterUnsettled) mid-migration, right after a controller change, or with
         partitions outside the plan under-replicated; say what could not be checked."""
@@ -639,6 +680,10 @@ class Applier:
             if self._dir_rate() is not None:
                 needs += throttle_needs([("broker", "*")], "throttle copies between log dirs")
         require(needs)
+        canary = getattr(self.cluster, "require_canary", None)
+        if self.options.pace and self.options.throttle is not None and canary is not None:
+            brokers = self._everything.live_broker_ids() if self._everything is not None else ()
+            canary(CANARY_TOPIC, canary_assignment(sorted(brokers)), not self.options.keep_canary)
 
     # -- intra-broker moves (log_dirs) ---------------------------------------------------------
 

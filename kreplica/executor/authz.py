@@ -60,6 +60,21 @@ def apply_needs(
     return needs
 
 
+def canary_needs(topic: str, *, exists: bool, delete: bool) -> list[Need]:
+    """What the canary of `--pace auto` does with its topic: create it when missing (Create on
+    the cluster, or on the topic, which only the create itself can tell), write to it, and
+    delete it afterwards unless --keep-canary."""
+    why = "run the --pace auto canary (or use --throttle RATE instead)"
+    if not exists:
+        return [Need("cluster", CLUSTER, "CREATE", f"create its topic {topic}: {why}")]
+    needs = [Need("topic", topic, "WRITE", f"write to {topic}: {why}")]
+    if delete:
+        needs.append(
+            Need("topic", topic, "DELETE", f"delete {topic} afterwards (or --keep-canary)")
+        )
+    return needs
+
+
 def throttle_needs(kinds_and_names: Iterable[tuple[str, str]], why: str) -> list[Need]:
     """Changing throttle configs of ("broker", id) / ("topic", name) resources."""
     needs: set[Need] = set()

@@ -1,7 +1,8 @@
 """The canary of `--pace auto`: small acks=all records to a topic kreplica owns, one partition
 led by each broker (replicated to the next ones), so its latency feels every broker's
 replication. A background thread sends a record to every partition each `every_s`; `take()`
-hands over the latencies (ms) and failures since the last call."""
+hands over the latencies (ms) and failures since the last call, and how long the oldest record
+still unanswered has waited (a broker that stops answering shows there before any latency)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,8 @@ class Canary:
         self._lock = threading.Lock()
         self._latencies: list[float] = []
         self._failed = 0
+        self._waiting: dict[int, float] = {}  # record number -> sent at (monotonic)
+        self._sent = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._producer: Any = None
@@ -83,30 +86,41 @@ class Canary:
             next_at = max(next_at + self.every_s, time.monotonic())
             for partition in partitions:
                 sent = time.monotonic()
+                with self._lock:
+                    self._sent += 1
+                    number = self._sent
+                    self._waiting[number] = sent
                 try:
                     self._producer.produce(
                         self.topic,
                         RECORD,
                         partition=partition,
-                        on_delivery=lambda err, _msg, sent=sent: self._delivered(err, sent),
+                        on_delivery=lambda err, _msg, n=number, at=sent: self._delivered(
+                            err, n, at
+                        ),
                     )
                 except BufferError:
                     with self._lock:
+                        self._waiting.pop(number, None)
                         self._failed += 1
             self._producer.poll(0)
 
-    def _delivered(self, err: Any, sent: float) -> None:
+    def _delivered(self, err: Any, number: int, sent: float) -> None:
         with self._lock:
+            self._waiting.pop(number, None)
             if err is not None:
                 self._failed += 1
             else:
                 self._latencies.append((time.monotonic() - sent) * 1000.0)
 
-    def take(self) -> tuple[list[float], int]:
+    def take(self) -> tuple[list[float], int, float | None]:
+        """(latencies ms, failures, ms the oldest unanswered record has waited or None)."""
         with self._lock:
             latencies, failed = self._latencies, self._failed
             self._latencies, self._failed = [], 0
-        return latencies, failed
+            oldest = next(iter(self._waiting.values()), None)  # sent in order
+        waiting = None if oldest is None else (time.monotonic() - oldest) * 1000.0
+        return latencies, failed, waiting
 
     def stop(self, *, delete: bool) -> str | None:
         """Stop sending; delete the topic (kreplica's own, whoever created it) when `delete`

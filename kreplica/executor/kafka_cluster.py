@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kreplica.errors import KreplicaError, ReassignmentInProgress, SourceError
+from kreplica.executor.safestart import MIGRATION_FLAG
 from kreplica.executor.throttles import BROKER_KEYS, TOPIC_KEYS
 from kreplica.model import ClusterSnapshot
 
 Key = tuple[str, int]
-MIGRATION_FLAG = "zookeeper.metadata.migration.enable"
 FAILOVER_S = 60.0  # how long a write waits for a controller to answer again (a failover)
 TOPIC_BATCH = 200  # topics per DescribeConfigs request
 
@@ -138,7 +138,11 @@ class KafkaCluster:
         (kreplica.executor.safestart.ControllerFacts; that module says what cannot be told)."""
         from kafka.errors import KafkaError
 
-        from kreplica.executor.safestart import ControllerFacts, read_controller_znode
+        from kreplica.executor.safestart import (
+            ControllerFacts,
+            flagged_for_migration,
+            read_controller_znode,
+        )
 
         migration: str | None = None
         controller: str | None = None
@@ -153,13 +157,12 @@ class KafkaCluster:
                 data, created = node
                 controller, migration = read_controller_znode(data)
                 age = time.time() - created
-        flagged: list[int] = []
+        flags: dict[int, str | None] = {}
         for broker, entries in self._live_broker_configs(together=True):
             entry = entries.get(MIGRATION_FLAG)
-            if entry is not None and str(entry.value).lower() == "true":
-                flagged.append(broker)
-        if flagged and migration is None:
-            migration = f"broker(s) {', '.join(map(str, flagged))} run with {MIGRATION_FLAG}=true"
+            flags[broker] = None if entry is None or entry.value is None else str(entry.value)
+        if migration is None:
+            migration = flagged_for_migration(flags)
         if self.zookeeper is None:
             try:
                 quorum = self.source.kafka_python_admin().describe_metadata_quorum()
@@ -552,6 +555,39 @@ class KafkaCluster:
                 break
             time.sleep(0.2)
         return True
+
+    def require_canary(self, topic: str, assignment: Sequence[Sequence[int]], delete: bool) -> None:
+        """Refuse (NotAuthorized, one line) before anything is written when this principal may
+        not run the canary: an existing topic is checked from its authorized operations; a
+        missing one with a CreateTopics that only validates (Create may be granted on the
+        cluster or on the topic's name: only Kafka's answer to the request tells)."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+
+        from kreplica.executor.authz import canary_needs, refusal
+
+        admin = self.source.confluent_admin()
+        exists = topic in admin.list_topics(timeout=self.source.timeout_s).topics
+        needs = canary_needs(topic, exists=exists, delete=delete)
+        if exists:
+            self.require(needs)
+            return
+        request = NewTopic(
+            topic, num_partitions=len(assignment), replica_assignment=[list(r) for r in assignment]
+        )
+        for future in admin.create_topics(
+            [request], request_timeout=self.source.timeout_s, validate_only=True
+        ).values():
+            try:
+                future.result(timeout=self.source.timeout_s + 5)
+            except KafkaException as exc:
+                error: Any = exc.args[0] if exc.args else None
+                name = getattr(error, "name", lambda: "")()
+                if name in ("TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED"):
+                    raise refusal(needs, self.principal, self.bootstrap) from None
+                # anything else (it appeared meanwhile, a policy): the create itself will say
+            except Exception:  # no answer in time: the create itself will say
+                pass
 
     def delete_topic(self, topic: str) -> None:
         admin = self.source.confluent_admin()

@@ -66,6 +66,19 @@ def read_controller_znode(data: Mapping[str, Any]) -> tuple[str, str | None]:
     )
 
 
+MIGRATION_FLAG = "zookeeper.metadata.migration.enable"
+
+
+def flagged_for_migration(flags: Mapping[int, str | None]) -> str | None:
+    """Each live broker's `zookeeper.metadata.migration.enable` (None: not set) -> why this is
+    mid-migration, or None. A ZooKeeper-mode broker runs with it true from the migration's
+    first rolling restart until the brokers run as KRaft brokers."""
+    on = sorted(b for b, v in flags.items() if v is not None and v.strip().lower() == "true")
+    if not on:
+        return None
+    return f"broker(s) {', '.join(map(str, on))} run with {MIGRATION_FLAG}=true"
+
+
 def under_replicated_outside(
     snapshot: ClusterSnapshot, plan_keys: Collection[Key], in_flight: Collection[Key]
 ) -> tuple[list[Key], list[Key]]:
@@ -103,6 +116,28 @@ def check_safe_start(
     allow_under_replicated: bool,
 ) -> SafeStart:
     """Raise ClusterUnsettled for the first reason not to start; else what was let through."""
+    check_controller(facts, settle_s=settle_s)
+    unknown = facts.unknown if settle_s > 0 else ()  # all about the age, unasked with 0
+    result = SafeStart(notes=[f"not checked before starting: {u}" for u in unknown])
+    low, down_only = under_replicated_outside(snapshot, plan_keys, in_flight)
+    if low and not allow_under_replicated:
+        raise ClusterUnsettled(
+            f"{len(low)} partition(s) outside the plan are under-replicated with a replica "
+            f"catching up ({_names(low)}); more copying slows that repair: wait until they "
+            "are in sync, or pass --allow-under-replicated"
+        )
+    result.under_replicated = low
+    if down_only:
+        result.notes.append(
+            f"{len(down_only)} partition(s) outside the plan are under-replicated only "
+            f"because a broker is down ({_names(down_only)})"
+        )
+    return result
+
+
+def check_controller(facts: ControllerFacts, *, settle_s: float) -> None:
+    """Raise ClusterUnsettled mid-migration, with no active controller, or with one elected
+    less than `settle_s` seconds ago."""
     if facts.migration is not None:
         raise ClusterUnsettled(
             f"the cluster is mid-migration from ZooKeeper to KRaft ({facts.migration}); "
@@ -121,19 +156,3 @@ def check_safe_start(
             f"(less than --controller-settle {settle_s:g}s); wait until it has settled, or "
             "pass --controller-settle 0"
         )
-    unknown = facts.unknown if settle_s > 0 else ()  # all about the age, unasked with 0
-    result = SafeStart(notes=[f"not checked before starting: {u}" for u in unknown])
-    low, down_only = under_replicated_outside(snapshot, plan_keys, in_flight)
-    if low and not allow_under_replicated:
-        raise ClusterUnsettled(
-            f"{len(low)} partition(s) outside the plan are under-replicated with a replica "
-            f"catching up ({_names(low)}); more copying slows that repair: wait until they "
-            "are in sync, or pass --allow-under-replicated"
-        )
-    result.under_replicated = low
-    if down_only:
-        result.notes.append(
-            f"{len(down_only)} partition(s) outside the plan are under-replicated only "
-            f"because a broker is down ({_names(down_only)})"
-        )
-    return result

@@ -2,7 +2,8 @@
 
 `--window HH:MM-HH:MM` (local time, or `--window-tz ZONE`): no wave starts outside it; a wave
 in flight when it closes finishes (with `--window-floor` at the `--pace auto` floor). A window
-may wrap past midnight (22:00-06:00); start == end is the whole day.
+may wrap past midnight (22:00-06:00); start == end is the whole day. Seconds may be given
+(HH:MM:SS): a short gap is how a test closes a window mid-run without waiting minutes.
 `--max-bytes-per-hour N`: no wave starts while the bytes of the waves started in the last hour
 plus its own would pass N (a wave larger than N alone starts once nothing else counts).
 """
@@ -16,45 +17,54 @@ from datetime import datetime, timedelta, tzinfo
 
 from kreplica.errors import UsageError
 
-_WINDOW = re.compile(r"\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*")
+_TIME = r"(\d{1,2}):(\d{2})(?::(\d{2}))?"
+_WINDOW = re.compile(rf"\s*{_TIME}\s*-\s*{_TIME}\s*")
 
 
 @dataclass(frozen=True)
 class Window:
-    start: int  # minutes after midnight
+    start: int  # seconds after midnight
     end: int
 
     def text(self) -> str:
-        return (
-            f"{self.start // 60:02d}:{self.start % 60:02d}-{self.end // 60:02d}:{self.end % 60:02d}"
-        )
+        return f"{_clock_text(self.start)}-{_clock_text(self.end)}"
 
     def is_open(self, moment: datetime) -> bool:
-        minute = moment.hour * 60 + moment.minute
+        second = moment.hour * 3600 + moment.minute * 60 + moment.second
         if self.start == self.end:
             return True
         if self.start < self.end:
-            return self.start <= minute < self.end
-        return minute >= self.start or minute < self.end  # wraps past midnight
+            return self.start <= second < self.end
+        return second >= self.start or second < self.end  # wraps past midnight
 
     def next_open(self, moment: datetime) -> datetime:
         """`moment` when open, else when the window opens next (same zone as `moment`)."""
         if self.is_open(moment):
             return moment
         opening = moment.replace(
-            hour=self.start // 60, minute=self.start % 60, second=0, microsecond=0
+            hour=self.start // 3600,
+            minute=self.start // 60 % 60,
+            second=self.start % 60,
+            microsecond=0,
         )
         return opening if opening > moment else opening + timedelta(days=1)
+
+
+def _clock_text(second: int) -> str:
+    text = f"{second // 3600:02d}:{second // 60 % 60:02d}"
+    return text + (f":{second % 60:02d}" if second % 60 else "")
 
 
 def parse_window(text: str) -> Window:
     match = _WINDOW.fullmatch(text)
     if match is None:
         raise UsageError(f"--window {text!r}: give HH:MM-HH:MM, e.g. 22:00-06:00")
-    h1, m1, h2, m2 = (int(g) for g in match.groups())
-    if h1 > 23 or h2 > 23 or m1 > 59 or m2 > 59:
-        raise UsageError(f"--window {text!r}: hours 00-23 and minutes 00-59, e.g. 22:00-06:00")
-    return Window(h1 * 60 + m1, h2 * 60 + m2)
+    h1, m1, s1, h2, m2, s2 = (int(g or 0) for g in match.groups())
+    if h1 > 23 or h2 > 23 or max(m1, m2, s1, s2) > 59:
+        raise UsageError(
+            f"--window {text!r}: hours 00-23, minutes and seconds 00-59, e.g. 22:00-06:00"
+        )
+    return Window(h1 * 3600 + m1 * 60 + s1, h2 * 3600 + m2 * 60 + s2)
 
 
 def parse_zone(name: str | None) -> tzinfo | None:

@@ -510,7 +510,7 @@ class AdminSource(LiveSource):
             client = self._kafka_python_client()
             try:
                 return client.list_partition_reassignments(timeout_ms=int(self._timeout_s * 1000))
-            except KafkaError as exc:
+            except (KafkaError, RuntimeError) as exc:  # RuntimeError: no broker is controller
                 self.reset_kafka_python()
                 if attempt == 1:
                     raise SourceError(

@@ -22,6 +22,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -259,6 +260,43 @@ def test_readonly_reads_and_every_write_is_refused_before_anything_changes(
     assert _replicas(info, topic) == before
     assert _throttles(info, topic) == {"leader.replication.throttled.replicas": "0:1"}
     assert not (work / "plan.journal.jsonl").exists()  # not even the journal was started
+
+    # readonly granted what a throttled apply needs, not what the --pace auto canary needs:
+    # refused before anything is written, naming the canary's topic
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+    )
+
+    def acl(kind: Any, name: str, operation: Any, cls: Any = AclBinding) -> Any:
+        return cls(kind, name, ResourcePatternType.LITERAL, "User:readonly", "*", operation,
+                   AclPermissionType.ALLOW)  # fmt: skip
+
+    grants = [
+        acl(ResourceType.BROKER, "kafka-cluster", AclOperation.ALTER),
+        acl(ResourceType.BROKER, "kafka-cluster", AclOperation.ALTER_CONFIGS),
+        acl(ResourceType.TOPIC, topic, AclOperation.ALTER_CONFIGS),
+    ]
+    for future in admin.create_acls(grants).values():
+        future.result(timeout=30)
+    try:
+        paced = ["apply", "plan.json", *ro, "--pace", "auto", "--throttle-min", "1MB/s",
+                 "--throttle-max", "2MB/s"]  # fmt: skip
+        done = kreplica(*paced, cwd=work)
+        assert done.returncode == 3, done.stderr
+        line = done.stderr.strip()
+        assert len(line.splitlines()) == 1 and "User:readonly may not Create" in line, line
+        assert "kreplica-canary" in line and "--operation Create --cluster" in line, line
+        assert _replicas(info, topic) == before
+        assert not (work / "plan.journal.jsonl").exists()
+        assert "kreplica-canary" not in admin.list_topics(timeout=30).topics
+    finally:
+        filters = [acl(b.restype, b.name, b.operation, AclBindingFilter) for b in grants]
+        for future in admin.delete_acls(filters).values():
+            future.result(timeout=30)
 
 
 @pytest.mark.parametrize("mode", per_mode("secured"))

@@ -8,6 +8,7 @@ from kreplica.executor.authz import (
     Need,
     NotAuthorized,
     apply_needs,
+    canary_needs,
     missing,
     refusal,
     throttle_needs,
@@ -78,3 +79,22 @@ def test_principal_name_from_sasl_settings() -> None:
     )
     assert principal_name({"security.protocol": "SSL"}) is None
     assert principal_name(None) is None
+
+
+def test_canary_needs_and_the_refusal_naming_its_topic() -> None:
+    missing_topic = canary_needs("kreplica-canary", exists=False, delete=True)
+    assert [(n.resource, n.operation) for n in missing_topic] == [("cluster", "CREATE")]
+    line = str(refusal(missing_topic, "User:ops", "k:9092"))
+    assert line.startswith("User:ops may not Create the cluster at k:9092, needed to create its")
+    assert "topic kreplica-canary: run the --pace auto canary (or use --throttle RATE" in line
+    assert "`kafka-acls --add --allow-principal User:ops --operation Create --cluster`" in line
+    there = canary_needs("kreplica-canary", exists=True, delete=True)
+    assert [(n.name, n.operation) for n in there] == [
+        ("kreplica-canary", "WRITE"),
+        ("kreplica-canary", "DELETE"),
+    ]
+    kept = canary_needs("kreplica-canary", exists=True, delete=False)
+    assert [n.operation for n in kept] == ["WRITE"]  # --keep-canary: no delete
+    lacking = missing(there, {"ALTER"}, {"kreplica-canary": {"WRITE", "DESCRIBE"}})
+    assert [n.operation for n in lacking] == ["DELETE"]
+    assert "--operation Delete --topic kreplica-canary" in str(refusal(lacking, None, "k:9092"))

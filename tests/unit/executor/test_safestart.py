@@ -9,6 +9,7 @@ from kreplica.errors import ClusterUnsettled, ExitCode
 from kreplica.executor.safestart import (
     ControllerFacts,
     check_safe_start,
+    flagged_for_migration,
     read_controller_znode,
     under_replicated_outside,
 )
@@ -93,3 +94,14 @@ def test_controller_znode_versions() -> None:
         who, migration = read_controller_znode(kraft)
         assert who == "KRaft controller 3000"
         assert migration is not None and f"kraftControllerEpoch {epoch}" in migration
+
+
+def test_the_migration_flag_of_live_brokers() -> None:
+    """`zookeeper.metadata.migration.enable` as DescribeConfigs returns it for each live broker
+    (None: not set; Kafka answers "false" for its default)."""
+    assert flagged_for_migration({}) is None
+    assert flagged_for_migration({1: None, 2: "false", 3: "FALSE"}) is None
+    why = flagged_for_migration({3: "true", 1: "True", 2: "false"})
+    assert why == "broker(s) 1, 3 run with zookeeper.metadata.migration.enable=true"
+    with pytest.raises(ClusterUnsettled, match=r"mid-migration .*broker\(s\) 1, 3 run with"):
+        _check(ControllerFacts(migration=why), _snapshot((2, 3)))

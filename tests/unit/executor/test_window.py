@@ -24,7 +24,7 @@ def at(hh: int, mm: int, day: int = 1) -> datetime:
 
 def test_windows_plain_and_past_midnight() -> None:
     day = parse_window("09:30-17:00")
-    assert day == Window(570, 1020) and day.text() == "09:30-17:00"
+    assert day == Window(570 * 60, 1020 * 60) and day.text() == "09:30-17:00"
     assert day.is_open(at(9, 30)) and not day.is_open(at(17, 0)) and not day.is_open(at(3, 0))
     assert day.next_open(at(18, 0)) == at(9, 30, day=2)
     assert day.next_open(at(8, 0)) == at(9, 30)
@@ -33,7 +33,16 @@ def test_windows_plain_and_past_midnight() -> None:
     assert night.is_open(at(23, 59)) and night.is_open(at(5, 59)) and not night.is_open(at(6, 0))
     assert night.next_open(at(12, 0)) == at(22, 0)
     assert parse_window("00:00-00:00").is_open(at(13, 13))  # the whole day
-    for bad in ("9-17", "25:00-06:00", "22:60-06:00", "22:00"):
+    short = parse_window("12:00:10-12:00:20")  # seconds: a test's window of ten
+    assert short.text() == "12:00:10-12:00:20" and Window(43210, 43220) == short
+    noon = datetime(2026, 6, 1, 12, 0, 9, 500000, tzinfo=UTC)
+    assert not short.is_open(noon) and short.is_open(noon.replace(second=10))
+    assert not short.is_open(noon.replace(second=20))
+    assert short.next_open(noon) == noon.replace(second=10, microsecond=0)
+    gap = parse_window("12:00:20-12:00:10")  # closed only from :10 to :20
+    assert gap.is_open(noon) and not gap.is_open(noon.replace(second=15))
+    assert gap.next_open(noon.replace(second=15)) == noon.replace(second=20, microsecond=0)
+    for bad in ("9-17", "25:00-06:00", "22:60-06:00", "22:00", "22:00:60-06:00", "2:00:5-3:00"):
         with pytest.raises(UsageError, match="--window"):
             parse_window(bad)
     with pytest.raises(UsageError, match="--window-tz 'Mars/Base'"):
@@ -59,8 +68,10 @@ class FakeClock:
         self.t += max(seconds, 0.001)
 
 
-def _run(tmp_path: Path, clock: FakeClock, **options: Any) -> tuple[Any, list[dict[str, Any]]]:
-    cluster = SimulatedCluster(START)
+def _run(
+    tmp_path: Path, clock: FakeClock, cluster: Any = None, **options: Any
+) -> tuple[Any, list[dict[str, Any]]]:
+    cluster = cluster or SimulatedCluster(START)
     events: list[dict[str, Any]] = []
     applier = Applier(
         cluster,
@@ -109,3 +120,36 @@ def test_the_byte_budget_spaces_the_waves(tmp_path: Path) -> None:
     waits = [e for e in journal if e["event"] == "window-wait"]
     assert len(waits) == 1 and waits[0]["wave"] == 2
     assert "--max-bytes-per-hour 30" in waits[0]["reason"]
+
+
+class Interrupted(Exception):
+    """Ctrl-C while apply waits for the window."""
+
+
+def test_stopped_while_waiting_then_resumed_in_the_next_window(tmp_path: Path) -> None:
+    """The first run is stopped during its wait for the window (wave 1 done, wave 2 not
+    submitted); `--resume` the next morning, inside the window, submits wave 2 only."""
+    window = parse_window("09:00-17:00")
+
+    class Stopping(FakeClock):
+        def sleep(self, seconds: float) -> None:
+            journal = Journal(tmp_path / "plan.journal.jsonl").read()
+            if any(e["event"] == "window-wait" for e in journal):
+                raise Interrupted
+            super().sleep(seconds)
+
+    cluster = SimulatedCluster(START)  # the same cluster for both runs
+    with pytest.raises(Interrupted):
+        _run(tmp_path, Stopping(at(16, 58).timestamp()), cluster, window=window, window_tz=UTC)
+    first = Journal(tmp_path / "plan.journal.jsonl").read()
+    assert [e["wave"] for e in first if e["event"] == "submit"] == [1, 1]
+    morning = FakeClock(at(9, 30, day=2).timestamp())
+    result, journal = _run(tmp_path, morning, cluster, window=window, window_tz=UTC, resume=True)
+    again = journal[len(first) :]
+    assert sorted([*result.already_done, *result.moved]) == sorted(TARGET)
+    assert len(result.moved) == 2  # wave 2's; wave 1's were done before the stop
+    submitted = [e for e in again if e["event"] == "submit"]
+    assert len(submitted) == 2 and not [e for e in again if e["event"] == "window-wait"]
+    assert {(e["topic"], e["partition"]) for e in submitted}.isdisjoint(
+        {(e["topic"], e["partition"]) for e in first if e["event"] == "submit"}
+    )

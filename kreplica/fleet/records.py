@@ -16,8 +16,8 @@ from typing import Any
 from kreplica.errors import KreplicaError
 from kreplica.fleet.adapter import cluster_key
 from kreplica.fleet.policy import Policy
-from kreplica.model import ClusterSnapshot
-from kreplica.planner import explain_topic
+from kreplica.model import ClusterSnapshot, Topic
+from kreplica.planner.explain import layout_verdict
 from kreplica.sources.snapshot import parse_snapshot_text, snapshot_to_dict
 
 
@@ -45,16 +45,13 @@ def parse_record(file: str, text: str) -> tuple[ClusterSnapshot | None, str | No
         return None, f"{origin}: cannot be read as a snapshot ({exc})"
 
 
-def _layout(snapshot: ClusterSnapshot, topic: str) -> tuple[bool | None, str | None]:
+def _layout(snapshot: ClusterSnapshot, topic: Topic) -> tuple[bool | None, str | None]:
+    """`kreplica explain`'s verdict on the topic's layout (its short form: the rest of
+    `explain_topic`, balance and racks, is the audit's own checks)."""
     try:
-        info = explain_topic(snapshot, topic)
+        return layout_verdict(snapshot, topic)
     except KreplicaError:
         return None, None
-    layout = info.get("layout")
-    if not isinstance(layout, dict):
-        return None, None
-    placement = layout.get("placement") or layout.get("closest_placement")
-    return bool(layout.get("kafka_default")), str(placement) if placement is not None else None
 
 
 def enriched(
@@ -67,7 +64,7 @@ def enriched(
     data["fleet_drain"] = sorted(cluster.drain)
     for raw, topic in zip(data["topics"], snapshot.topics, strict=True):
         target = policy.target(topic.name)
-        default, placement = _layout(snapshot, topic.name) if layouts else (None, None)
+        default, placement = _layout(snapshot, topic) if layouts else (None, None)
         raw["fleet"] = {
             "min_isr": topic.min_insync_replicas,
             "min_isr_source": topic.min_insync_replicas_source,

@@ -60,3 +60,24 @@ def test_record_row_enriches_and_reports_bad_files(tmp_path: Path) -> None:
 
 def test_file_stem() -> None:
     assert file_stem("s3a://b/fleet/c1.json") == "c1"
+
+
+def test_layout_verdict_is_explain_topics_verdict() -> None:
+    """The audit's layout check takes `layout_verdict`'s short cut; its answer must be the one
+    `kreplica explain` gives, on every kind of topic synth makes (Kafka's default, grown by
+    add-partitions, hand-made; with and without racks)."""
+    from kreplica.planner import explain_topic
+    from kreplica.planner.explain import layout_verdict
+
+    seen = set()
+    for snapshot in synth_fleet(12, 3000, seed=11):
+        for topic in snapshot.topics:
+            layout = explain_topic(snapshot, topic.name)["layout"]
+            expected = (
+                bool(layout["kafka_default"]),
+                layout["placement"] or layout["closest_placement"],
+            )
+            assert layout_verdict(snapshot, topic) == expected, topic.name
+            seen.add(expected)
+    # the short cut and the full search both answered
+    assert (True, "zookeeper") in seen and any(not default for default, _ in seen)

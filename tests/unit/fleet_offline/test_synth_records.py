@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
@@ -46,13 +45,18 @@ def test_record_row_enriches_and_reports_bad_files(tmp_path: Path) -> None:
     row = record_row("file:/x/synth-0000.json", dump_snapshot(snapshot), policy)
     assert row["error"] is None and row["cluster_id"] == "synth-0000"
     assert row["file"] == "/x/synth-0000.json"
-    data = json.loads(row["json"])
-    assert data["fleet_drain"] == [1]
-    first = data["topics"][0]["fleet"]
+    data = row["record"]
+    assert data["drain"] == [1]
+    first = data["topics"][0]
     assert first["exempt"] is True and first["target_rf"] == 3
     assert isinstance(first["kafka_default"], bool)
+    assert first["partitions"] == len(snapshot.topics[0].partitions)
+    parts = data["partitions"]
+    assert len(parts["topic"]) == 200 and all(len(v) == 200 for v in parts.values())
+    assert parts["replicas"][0] == snapshot.topics[0].partitions[0].replicas
+    assert record_row("/x/s.json", dump_snapshot(snapshot), policy, audit=False)["record"] is None
     bad = record_row("file:/x/broken.json", '{"kreplica_snapshot": 1, "brokers": [', policy)
-    assert bad["cluster_id"] is None and bad["json"] is None
+    assert bad["cluster_id"] is None and bad["record"] is None
     assert bad["error"].startswith("/x/broken.json is not valid JSON")
     wrong = record_row("/x/w.json", '{"kreplica_snapshot": 1, "topics": [{"name": 3}]}', policy)
     assert wrong["error"] == "/x/w.json: topics[0].name must be a non-empty string"

@@ -30,6 +30,11 @@ BROKER = T.StructType(
         T.StructField("id", T.IntegerType()),
         T.StructField("rack", T.StringType()),
         T.StructField("alive", T.BooleanType()),
+        T.StructField("draining", T.BooleanType()),
+        T.StructField("listed", T.BooleanType()),
+        T.StructField("replicas", T.LongType()),
+        T.StructField("leaders", T.LongType()),
+        T.StructField("bytes", T.LongType()),
     ]
 )
 TOPIC = T.StructType(
@@ -213,14 +218,12 @@ class Frames:
 
 
 def explode_snapshots(snapshots: DataFrame) -> Frames:
-    """brokers, topics and partitions of every readable snapshot (PARSED_ROW rows)."""
+    """brokers (with their load), topics and partitions of every readable snapshot."""
     data = snapshots.where(F.col("error").isNull())
-    brokers = data.select("cluster_id", "drain", F.explode("brokers").alias("b")).select(
-        "cluster_id",
-        F.col("b.id").alias("broker"),
-        F.col("b.rack").alias("rack"),
-        F.coalesce(F.col("b.alive"), F.lit(True)).alias("alive"),
-        F.coalesce(F.array_contains("drain", F.col("b.id")), F.lit(False)).alias("draining"),
+    brokers = (
+        data.select("cluster_id", F.explode("brokers").alias("b"))
+        .select("cluster_id", F.col("b.id").alias("broker"), "b.*")
+        .drop("id")
     )
     topics = data.select("cluster_id", F.explode("topics").alias("t")).select("cluster_id", "t.*")
     partitions = data.select("cluster_id", F.explode("partitions").alias("p")).select(

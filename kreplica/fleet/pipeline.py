@@ -141,9 +141,9 @@ def audit(
         topics=frames.topics.persist(),
         partitions=frames.partitions.persist(),
     )
-    load_df = broker_load(frames).persist()
+    load_df = broker_load(frames)
     (
-        audit_frames(frames, load_df)
+        audit_frames(frames)
         .repartition("cluster_id")
         .sortWithinPartitions("cluster_id", "level", "code", "topic", "broker")
         .write.mode("overwrite")
@@ -208,7 +208,7 @@ def audit(
     out.write_text("audit-summary.md", markdown)
     progress(f"wrote {out.shown('audit-summary.json')} and {out.shown('audit-summary.md')}")
     _done(out, "audit", totals, loaded.skipped)
-    for df in (load_df, frames.partitions, frames.topics, frames.brokers):
+    for df in (frames.partitions, frames.topics, frames.brokers):
         df.unpersist()
     loaded.persisted.unpersist()
     return {**doc, "markdown": markdown}

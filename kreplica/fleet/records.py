@@ -10,6 +10,7 @@ targets, and `kreplica explain`'s verdict on the layout.
 from __future__ import annotations
 
 import posixpath
+from collections import Counter
 from typing import Any
 
 from kreplica.errors import KreplicaError
@@ -77,10 +78,14 @@ def fleet_record(
     snapshot: ClusterSnapshot, policy: Policy, key: str, *, layouts: bool = True
 ) -> dict[str, Any]:
     """What the audit reads of one snapshot, as plain lists for Arrow: the cluster's drain
-    list, its brokers and topics (with the policy's targets, the effective min.insync.replicas
-    and the layout verdict) and its partitions column by column."""
+    list, its brokers with their load (replicas, leaders now, bytes; a broker the snapshot does
+    not list but replicas name is there too, not alive), its topics (with the policy's targets,
+    the effective min.insync.replicas and the layout verdict) and its partitions column by
+    column."""
     cluster = policy.cluster(key, snapshot.cluster_id)
-    brokers = [{"id": b.id, "rack": b.rack, "alive": b.alive} for b in snapshot.brokers]
+    replicas: Counter[int] = Counter()
+    leaders: Counter[int] = Counter()
+    held: Counter[int] = Counter()  # bytes
     topics: list[dict[str, Any]] = []
     parts: dict[str, list[Any]] = {f: [] for f in PARTITION_FIELDS}
     rack_of = {b.id: b.rack for b in snapshot.brokers if b.rack is not None}
@@ -115,6 +120,14 @@ def fleet_record(
         parts["cluster_racks"] += [cluster_racks] * n
         spans: dict[tuple[int, ...], int] = {}
         for p in topic.partitions:
+            replicas.update(p.replicas)
+            if p.size_bytes:
+                for b in p.replicas:
+                    held[b] += p.size_bytes
+            # the leader now: the recorded one, else the preferred one (no state recorded)
+            now = p.leader if p.leader is not None else (p.replicas[0] if p.replicas else -1)
+            if now >= 0:
+                leaders[now] += 1
             spanned = spans.get(p.replicas)
             if spanned is None:
                 spanned = spans[p.replicas] = len({rack_of.get(b) for b in p.replicas} - {None})
@@ -125,6 +138,21 @@ def fleet_record(
             parts["isr"].append(p.isr)
             parts["size_bytes"].append(p.size_bytes)
             parts["reassigning"].append(bool(p.adding_replicas or p.removing_replicas))
+    # per broker: listed ones (holding something or not) and any other holding replicas
+    listed = {b.id: b for b in snapshot.brokers}
+    brokers = [
+        {
+            "id": b,
+            "rack": listed[b].rack if b in listed else None,
+            "alive": listed[b].alive if b in listed else False,
+            "draining": b in listed and b in cluster.drain,
+            "listed": b in listed,
+            "replicas": replicas[b],
+            "leaders": leaders[b],
+            "bytes": held[b],
+        }
+        for b in [*listed, *sorted(set(replicas) - set(listed))]
+    ]
     return {
         "drain": sorted(cluster.drain),
         "brokers": brokers,

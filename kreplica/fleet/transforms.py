@@ -265,47 +265,17 @@ def topic_findings(frames: Frames) -> DataFrame:
 
 
 def broker_load(frames: Frames) -> DataFrame:
-    """Per broker of every cluster: replicas, leaders (now) and bytes; brokers holding
-    nothing included. Replicas on brokers the snapshot does not list are counted too."""
-    replicas = (
-        frames.partitions.select("cluster_id", F.explode("replicas").alias("broker"), "size_bytes")
-        .groupBy("cluster_id", "broker")
-        .agg(
-            F.count(F.lit(1)).alias("replicas"),
-            F.sum(F.coalesce("size_bytes", F.lit(0))).alias("bytes"),
-        )
-    )
-    # The leader now: the recorded one, else the preferred one (a snapshot without state).
-    now = F.coalesce(F.col("leader"), F.try_element_at("replicas", F.lit(1)))
-    leaders = (
-        frames.partitions.where(now >= 0)
-        .groupBy("cluster_id", now.alias("broker"))
-        .agg(F.count(F.lit(1)).alias("leaders"))
-    )
-    brokers = frames.brokers.select("cluster_id", "broker", "rack", "alive", "draining")
-    return (
-        brokers.join(replicas, ["cluster_id", "broker"], "full")
-        .join(leaders, ["cluster_id", "broker"], "left")
-        .select(
-            "cluster_id",
-            "broker",
-            "rack",
-            F.coalesce("alive", F.lit(False)).alias("alive"),
-            F.coalesce("draining", F.lit(False)).alias("draining"),
-            F.coalesce("replicas", F.lit(0)).alias("replicas"),
-            F.coalesce("leaders", F.lit(0)).alias("leaders"),
-            F.coalesce("bytes", F.lit(0)).alias("bytes"),
-        )
+    """Per broker of every cluster: replicas, leaders (now) and bytes, counted when the
+    snapshot was parsed; brokers holding nothing included, and brokers the snapshot does not
+    list that hold replicas (not alive)."""
+    return frames.brokers.select(
+        "cluster_id", "broker", "rack", "alive", "draining", "replicas", "leaders", "bytes"
     )
 
 
-def _listed(frames: Frames) -> DataFrame:
-    return frames.brokers.select("cluster_id", "broker", F.lit(True).alias("listed"))
-
-
-def broker_findings(frames: Frames, load: DataFrame) -> DataFrame:
+def broker_findings(frames: Frames) -> DataFrame:
     """Replicas on dead or unknown brokers, on brokers being drained, and skew."""
-    load = load.join(_listed(frames), ["cluster_id", "broker"], "left")
+    load = frames.brokers
     per_broker = _found(
         load.where(F.col("replicas") > 0),
         _struct(
@@ -315,9 +285,7 @@ def broker_findings(frames: Frames, load: DataFrame) -> DataFrame:
             F.format_string(
                 "broker %d is %s and holds %d replica(s)",
                 "broker",
-                F.when(F.col("listed").isNull(), F.lit("not in the cluster")).otherwise(
-                    F.lit("down")
-                ),
+                F.when(~F.col("listed"), F.lit("not in the cluster")).otherwise(F.lit("down")),
                 "replicas",
             ),
             broker=F.col("broker"),
@@ -340,7 +308,7 @@ def broker_findings(frames: Frames, load: DataFrame) -> DataFrame:
             expected=F.lit(0),
         ),
     )
-    live = load.where(F.col("alive") & ~F.col("draining") & F.col("listed").isNotNull())
+    live = load.where(F.col("alive") & ~F.col("draining") & F.col("listed"))
     stats = live.groupBy("cluster_id").agg(
         F.max("replicas").alias("rmax"),
         F.min("replicas").alias("rmin"),
@@ -402,14 +370,12 @@ def max_partitions_per_broker(frames: Frames) -> DataFrame:
     )
 
 
-CHECKS = (partition_findings, topic_findings, max_partitions_per_broker)
+CHECKS = (partition_findings, topic_findings, broker_findings, max_partitions_per_broker)
 
 
-def audit(frames: Frames, load: DataFrame | None = None) -> DataFrame:
+def audit(frames: Frames) -> DataFrame:
     """Every check, as one findings frame: a few aggregations over the persisted tables."""
-    load = broker_load(frames) if load is None else load
-    parts = [check(frames) for check in CHECKS] + [broker_findings(frames, load)]
-    return reduce(DataFrame.unionByName, parts)
+    return reduce(DataFrame.unionByName, [check(frames) for check in CHECKS])
 
 
 def cluster_summary(findings: DataFrame, frames: Frames) -> DataFrame:
@@ -419,7 +385,9 @@ def cluster_summary(findings: DataFrame, frames: Frames) -> DataFrame:
         frames.topics.groupBy("cluster_id")
         .agg(F.count(F.lit(1)).alias("topics"), F.sum("partitions").alias("partitions"))
         .join(
-            frames.brokers.groupBy("cluster_id").agg(
+            frames.brokers.where(F.col("listed"))
+            .groupBy("cluster_id")
+            .agg(
                 F.count(F.lit(1)).alias("brokers"),
                 F.sum(F.when(F.col("alive"), 0).otherwise(1)).alias("brokers_down"),
             ),

@@ -77,6 +77,10 @@ PARSED_ROW = T.StructType(
     [
         *_META,
         T.StructField("drain", _INTS),
+        T.StructField("n_brokers", T.LongType()),  # the snapshot lists
+        T.StructField("n_brokers_down", T.LongType()),
+        T.StructField("n_topics", T.LongType()),
+        T.StructField("n_partitions", T.LongType()),
         T.StructField("brokers", T.ArrayType(BROKER)),
         T.StructField("topics", T.ArrayType(TOPIC)),
         T.StructField("partitions", T.ArrayType(PARTITION)),
@@ -197,7 +201,15 @@ def _record_arrays(
 ) -> list[Any]:
     """One row's drain, brokers, topics and partitions columns (nulls for a bad file). The
     partitions are built column by column: one C-level conversion per field, not per row."""
-    names = ("drain", "brokers", "topics")
+    names = (
+        "drain",
+        "n_brokers",
+        "n_brokers_down",
+        "n_topics",
+        "n_partitions",
+        "brokers",
+        "topics",
+    )
     if record is None:
         return [pa.nulls(1, arrow.field(n).type) for n in (*names, "partitions")]
     out = [pa.array([record[n]], arrow.field(n).type) for n in names]
@@ -215,6 +227,7 @@ class Frames:
     brokers: DataFrame
     topics: DataFrame
     partitions: DataFrame
+    clusters: DataFrame  # cluster_id, brokers, brokers_down, topics, partitions (counts)
 
 
 def explode_snapshots(snapshots: DataFrame) -> Frames:
@@ -229,4 +242,11 @@ def explode_snapshots(snapshots: DataFrame) -> Frames:
     partitions = data.select("cluster_id", F.explode("partitions").alias("p")).select(
         "cluster_id", "p.*"
     )
-    return Frames(brokers=brokers, topics=topics, partitions=partitions)
+    clusters = data.select(
+        "cluster_id",
+        F.col("n_brokers").alias("brokers"),
+        F.col("n_brokers_down").alias("brokers_down"),
+        F.col("n_topics").alias("topics"),
+        F.col("n_partitions").alias("partitions"),
+    )
+    return Frames(brokers=brokers, topics=topics, partitions=partitions, clusters=clusters)

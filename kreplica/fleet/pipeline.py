@@ -140,6 +140,7 @@ def audit(
         brokers=frames.brokers.persist(),
         topics=frames.topics.persist(),
         partitions=frames.partitions.persist(),
+        clusters=frames.clusters,
     )
     load_df = broker_load(frames)
     (
@@ -153,9 +154,7 @@ def audit(
     progress(f"wrote findings to {out.shown('findings')} (Parquet, partitioned by cluster_id)")
     # the summary and the charts read the findings written, not the checks again
     findings = spark.read.schema(FINDINGS_SCHEMA).parquet(out.uri("findings"))
-    summary_rows: list[dict[str, Any]] = [
-        r.asDict(recursive=True) for r in cluster_summary(findings, frames).collect()
-    ]
+    summary_rows = cluster_summary(findings, frames)
     ranked = [r["cluster_id"] for r in summary_rows if r["errors"] or r["warnings"]]
     charted = ranked[:worst]
     top: dict[str, list[dict[str, Any]]] = {}
@@ -169,10 +168,9 @@ def audit(
             findings.where(F.col("cluster_id").isin(charted))
             .withColumn("n", F.row_number().over(order))
             .where(F.col("n") <= TOP_FINDINGS)
-            .orderBy("cluster_id", "n")
             .collect()
         )
-        for r in window_rows:
+        for r in sorted(window_rows, key=lambda r: (r["cluster_id"], r["n"])):
             top.setdefault(r["cluster_id"], []).append(_finding_dict(r))
         loads: dict[str, list[dict[str, Any]]] = {}
         for r in load_df.where(F.col("cluster_id").isin(charted)).collect():
@@ -184,7 +182,6 @@ def audit(
         progress(f"charted the {len(charted)} worst cluster(s) in {out.shown('charts')}")
     clusters = []
     for entry in summary_rows:
-        entry["by_code"] = dict(sorted((entry.get("by_code") or {}).items()))
         if entry["cluster_id"] in top:
             entry["top_findings"] = top[entry["cluster_id"]]
             entry["chart"] = f"charts/{report.safe_name(entry['cluster_id'])}.png"

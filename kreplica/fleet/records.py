@@ -155,6 +155,10 @@ def fleet_record(
     ]
     return {
         "drain": sorted(cluster.drain),
+        "n_brokers": len(snapshot.brokers),
+        "n_brokers_down": sum(1 for b in snapshot.brokers if not b.alive),
+        "n_topics": len(topics),
+        "n_partitions": len(parts["topic"]),
         "brokers": brokers,
         "topics": topics,
         "partitions": parts,

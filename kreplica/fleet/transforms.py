@@ -9,6 +9,7 @@ partition (an example), value, expected, message.
 from __future__ import annotations
 
 from functools import reduce
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -378,49 +379,45 @@ def audit(frames: Frames) -> DataFrame:
     return reduce(DataFrame.unionByName, [check(frames) for check in CHECKS])
 
 
-def cluster_summary(findings: DataFrame, frames: Frames) -> DataFrame:
-    """Per cluster: brokers, topics, partitions, findings by level, partitions affected by
-    errors, and a rank (worst first: errors, then partitions in error, then warnings)."""
-    sizes = (
-        frames.topics.groupBy("cluster_id")
-        .agg(F.count(F.lit(1)).alias("topics"), F.sum("partitions").alias("partitions"))
-        .join(
-            frames.brokers.where(F.col("listed"))
-            .groupBy("cluster_id")
-            .agg(
-                F.count(F.lit(1)).alias("brokers"),
-                F.sum(F.when(F.col("alive"), 0).otherwise(1)).alias("brokers_down"),
-            ),
-            "cluster_id",
-            "full",
+def cluster_summary(findings: DataFrame, frames: Frames) -> list[dict[str, Any]]:
+    """Per cluster: brokers, topics, partitions, findings by level and code, partitions
+    affected by errors; worst first (errors, then partitions in error, then warnings). One
+    small aggregation (a row per cluster, level and code) reaches the driver, with the
+    clusters' sizes counted while parsing."""
+    counts = (
+        findings.groupBy("cluster_id", "level", "code")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.sum(F.coalesce("partitions", F.lit(0))).alias("partitions"),
         )
+        .collect()
     )
-    counts = findings.groupBy("cluster_id").agg(
-        F.sum(F.when(F.col("level") == "error", 1).otherwise(0)).alias("errors"),
-        F.sum(F.when(F.col("level") == "warning", 1).otherwise(0)).alias("warnings"),
-        F.sum(F.when(F.col("level") == "info", 1).otherwise(0)).alias("infos"),
-        F.sum(
-            F.when(F.col("level") == "error", F.coalesce("partitions", F.lit(0))).otherwise(0)
-        ).alias("partitions_in_error"),
-    )
-    by_code = findings.groupBy("cluster_id", "code").agg(F.count(F.lit(1)).alias("n"))
-    codes = by_code.groupBy("cluster_id").agg(
-        F.map_from_entries(F.array_sort(F.collect_list(F.struct("code", "n")))).alias("by_code")
-    )
-    return (
-        sizes.join(counts, "cluster_id", "left")
-        .join(codes, "cluster_id", "left")
-        .select(
-            "cluster_id",
-            F.coalesce("brokers", F.lit(0)).alias("brokers"),
-            F.coalesce("brokers_down", F.lit(0)).alias("brokers_down"),
-            F.coalesce("topics", F.lit(0)).alias("topics"),
-            F.coalesce("partitions", F.lit(0)).cast("long").alias("partitions"),
-            F.coalesce("errors", F.lit(0)).alias("errors"),
-            F.coalesce("warnings", F.lit(0)).alias("warnings"),
-            F.coalesce("infos", F.lit(0)).alias("infos"),
-            F.coalesce("partitions_in_error", F.lit(0)).alias("partitions_in_error"),
-            "by_code",
-        )
-        .orderBy(F.desc("errors"), F.desc("partitions_in_error"), F.desc("warnings"), "cluster_id")
-    )
+    rows: dict[str, dict[str, Any]] = {}
+    for r in frames.clusters.collect():
+        if not (r["topics"] or r["brokers"]):
+            continue  # nothing to count
+        rows[r["cluster_id"]] = {
+            "cluster_id": r["cluster_id"],
+            "brokers": r["brokers"],
+            "brokers_down": r["brokers_down"],
+            "topics": r["topics"],
+            "partitions": r["partitions"],
+            "errors": 0,
+            "warnings": 0,
+            "infos": 0,
+            "partitions_in_error": 0,
+            "by_code": {},
+        }
+    for c in counts:
+        row = rows.get(c["cluster_id"])
+        if row is None:
+            continue
+        row[{"error": "errors", "warning": "warnings", "info": "infos"}[c["level"]]] += c["n"]
+        if c["level"] == "error":
+            row["partitions_in_error"] += c["partitions"]
+        row["by_code"][c["code"]] = row["by_code"].get(c["code"], 0) + c["n"]
+    out = sorted(rows.values(), key=lambda r: r["cluster_id"])
+    out.sort(key=lambda r: (-r["errors"], -r["partitions_in_error"], -r["warnings"]))
+    for row in out:
+        row["by_code"] = dict(sorted(row["by_code"].items()))
+    return out

@@ -64,13 +64,14 @@ def findings(spark: Any) -> dict[tuple[str, str], list[dict[str, Any]]]:
     exploded = explode_snapshots(parse_snapshots(texts, policy))
     # persisted, as the pipeline does: every check reads the frames, the summary the findings
     frames = Frames(
-        *(df.persist() for df in (exploded.brokers, exploded.topics, exploded.partitions))
+        *(df.persist() for df in (exploded.brokers, exploded.topics, exploded.partitions)),
+        clusters=exploded.clusters,
     )
     found = audit(frames).persist()
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in found.collect():
         out.setdefault((r["cluster_id"], r["code"]), []).append(r.asDict())
-    summary = {r["cluster_id"]: r.asDict() for r in cluster_summary(found, frames).collect()}
+    summary = {r["cluster_id"]: r for r in cluster_summary(found, frames)}
     out[("summary", "")] = [summary["bad"], summary["good"]]
     load = {(r["cluster_id"], r["broker"]): r.asDict() for r in broker_load(frames).collect()}
     out[("load", "")] = [load[("bad", 1)], load[("bad", 4)]]

@@ -87,6 +87,7 @@ PARSED_ROW = T.StructType(
     ]
 )
 
+MAX_TASKS = 128
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
@@ -162,7 +163,12 @@ def list_inputs(spark: SparkSession, path: str) -> Listed:
 
 
 def parse_snapshots(
-    texts: DataFrame, policy: Policy, *, layouts: bool = True, audit: bool = True
+    texts: DataFrame,
+    policy: Policy,
+    *,
+    layouts: bool = True,
+    audit: bool = True,
+    files: int = 0,
 ) -> DataFrame:
     """One row per file, parsed once by the CLI's snapshot reader in Python tasks and handed
     to Spark as Arrow batches: cluster_id, file, error (a file that does not parse), then the
@@ -191,8 +197,11 @@ def parse_snapshots(
                     body = _record_arrays(pa, arrow, part_type, row["record"], PARTITION_FIELDS)
                 yield pa.RecordBatch.from_arrays(meta + body, schema=arrow)
 
-    # Small files land in one input split: spread them so every core parses (and explains).
-    spread = max(2, texts.sparkSession.sparkContext.defaultParallelism * 2)
+    # Small files land in one input split: spread them, a file or so per task (up to
+    # MAX_TASKS), so the cores take big and small clusters as they come and none waits on a
+    # task holding several big ones (parsing and explaining, and planning after it).
+    cores = texts.sparkSession.sparkContext.defaultParallelism
+    spread = min(max(files, cores * 2), max(MAX_TASKS, cores * 2))
     return texts.repartition(spread).mapInArrow(parse, schema)
 
 

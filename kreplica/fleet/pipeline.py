@@ -64,7 +64,9 @@ def load(
         raise UsageError(f"--input {input_path!r}: Spark cannot read it ({text})") from None
     listed = list_inputs(spark, input_path)
     empty = [short_name(f) for f in listed.empty]
-    snapshots = parse_snapshots(texts, policy, layouts=layouts, audit=audit).persist()
+    snapshots = parse_snapshots(
+        texts, policy, layouts=layouts, audit=audit, files=len(listed.files)
+    ).persist()
     try:
         meta = snapshots.select("cluster_id", "file", "error").collect()
     except Exception as exc:
@@ -135,10 +137,13 @@ def audit(
 ) -> dict[str, Any]:
     loaded = load(spark, input_path, policy, layouts=layouts, audit=True, progress=progress)
     # the exploded tables, built once and kept: every check reads them
-    frames = explode_snapshots(loaded.snapshots)
+    # the parsed rows (cached, a file per task) read by a few tasks: the checks' stages are
+    # small, and a task per file would be mostly overhead
+    cores = spark.sparkContext.defaultParallelism
+    frames = explode_snapshots(loaded.snapshots.coalesce(max(2, cores * 2)))
     frames = Frames(
         brokers=frames.brokers.persist(),
-        topics=frames.topics.persist(),
+        topics=frames.topics,  # read once (by the topic checks)
         partitions=frames.partitions.persist(),
         clusters=frames.clusters,
     )
@@ -205,7 +210,7 @@ def audit(
     out.write_text("audit-summary.md", markdown)
     progress(f"wrote {out.shown('audit-summary.json')} and {out.shown('audit-summary.md')}")
     _done(out, "audit", totals, loaded.skipped)
-    for df in (frames.partitions, frames.topics, frames.brokers):
+    for df in (frames.partitions, frames.brokers):
         df.unpersist()
     loaded.persisted.unpersist()
     return {**doc, "markdown": markdown}

@@ -1,38 +1,133 @@
-"""Fleet audit and plan on Spark: wall time, partitions/s and peak memory per fleet size
-(prints a table, no asserts).
+"""Fleet audit and plan on Spark beside plain Python (prints a table, no asserts).
 
-.venv/bin/python bench/bench_fleet.py [--sizes 100000,300000,1000000] [--clusters 100]
-                                      [--master 'local[2]'] [--memory 4g] [--seed 0] [--json FILE]
+.venv/bin/python bench/bench_fleet.py [--fleets 150/1,20000/10,1000000/100]
+                                      [--master 'local[2]'] [--memory 4g] [--seed 0] [--json F]
 
-Each size: a synthetic fleet (`kreplica fleet synth`) of that many partitions over --clusters
-clusters is written to a temporary folder, then audited (--rf 3 --min-insync 2) and planned
-(--rf 3) on one SparkSession (started once; its start-up is reported apart). Beside `fleet
-plan`, the baseline the issue names: the same clusters planned one after another in this one
-process with the project's own library (`plan_cluster`, what each Spark task runs), in the same
-run, before Spark's plan (`serial s`, `plan/serial` below 1: Spark faster), and its
-reassignments compared byte for byte with the files Spark's tasks wrote. Peak memory: the
-driver's Python (getrusage max RSS) and the Spark JVM (VmHWM of the gateway's JVM, local mode:
-driver and executors); the Python workers are forked per task and not counted.
+Each fleet (PARTITIONS/CLUSTERS): a synthetic fleet (`kreplica fleet synth`) written to a
+temporary folder, then, in one run and alternating which goes first from one fleet to the
+next:
+
+- `audit`: `fleet audit --rf 3 --min-insync 2` on the session (started once, its start-up
+  reported apart), beside `2-proc`: the same checks (layout included, by the same
+  `layout_verdict` the audit uses) in plain Python, the snapshots parsed by the project's reader
+  and checked object by object in two worker processes (the two cores Spark has). The
+  findings per cluster and code are compared (`same`): the baseline is an independent
+  re-implementation of the checks.
+- `plan`: `fleet plan --rf 3` beside `serial`: the same clusters planned one after another in
+  this process with the project's library (`plan_cluster`, what each Spark task runs), the
+  reassignments compared byte for byte with the files Spark's tasks wrote.
+
+The first fleet is also audited by the CLI in a fresh process (`kreplica fleet audit`, the
+session's start-up included: the fixed cost a user waits for). Each figure is printed with the
+machine's 1-minute load average when it was taken (a load above the core count slows every
+figure). Peak memory: the driver's Python (max RSS) and the local JVM (VmHWM).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import multiprocessing
+import os
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from kreplica.fleet.adapter import cluster_key, plan_cluster
 from kreplica.fleet.job import build_session, load_fleet_policy, run_audit, run_plan
-from kreplica.fleet.policy import Policy
+from kreplica.fleet.policy import Policy, policy_from_dict
 from kreplica.fleet.report import safe_name
 from kreplica.fleet.synth import write_fleet
+from kreplica.planner.explain import layout_verdict
 from kreplica.sources.snapshot import parse_snapshot_text
+
+SKEW = 0.1
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def _check_file(args: tuple[str, dict[str, Any]]) -> tuple[str, dict[str, int]]:
+    """The audit's checks on one snapshot, in plain Python: cluster key -> findings by code."""
+    path, shipped = args
+    policy = policy_from_dict(shipped)
+    snapshot = parse_snapshot_text(Path(path).read_text(encoding="utf-8"), origin=path)
+    key = cluster_key(snapshot, Path(path).stem)
+    cluster = policy.cluster(key, snapshot.cluster_id)
+    codes: Counter[str] = Counter()
+    rack_of = {b.id: b.rack for b in snapshot.brokers if b.rack is not None}
+    cluster_racks = len({b.rack for b in snapshot.brokers if b.alive and b.rack is not None})
+    listed = {b.id: b for b in snapshot.brokers}
+    replicas: Counter[int] = Counter()
+    leaders: Counter[int] = Counter()
+    capped: Counter[tuple[int, int]] = Counter()
+    for topic in snapshot.topics:
+        for p in topic.partitions:
+            replicas.update(p.replicas)
+            now = p.leader if p.leader is not None else (p.replicas[0] if p.replicas else None)
+            if now is not None and now >= 0:
+                leaders[now] += 1
+        if cluster.is_exempt(topic.name):
+            continue
+        target = policy.target(topic.name)
+        min_isr = topic.min_insync_replicas
+        hits: set[str] = set()
+        for p in topic.partitions:
+            rf = len(p.replicas)
+            if target.rf is not None and rf < target.rf:
+                hits.add("rf-below-policy")
+            if rf <= min_isr:
+                hits.add("rf-at-or-below-min-insync")
+            if cluster_racks and rf:
+                want = target.racks if target.racks is not None else cluster_racks
+                spanned = len({rack_of.get(b) for b in p.replicas} - {None})
+                if spanned < min(rf, want, cluster_racks):
+                    hits.add("rack-violation")
+            if p.isr is not None and len(p.isr) < rf:
+                hits.add("under-replicated")
+            if p.leader == -1:
+                hits.add("offline")
+            if p.leader is not None and p.leader >= 0 and p.replicas and p.leader != p.replicas[0]:
+                hits.add("leader-not-preferred")
+            if target.max_partitions_per_broker is not None:
+                for b in p.replicas:
+                    capped[(b, target.max_partitions_per_broker)] += 1
+        codes.update(hits)
+        if target.min_insync is not None and min_isr < target.min_insync:
+            codes["min-insync-below-policy"] += 1
+        if not layout_verdict(snapshot, topic)[0]:
+            codes["layout-not-kafka-default"] += 1
+    codes["max-partitions-per-broker"] += sum(1 for (_, cap), n in capped.items() if n > cap)
+    for b in replicas:
+        broker = listed.get(b)
+        if broker is None or not broker.alive:
+            codes["replicas-on-dead-broker"] += 1
+        if broker is not None and b in cluster.drain:
+            codes["replicas-on-drained-broker"] += 1
+    live = [b.id for b in snapshot.brokers if b.alive and b.id not in cluster.drain]
+    for what, counts in (("replica", replicas), ("leader", leaders)):
+        values = [counts[b] for b in live]
+        if values:
+            spread = max(values) - min(values)
+            if spread > 1 and spread > math.ceil(sum(values) / len(values) * SKEW):
+                codes[f"{what}-skew"] += 1
+    return key, {k: v for k, v in codes.items() if v}
+
+
+def two_process_audit(folder: Path, policy: Policy) -> dict[str, dict[str, int]]:
+    files = sorted(folder.glob("*.json"), key=lambda p: -p.stat().st_size)  # big ones first
+    shipped = policy.to_dict()
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        found = pool.imap_unordered(_check_file, [(str(f), shipped) for f in files], 1)
+        return dict(found)
 
 
 def _serial_plans(folder: Path, policy: Policy) -> dict[str, str | None]:
@@ -68,84 +163,130 @@ def _jvm_peak_mib(spark: Any) -> float | None:
     return None
 
 
+def _timed(fn: Any) -> tuple[Any, float, float]:
+    load = _load()
+    t = time.perf_counter()
+    value = fn()
+    return value, time.perf_counter() - t, load
+
+
+def _cold_cli(folder: Path, out: Path, master: str) -> tuple[float, float, int]:
+    load = _load()
+    t = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "kreplica", "fleet", "audit", "--input", str(folder),
+         "--out", str(out), "--rf", "3", "--min-insync", "2", "--master", master],
+        capture_output=True, check=False,
+    )  # fmt: skip
+    return time.perf_counter() - t, load, done.returncode
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--sizes", default="100000,300000,1000000")
-    parser.add_argument("--clusters", type=int, default=100)
+    parser.add_argument("--fleets", default="150/1,20000/10,1000000/100")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--memory", default="4g", help="the local JVM's heap (driver memory)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
-    sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s]
-
-    t0 = time.perf_counter()
-    spark = build_session(
-        args.master, app_name="kreplica-bench-fleet", conf={"spark.driver.memory": args.memory}
-    )
-    startup = time.perf_counter() - t0
-    print(f"Spark {spark.version} on {args.master}: session started in {startup:.1f} s")
+    fleets = [
+        tuple(int(x.replace("_", "")) for x in f.split("/")) for f in args.fleets.split(",") if f
+    ]
     policy_audit = load_fleet_policy(None, rf=3, min_insync=2)
     policy_plan = load_fleet_policy(None, rf=3, min_insync=None)
     results: list[dict[str, Any]] = []
+    cold: dict[str, Any] = {}
+    if fleets:
+        work = Path(tempfile.mkdtemp(prefix="kreplica-bench-cold-"))
+        try:
+            write_fleet(work / "snapshots", fleets[0][1], fleets[0][0], seed=args.seed)
+            cold_s, cold_load, code = _cold_cli(work / "snapshots", work / "out", args.master)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        cold = {"partitions": fleets[0][0], "clusters": fleets[0][1], "cli_audit_s": cold_s,
+                "loadavg_1m": cold_load, "exit": code}  # fmt: skip
+        print(
+            f"kreplica fleet audit (a fresh process, Spark's start-up included) on "
+            f"{fleets[0][0]} partitions / {fleets[0][1]} cluster(s): {cold_s:.1f} s "
+            f"(exit {code}, load {cold_load:.1f})"
+        )
+    spark, startup, start_load = _timed(
+        lambda: build_session(
+            args.master, app_name="kreplica-bench-fleet", conf={"spark.driver.memory": args.memory}
+        )
+    )
+    print(f"Spark {spark.version} on {args.master}: session started in {startup:.1f} s")
     header = (
-        f"{'partitions':>10} {'clusters':>8} {'synth s':>8} {'audit s':>8} {'audit p/s':>10} "
-        f"{'plan s':>8} {'plan p/s':>10} {'serial s':>8} {'plan/serial':>11} {'same':>5} "
-        f"{'py MiB':>8} {'jvm MiB':>8}"
+        f"{'partitions':>10} {'clusters':>8} {'audit s':>8} {'2-proc s':>8} {'ratio':>6} "
+        f"{'same':>5} {'plan s':>8} {'serial s':>8} {'ratio':>6} {'same':>5} "
+        f"{'py MiB':>7} {'jvm MiB':>7}  load (audit/2-proc/plan/serial)"
     )
     print(header)
     print("-" * len(header))
-    for size in sizes:
+    for i, (size, clusters) in enumerate(fleets):
         work = Path(tempfile.mkdtemp(prefix=f"kreplica-bench-{size}-"))
         try:
-            t = time.perf_counter()
-            write_fleet(work / "snapshots", args.clusters, size, seed=args.seed)
-            synth_s = time.perf_counter() - t
-            t = time.perf_counter()
-            audit = run_audit(spark, str(work / "snapshots"), str(work / "audit"), policy_audit)
-            audit_s = time.perf_counter() - t
-            t = time.perf_counter()
-            serial = _serial_plans(work / "snapshots", policy_plan)
-            serial_s = time.perf_counter() - t
-            t = time.perf_counter()
-            plan = run_plan(spark, str(work / "snapshots"), str(work / "plan"), policy_plan)
-            plan_s = time.perf_counter() - t
-            same = _same_plans(serial, work / "plan")
+            snaps = work / "snapshots"
+            write_fleet(snaps, clusters, size, seed=args.seed)
+            fig: dict[str, tuple[Any, float, float]] = {}
+
+            def spark_audit(out: Path = work / "audit", snaps: Path = snaps) -> Any:
+                return run_audit(spark, str(snaps), str(out), policy_audit)
+
+            def spark_plan(out: Path = work / "plan", snaps: Path = snaps) -> Any:
+                return run_plan(spark, str(snaps), str(out), policy_plan)
+
+            audits = [
+                ("audit", spark_audit),
+                ("base", lambda s=snaps: two_process_audit(s, policy_audit)),
+            ]
+            plans = [
+                ("plan", spark_plan),
+                ("serial", lambda s=snaps: _serial_plans(s, policy_plan)),
+            ]
+            for name, fn in (audits if i % 2 == 0 else audits[::-1]) + (
+                plans if i % 2 == 0 else plans[::-1]
+            ):
+                fig[name] = _timed(fn)
+            audit_doc, base = fig["audit"][0], fig["base"][0]
+            spark_codes = {c["cluster_id"]: dict(c["by_code"]) for c in audit_doc["clusters"]}
+            same_findings = spark_codes == {k: base.get(k, {}) for k in spark_codes} and set(
+                base
+            ) == set(spark_codes)
+            same_plans = _same_plans(fig["serial"][0], work / "plan")
         finally:
             shutil.rmtree(work, ignore_errors=True)
+        a, b, p, s = (fig[k][1] for k in ("audit", "base", "plan", "serial"))
+        loads = [fig[k][2] for k in ("audit", "base", "plan", "serial")]
         row = {
             "partitions": size,
-            "clusters": args.clusters,
+            "clusters": clusters,
             "master": args.master,
-            "synth_s": round(synth_s, 1),
-            "audit_s": round(audit_s, 1),
-            "audit_partitions_per_s": round(size / audit_s),
-            "plan_s": round(plan_s, 1),
-            "plan_partitions_per_s": round(size / plan_s),
-            "serial_plan_s": round(serial_s, 1),
-            "plan_over_serial": round(plan_s / serial_s, 2),
-            "plans_identical": same,
-            "findings": audit["totals"]["errors"]
-            + audit["totals"]["warnings"]
-            + audit["totals"]["infos"],
-            "replicas_added": plan["totals"]["replicas_added"],
-            "clusters_refused": plan["totals"]["errors"],
+            "audit_s": round(a, 1),
+            "two_process_s": round(b, 1),
+            "audit_over_two_process": round(a / b, 2),
+            "findings_identical": same_findings,
+            "findings": sum(sum(c.values()) for c in spark_codes.values()),
+            "plan_s": round(p, 1),
+            "serial_plan_s": round(s, 1),
+            "plan_over_serial": round(p / s, 2),
+            "plans_identical": same_plans,
+            "loadavg_1m": [round(x, 1) for x in loads],
             "driver_python_peak_mib": round(_python_peak_mib()),
             "jvm_peak_mib": round(_jvm_peak_mib(spark) or 0),
         }
         results.append(row)
         print(
-            f"{size:>10} {args.clusters:>8} {synth_s:>8.1f} {audit_s:>8.1f} "
-            f"{row['audit_partitions_per_s']:>10} {plan_s:>8.1f} "
-            f"{row['plan_partitions_per_s']:>10} {serial_s:>8.1f} {plan_s / serial_s:>11.2f} "
-            f"{'yes' if same else 'NO':>5} {row['driver_python_peak_mib']:>8} "
-            f"{row['jvm_peak_mib']:>8}",
+            f"{size:>10} {clusters:>8} {a:>8.1f} {b:>8.1f} {a / b:>6.2f} "
+            f"{'yes' if same_findings else 'NO':>5} {p:>8.1f} {s:>8.1f} {p / s:>6.2f} "
+            f"{'yes' if same_plans else 'NO':>5} {row['driver_python_peak_mib']:>7} "
+            f"{row['jvm_peak_mib']:>7}  " + "/".join(f"{x:.1f}" for x in loads),
             flush=True,
         )
     if args.json:
-        args.json.write_text(
-            json.dumps({"startup_s": round(startup, 1), "runs": results}, indent=2) + "\n"
-        )
+        doc = {"startup_s": round(startup, 1), "startup_loadavg_1m": round(start_load, 1),
+               "cold_cli": cold, "runs": results}  # fmt: skip
+        args.json.write_text(json.dumps(doc, indent=2) + "\n")
     spark.stop()
     sys.exit(0)
 

@@ -1,6 +1,7 @@
 """Snapshots in, DataFrames out: `snapshots` (one row per file), then `brokers`, `topics` and
-`partitions`. Files are parsed by the one snapshot reader in Python (`records.record_row`);
-everything after that is Spark: `from_json` with a fixed schema and explodes."""
+`partitions`. Files are parsed once, by the one snapshot reader, in Python tasks
+(`records.record_row`) that hand Spark Arrow batches; everything after that is Spark (one
+explode per table, no JSON in between)."""
 
 from __future__ import annotations
 
@@ -16,17 +17,31 @@ from pyspark.sql import types as T
 
 from kreplica.fleet.policy import Policy, policy_from_dict
 
-SNAPSHOT_ROW = T.StructType(
+_INTS = T.ArrayType(T.IntegerType())
+_META = [
+    T.StructField("cluster_id", T.StringType()),
+    T.StructField("file", T.StringType()),
+    T.StructField("error", T.StringType()),
+]
+# `fleet plan`: the snapshot's text travels on to the planning task, which parses it itself
+TEXT_ROW = T.StructType([*_META, T.StructField("text", T.StringType())])
+BROKER = T.StructType(
     [
-        T.StructField("cluster_id", T.StringType()),
-        T.StructField("file", T.StringType()),
-        T.StructField("error", T.StringType()),
-        T.StructField("json", T.StringType()),
+        T.StructField("id", T.IntegerType()),
+        T.StructField("rack", T.StringType()),
+        T.StructField("alive", T.BooleanType()),
+        T.StructField("draining", T.BooleanType()),
+        T.StructField("listed", T.BooleanType()),
+        T.StructField("replicas", T.LongType()),
+        T.StructField("leaders", T.LongType()),
+        T.StructField("bytes", T.LongType()),
     ]
 )
-
-_FLEET_TOPIC = T.StructType(
+TOPIC = T.StructType(
     [
+        T.StructField("topic", T.StringType()),
+        T.StructField("partitions", T.IntegerType()),
+        T.StructField("rf", T.IntegerType()),
         T.StructField("min_isr", T.IntegerType()),
         T.StructField("min_isr_source", T.StringType()),
         T.StructField("exempt", T.BooleanType()),
@@ -38,54 +53,41 @@ _FLEET_TOPIC = T.StructType(
         T.StructField("placement", T.StringType()),
     ]
 )
-_INTS = T.ArrayType(T.IntegerType())
-SNAPSHOT_SCHEMA = T.StructType(
+PARTITION = T.StructType(
     [
-        T.StructField("cluster_id", T.StringType()),
-        T.StructField("fleet_cluster", T.StringType()),
-        T.StructField("fleet_drain", _INTS),
-        T.StructField(
-            "brokers",
-            T.ArrayType(
-                T.StructType(
-                    [
-                        T.StructField("id", T.IntegerType()),
-                        T.StructField("rack", T.StringType()),
-                        T.StructField("alive", T.BooleanType()),
-                    ]
-                )
-            ),
-        ),
-        T.StructField(
-            "topics",
-            T.ArrayType(
-                T.StructType(
-                    [
-                        T.StructField("name", T.StringType()),
-                        T.StructField("fleet", _FLEET_TOPIC),
-                        T.StructField(
-                            "partitions",
-                            T.ArrayType(
-                                T.StructType(
-                                    [
-                                        T.StructField("partition", T.IntegerType()),
-                                        T.StructField("replicas", _INTS),
-                                        T.StructField("leader", T.IntegerType()),
-                                        T.StructField("isr", _INTS),
-                                        T.StructField("size_bytes", T.LongType()),
-                                        T.StructField("adding_replicas", _INTS),
-                                        T.StructField("removing_replicas", _INTS),
-                                    ]
-                                )
-                            ),
-                        ),
-                    ]
-                )
-            ),
-        ),
+        T.StructField("topic", T.StringType()),
+        T.StructField("partition", T.IntegerType()),
+        T.StructField("replicas", _INTS),
+        T.StructField("leader", T.IntegerType()),
+        T.StructField("isr", _INTS),
+        T.StructField("size_bytes", T.LongType()),
+        T.StructField("reassigning", T.BooleanType()),
+        T.StructField("racks", T.IntegerType()),
+        T.StructField("audited", T.BooleanType()),
+        T.StructField("min_isr", T.IntegerType()),
+        T.StructField("min_isr_source", T.StringType()),
+        T.StructField("target_rf", T.IntegerType()),
+        T.StructField("target_racks", T.IntegerType()),
+        T.StructField("cap", T.IntegerType()),
+        T.StructField("cluster_racks", T.IntegerType()),
+    ]
+)
+# `fleet audit`: one row per file, the cluster's tables as lists (exploded once, in Spark)
+PARSED_ROW = T.StructType(
+    [
+        *_META,
+        T.StructField("drain", _INTS),
+        T.StructField("n_brokers", T.LongType()),  # the snapshot lists
+        T.StructField("n_brokers_down", T.LongType()),
+        T.StructField("n_topics", T.LongType()),
+        T.StructField("n_partitions", T.LongType()),
+        T.StructField("brokers", T.ArrayType(BROKER)),
+        T.StructField("topics", T.ArrayType(TOPIC)),
+        T.StructField("partitions", T.ArrayType(PARTITION)),
     ]
 )
 
+MAX_TASKS = 128
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
@@ -160,21 +162,73 @@ def list_inputs(spark: SparkSession, path: str) -> Listed:
     return Listed(sorted(files), sorted(empty), sorted(broken))
 
 
-def parse_snapshots(texts: DataFrame, policy: Policy, *, layouts: bool = True) -> DataFrame:
-    """One row per file: cluster_id, file, error (a file that does not parse), json."""
+def parse_snapshots(
+    texts: DataFrame,
+    policy: Policy,
+    *,
+    layouts: bool = True,
+    audit: bool = True,
+    files: int = 0,
+) -> DataFrame:
+    """One row per file, parsed once by the CLI's snapshot reader in Python tasks and handed
+    to Spark as Arrow batches: cluster_id, file, error (a file that does not parse), then the
+    cluster's tables (`audit`, PARSED_ROW) or the file's text (TEXT_ROW, for `fleet plan`)."""
     shipped = policy.to_dict()
+    schema = PARSED_ROW if audit else TEXT_ROW
 
-    def parse(rows: Any) -> Any:
-        from kreplica.fleet.records import record_row
+    def parse(batches: Any) -> Any:
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from kreplica.fleet.records import PARTITION_FIELDS, record_row
 
         pol = policy_from_dict(shipped)
-        for row in rows:
-            yield record_row(row["file"], row["text"], pol, layouts=layouts)
+        arrow = to_arrow_schema(schema)
+        part_type = arrow.field("partitions").type if audit else None
+        for batch in batches:
+            for file, text in zip(
+                batch.column("file").to_pylist(), batch.column("text").to_pylist(), strict=True
+            ):
+                row = record_row(file, text, pol, layouts=layouts, audit=audit)
+                meta = [pa.array([row[k]], pa.string()) for k in ("cluster_id", "file", "error")]
+                if not audit:
+                    body = [pa.array([text if row["error"] is None else None], pa.string())]
+                else:
+                    body = _record_arrays(pa, arrow, part_type, row["record"], PARTITION_FIELDS)
+                yield pa.RecordBatch.from_arrays(meta + body, schema=arrow)
 
-    # Small files land in one input split: spread them so every core parses (and explains).
-    spread = max(2, texts.sparkSession.sparkContext.defaultParallelism * 2)
-    rdd = texts.repartition(spread).rdd.mapPartitions(parse)
-    return texts.sparkSession.createDataFrame(rdd, SNAPSHOT_ROW)
+    # Small files land in one input split: spread them, a file or so per task (up to
+    # MAX_TASKS), so the cores take big and small clusters as they come and none waits on a
+    # task holding several big ones (parsing and explaining, and planning after it).
+    cores = texts.sparkSession.sparkContext.defaultParallelism
+    spread = min(max(files, cores * 2), max(MAX_TASKS, cores * 2))
+    return texts.repartition(spread).mapInArrow(parse, schema)
+
+
+def _record_arrays(
+    pa: Any, arrow: Any, part_type: Any, record: dict[str, Any] | None, fields: Any
+) -> list[Any]:
+    """One row's drain, brokers, topics and partitions columns (nulls for a bad file). The
+    partitions are built column by column: one C-level conversion per field, not per row."""
+    names = (
+        "drain",
+        "n_brokers",
+        "n_brokers_down",
+        "n_topics",
+        "n_partitions",
+        "brokers",
+        "topics",
+    )
+    if record is None:
+        return [pa.nulls(1, arrow.field(n).type) for n in (*names, "partitions")]
+    out = [pa.array([record[n]], arrow.field(n).type) for n in names]
+    struct = part_type.value_type
+    columns = record["partitions"]
+    children = [pa.array(columns[f], struct.field(f).type) for f in fields]
+    values = pa.StructArray.from_arrays(children, fields=list(struct))
+    offsets = pa.array([0, len(values)], pa.int32())
+    out.append(pa.ListArray.from_arrays(offsets, values, type=part_type))
+    return out
 
 
 @dataclass
@@ -182,56 +236,26 @@ class Frames:
     brokers: DataFrame
     topics: DataFrame
     partitions: DataFrame
+    clusters: DataFrame  # cluster_id, brokers, brokers_down, topics, partitions (counts)
 
 
 def explode_snapshots(snapshots: DataFrame) -> Frames:
-    """brokers, topics and partitions of every readable snapshot."""
-    data = snapshots.where(F.col("error").isNull()).select(
-        F.col("cluster_id"), F.from_json("json", SNAPSHOT_SCHEMA).alias("s")
-    )
-    drain = data.select("cluster_id", F.col("s.fleet_drain").alias("drain"))
+    """brokers (with their load), topics and partitions of every readable snapshot."""
+    data = snapshots.where(F.col("error").isNull())
     brokers = (
-        data.select("cluster_id", F.explode("s.brokers").alias("b"))
-        .join(drain, "cluster_id")
-        .select(
-            "cluster_id",
-            F.col("b.id").alias("broker"),
-            F.col("b.rack").alias("rack"),
-            F.coalesce(F.col("b.alive"), F.lit(True)).alias("alive"),
-            F.coalesce(F.array_contains("drain", F.col("b.id")), F.lit(False)).alias("draining"),
-        )
+        data.select("cluster_id", F.explode("brokers").alias("b"))
+        .select("cluster_id", F.col("b.id").alias("broker"), "b.*")
+        .drop("id")
     )
-    topic_rows = data.select("cluster_id", F.explode("s.topics").alias("t"))
-    topics = topic_rows.select(
+    topics = data.select("cluster_id", F.explode("topics").alias("t")).select("cluster_id", "t.*")
+    partitions = data.select("cluster_id", F.explode("partitions").alias("p")).select(
+        "cluster_id", "p.*"
+    )
+    clusters = data.select(
         "cluster_id",
-        F.col("t.name").alias("topic"),
-        F.size("t.partitions").alias("partitions"),
-        F.coalesce(
-            F.size(F.try_element_at("t.partitions", F.lit(1)).getField("replicas")), F.lit(0)
-        ).alias("rf"),
-        F.col("t.fleet.min_isr").alias("min_isr"),
-        F.col("t.fleet.min_isr_source").alias("min_isr_source"),
-        F.col("t.fleet.exempt").alias("exempt"),
-        F.col("t.fleet.target_rf").alias("target_rf"),
-        F.col("t.fleet.target_min_insync").alias("target_min_insync"),
-        F.col("t.fleet.target_racks").alias("target_racks"),
-        F.col("t.fleet.max_partitions_per_broker").alias("max_partitions_per_broker"),
-        F.col("t.fleet.kafka_default").alias("kafka_default"),
-        F.col("t.fleet.placement").alias("placement"),
+        F.col("n_brokers").alias("brokers"),
+        F.col("n_brokers_down").alias("brokers_down"),
+        F.col("n_topics").alias("topics"),
+        F.col("n_partitions").alias("partitions"),
     )
-    partitions = topic_rows.select(
-        "cluster_id", F.col("t.name").alias("topic"), F.explode("t.partitions").alias("p")
-    ).select(
-        "cluster_id",
-        "topic",
-        F.col("p.partition").alias("partition"),
-        F.col("p.replicas").alias("replicas"),
-        F.col("p.leader").alias("leader"),
-        F.col("p.isr").alias("isr"),
-        F.col("p.size_bytes").alias("size_bytes"),
-        (
-            (F.coalesce(F.size("p.adding_replicas"), F.lit(0)) > 0)
-            | (F.coalesce(F.size("p.removing_replicas"), F.lit(0)) > 0)
-        ).alias("reassigning"),
-    )
-    return Frames(brokers=brokers, topics=topics, partitions=partitions)
+    return Frames(brokers=brokers, topics=topics, partitions=partitions, clusters=clusters)

@@ -12,6 +12,7 @@ from urllib.parse import unquote
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.window import Window
 
 from kreplica.errors import InputError, SourceError, UsageError
 from kreplica.fleet import report
@@ -26,7 +27,13 @@ from kreplica.fleet.frames import (
 from kreplica.fleet.outfiles import OutFiles, first_line
 from kreplica.fleet.policy import Policy
 from kreplica.fleet.records import short_name
-from kreplica.fleet.transforms import FINDING_COLUMNS, LEVEL_RANK, broker_load, cluster_summary
+from kreplica.fleet.transforms import (
+    FINDING_COLUMNS,
+    FINDINGS_SCHEMA,
+    LEVEL_RANK,
+    broker_load,
+    cluster_summary,
+)
 from kreplica.fleet.transforms import audit as audit_frames
 
 Progress = Callable[[str], None]
@@ -35,14 +42,20 @@ TOP_FINDINGS = 10
 
 @dataclass
 class Loaded:
-    snapshots: DataFrame  # readable, one per cluster: cluster_id, file, error (null), json
+    snapshots: DataFrame  # readable, one per cluster: PARSED_ROW (audit) or TEXT_ROW (plan)
     persisted: DataFrame  # every parsed file (unpersisted when done)
     skipped: list[dict[str, str]]  # {file, error}
     clusters: int
 
 
 def load(
-    spark: SparkSession, input_path: str, policy: Policy, *, layouts: bool, progress: Progress
+    spark: SparkSession,
+    input_path: str,
+    policy: Policy,
+    *,
+    layouts: bool,
+    audit: bool,
+    progress: Progress,
 ) -> Loaded:
     try:
         texts = read_texts(spark, input_path)
@@ -51,7 +64,9 @@ def load(
         raise UsageError(f"--input {input_path!r}: Spark cannot read it ({text})") from None
     listed = list_inputs(spark, input_path)
     empty = [short_name(f) for f in listed.empty]
-    snapshots = parse_snapshots(texts, policy, layouts=layouts).persist()
+    snapshots = parse_snapshots(
+        texts, policy, layouts=layouts, audit=audit, files=len(listed.files)
+    ).persist()
     try:
         meta = snapshots.select("cluster_id", "file", "error").collect()
     except Exception as exc:
@@ -120,43 +135,48 @@ def audit(
     layouts: bool,
     progress: Progress,
 ) -> dict[str, Any]:
-    loaded = load(spark, input_path, policy, layouts=layouts, progress=progress)
-    frames = explode_snapshots(loaded.snapshots)
+    loaded = load(spark, input_path, policy, layouts=layouts, audit=True, progress=progress)
+    # the exploded tables, built once and kept: every check reads them
+    # the parsed rows (cached, a file per task) read by a few tasks: the checks' stages are
+    # small, and a task per file would be mostly overhead
+    cores = spark.sparkContext.defaultParallelism
+    frames = explode_snapshots(loaded.snapshots.coalesce(max(2, cores * 2)))
     frames = Frames(
         brokers=frames.brokers.persist(),
-        topics=frames.topics.persist(),
+        topics=frames.topics,  # read once (by the topic checks)
         partitions=frames.partitions.persist(),
+        clusters=frames.clusters,
     )
-    load_df = broker_load(frames).persist()
-    findings = audit_frames(frames, load_df).persist()
+    load_df = broker_load(frames)
     (
-        findings.repartition("cluster_id")
+        audit_frames(frames)
+        .repartition("cluster_id")
         .sortWithinPartitions("cluster_id", "level", "code", "topic", "broker")
         .write.mode("overwrite")
         .partitionBy("cluster_id")
         .parquet(out.uri("findings"))
     )
     progress(f"wrote findings to {out.shown('findings')} (Parquet, partitioned by cluster_id)")
-    summary_rows: list[dict[str, Any]] = [
-        r.asDict(recursive=True) for r in cluster_summary(findings, frames).collect()
-    ]
+    # the summary and the charts read the findings written, not the checks again
+    findings = spark.read.schema(FINDINGS_SCHEMA).parquet(out.uri("findings"))
+    summary_rows = cluster_summary(findings, frames)
     ranked = [r["cluster_id"] for r in summary_rows if r["errors"] or r["warnings"]]
     charted = ranked[:worst]
     top: dict[str, list[dict[str, Any]]] = {}
     if charted:
         rank = F.create_map(*[x for k, v in LEVEL_RANK.items() for x in (F.lit(k), F.lit(v))])
+        order = Window.partitionBy("cluster_id").orderBy(
+            rank[F.col("level")], F.desc_nulls_last("partitions"), "code", "topic", "broker"
+        )
+        # at most TOP_FINDINGS rows per charted cluster reach the driver
         window_rows = (
             findings.where(F.col("cluster_id").isin(charted))
-            .withColumn("rank", rank[F.col("level")])
-            .orderBy(
-                "cluster_id", "rank", F.desc_nulls_last("partitions"), "code", "topic", "broker"
-            )
+            .withColumn("n", F.row_number().over(order))
+            .where(F.col("n") <= TOP_FINDINGS)
             .collect()
         )
-        for r in window_rows:
-            bucket = top.setdefault(r["cluster_id"], [])
-            if len(bucket) < TOP_FINDINGS:
-                bucket.append(_finding_dict(r))
+        for r in sorted(window_rows, key=lambda r: (r["cluster_id"], r["n"])):
+            top.setdefault(r["cluster_id"], []).append(_finding_dict(r))
         loads: dict[str, list[dict[str, Any]]] = {}
         for r in load_df.where(F.col("cluster_id").isin(charted)).collect():
             loads.setdefault(r["cluster_id"], []).append(r.asDict())
@@ -167,7 +187,6 @@ def audit(
         progress(f"charted the {len(charted)} worst cluster(s) in {out.shown('charts')}")
     clusters = []
     for entry in summary_rows:
-        entry["by_code"] = dict(sorted((entry.get("by_code") or {}).items()))
         if entry["cluster_id"] in top:
             entry["top_findings"] = top[entry["cluster_id"]]
             entry["chart"] = f"charts/{report.safe_name(entry['cluster_id'])}.png"
@@ -191,7 +210,7 @@ def audit(
     out.write_text("audit-summary.md", markdown)
     progress(f"wrote {out.shown('audit-summary.json')} and {out.shown('audit-summary.md')}")
     _done(out, "audit", totals, loaded.skipped)
-    for df in (findings, load_df, frames.partitions, frames.topics, frames.brokers):
+    for df in (frames.partitions, frames.brokers):
         df.unpersist()
     loaded.persisted.unpersist()
     return {**doc, "markdown": markdown}
@@ -236,7 +255,7 @@ def plan_frame(
         for pdf in batches:
             rows = []
             for cluster_id, file, text in zip(
-                pdf["cluster_id"], pdf["file"], pdf["json"], strict=True
+                pdf["cluster_id"], pdf["file"], pdf["text"], strict=True
             ):
                 snapshot = parse_snapshot_text(text, origin=file)
                 row = plan_cluster(snapshot, pol, key=cluster_id, file=file, settings=settings)
@@ -252,7 +271,7 @@ def plan_frame(
 
     # one row is one whole cluster (a second file for a cluster was skipped by `load`), so the
     # parsed snapshots' own partitions are the tasks: no shuffle of the snapshots' text
-    return snapshots.select("cluster_id", "file", "json").mapInPandas(plan_batches, PLAN_ROW)
+    return snapshots.select("cluster_id", "file", "text").mapInPandas(plan_batches, PLAN_ROW)
 
 
 def plan(
@@ -264,7 +283,7 @@ def plan(
     settings: PlanSettings,
     progress: Progress,
 ) -> dict[str, Any]:
-    loaded = load(spark, input_path, policy, layouts=False, progress=progress)
+    loaded = load(spark, input_path, policy, layouts=False, audit=False, progress=progress)
     local = out.out.local
     frame = plan_frame(
         loaded.snapshots, policy, settings, write_to=str(local) if local is not None else None

@@ -1,24 +1,24 @@
 """From a snapshot file's text to the records the Spark job reads (pure, stdlib only).
 
 Each snapshot is parsed by the one snapshot reader (`kreplica.sources.snapshot`), so a file the
-CLI refuses is refused here with the same message, and then skipped. What Spark gets is the
-snapshot in its file form plus, per topic, what the fleet needs beside it: the effective
-min.insync.replicas, the policy's targets, and whether the layout is Kafka's default
-(`explain_topic`). Spark reads that JSON with a fixed schema (`kreplica.fleet.frames`).
+CLI refuses is refused here with the same message, and then skipped. What Spark gets (as Arrow
+batches, `kreplica.fleet.frames`) is the snapshot's brokers, topics and partitions plus, per
+topic, what the fleet needs beside them: the effective min.insync.replicas, the policy's
+targets, and `kreplica explain`'s verdict on the layout.
 """
 
 from __future__ import annotations
 
-import json
 import posixpath
+from collections import Counter
 from typing import Any
 
 from kreplica.errors import KreplicaError
 from kreplica.fleet.adapter import cluster_key
 from kreplica.fleet.policy import Policy
-from kreplica.model import ClusterSnapshot
-from kreplica.planner import explain_topic
-from kreplica.sources.snapshot import parse_snapshot_text, snapshot_to_dict
+from kreplica.model import ClusterSnapshot, Topic
+from kreplica.planner.explain import layout_verdict
+from kreplica.sources.snapshot import parse_snapshot_text
 
 
 def file_stem(file: str) -> str:
@@ -45,49 +45,135 @@ def parse_record(file: str, text: str) -> tuple[ClusterSnapshot | None, str | No
         return None, f"{origin}: cannot be read as a snapshot ({exc})"
 
 
-def _layout(snapshot: ClusterSnapshot, topic: str) -> tuple[bool | None, str | None]:
+def _layout(snapshot: ClusterSnapshot, topic: Topic) -> tuple[bool | None, str | None]:
+    """`kreplica explain`'s verdict on the topic's layout (its short form: the rest of
+    `explain_topic`, balance and racks, is the audit's own checks)."""
     try:
-        info = explain_topic(snapshot, topic)
+        return layout_verdict(snapshot, topic)
     except KreplicaError:
         return None, None
-    layout = info.get("layout")
-    if not isinstance(layout, dict):
-        return None, None
-    placement = layout.get("placement") or layout.get("closest_placement")
-    return bool(layout.get("kafka_default")), str(placement) if placement is not None else None
 
 
-def enriched(
+PARTITION_FIELDS = (
+    "topic",
+    "partition",
+    "replicas",
+    "leader",
+    "isr",
+    "size_bytes",
+    "reassigning",
+    "racks",  # distinct racks its replicas are on
+    # its topic's and cluster's fields, repeated: the per-partition checks need no join
+    "audited",  # the policy does not exempt the topic
+    "min_isr",
+    "min_isr_source",
+    "target_rf",
+    "target_racks",
+    "cap",  # the policy's max partitions per broker
+    "cluster_racks",  # distinct racks of the cluster's live brokers
+)
+
+
+def fleet_record(
     snapshot: ClusterSnapshot, policy: Policy, key: str, *, layouts: bool = True
 ) -> dict[str, Any]:
-    """The snapshot's file form plus the fleet's per-topic and per-cluster fields."""
-    data = snapshot_to_dict(snapshot)
+    """What the audit reads of one snapshot, as plain lists for Arrow: the cluster's drain
+    list, its brokers with their load (replicas, leaders now, bytes; a broker the snapshot does
+    not list but replicas name is there too, not alive), its topics (with the policy's targets,
+    the effective min.insync.replicas and the layout verdict) and its partitions column by
+    column."""
     cluster = policy.cluster(key, snapshot.cluster_id)
-    data["fleet_cluster"] = key
-    data["fleet_drain"] = sorted(cluster.drain)
-    for raw, topic in zip(data["topics"], snapshot.topics, strict=True):
+    replicas: Counter[int] = Counter()
+    leaders: Counter[int] = Counter()
+    held: Counter[int] = Counter()  # bytes
+    topics: list[dict[str, Any]] = []
+    parts: dict[str, list[Any]] = {f: [] for f in PARTITION_FIELDS}
+    rack_of = {b.id: b.rack for b in snapshot.brokers if b.rack is not None}
+    cluster_racks = len({b.rack for b in snapshot.brokers if b.alive and b.rack is not None})
+    for topic in snapshot.topics:
         target = policy.target(topic.name)
-        default, placement = _layout(snapshot, topic.name) if layouts else (None, None)
-        raw["fleet"] = {
-            "min_isr": topic.min_insync_replicas,
-            "min_isr_source": topic.min_insync_replicas_source,
-            "exempt": cluster.is_exempt(topic.name),
-            "target_rf": target.rf,
-            "target_min_insync": target.min_insync,
-            "target_racks": target.racks,
-            "max_partitions_per_broker": target.max_partitions_per_broker,
-            "kafka_default": default,
-            "placement": placement,
+        default, placement = _layout(snapshot, topic) if layouts else (None, None)
+        topics.append(
+            {
+                "topic": topic.name,
+                "partitions": len(topic.partitions),
+                "rf": len(topic.partitions[0].replicas) if topic.partitions else 0,
+                "min_isr": topic.min_insync_replicas,
+                "min_isr_source": topic.min_insync_replicas_source,
+                "exempt": cluster.is_exempt(topic.name),
+                "target_rf": target.rf,
+                "target_min_insync": target.min_insync,
+                "target_racks": target.racks,
+                "max_partitions_per_broker": target.max_partitions_per_broker,
+                "kafka_default": default,
+                "placement": placement,
+            }
+        )
+        n = len(topic.partitions)
+        parts["topic"] += [topic.name] * n
+        parts["audited"] += [not topics[-1]["exempt"]] * n
+        parts["min_isr"] += [topic.min_insync_replicas] * n
+        parts["min_isr_source"] += [topic.min_insync_replicas_source] * n
+        parts["target_rf"] += [target.rf] * n
+        parts["target_racks"] += [target.racks] * n
+        parts["cap"] += [target.max_partitions_per_broker] * n
+        parts["cluster_racks"] += [cluster_racks] * n
+        spans: dict[tuple[int, ...], int] = {}
+        for p in topic.partitions:
+            replicas.update(p.replicas)
+            if p.size_bytes:
+                for b in p.replicas:
+                    held[b] += p.size_bytes
+            # the leader now: the recorded one, else the preferred one (no state recorded)
+            now = p.leader if p.leader is not None else (p.replicas[0] if p.replicas else -1)
+            if now >= 0:
+                leaders[now] += 1
+            spanned = spans.get(p.replicas)
+            if spanned is None:
+                spanned = spans[p.replicas] = len({rack_of.get(b) for b in p.replicas} - {None})
+            parts["racks"].append(spanned)
+            parts["partition"].append(p.partition)
+            parts["replicas"].append(p.replicas)
+            parts["leader"].append(p.leader)
+            parts["isr"].append(p.isr)
+            parts["size_bytes"].append(p.size_bytes)
+            parts["reassigning"].append(bool(p.adding_replicas or p.removing_replicas))
+    # per broker: listed ones (holding something or not) and any other holding replicas
+    listed = {b.id: b for b in snapshot.brokers}
+    brokers = [
+        {
+            "id": b,
+            "rack": listed[b].rack if b in listed else None,
+            "alive": listed[b].alive if b in listed else False,
+            "draining": b in listed and b in cluster.drain,
+            "listed": b in listed,
+            "replicas": replicas[b],
+            "leaders": leaders[b],
+            "bytes": held[b],
         }
-    return data
+        for b in [*listed, *sorted(set(replicas) - set(listed))]
+    ]
+    return {
+        "drain": sorted(cluster.drain),
+        "n_brokers": len(snapshot.brokers),
+        "n_brokers_down": sum(1 for b in snapshot.brokers if not b.alive),
+        "n_topics": len(topics),
+        "n_partitions": len(parts["topic"]),
+        "brokers": brokers,
+        "topics": topics,
+        "partitions": parts,
+    }
 
 
-def record_row(file: str, text: str, policy: Policy, *, layouts: bool = True) -> dict[str, Any]:
-    """One row of the job's `snapshots` frame: cluster, file, error or enriched JSON."""
+def record_row(
+    file: str, text: str, policy: Policy, *, layouts: bool = True, audit: bool = True
+) -> dict[str, Any]:
+    """One parsed snapshot: cluster, file, and the one-line error of a file that does not
+    parse, else (`audit`) its `fleet_record` under "record"."""
     snapshot, error = parse_record(file, text)
     origin = short_name(file)
     if snapshot is None:
-        return {"cluster_id": None, "file": origin, "error": error, "json": None}
+        return {"cluster_id": None, "file": origin, "error": error, "record": None}
     key = cluster_key(snapshot, file_stem(origin))
-    body = json.dumps(enriched(snapshot, policy, key, layouts=layouts), separators=(",", ":"))
-    return {"cluster_id": key, "file": origin, "error": None, "json": body}
+    record = fleet_record(snapshot, policy, key, layouts=layouts) if audit else None
+    return {"cluster_id": key, "file": origin, "error": None, "record": record}

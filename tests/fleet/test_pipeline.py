@@ -51,6 +51,11 @@ def test_audit_outputs(audited: Any, fleet_dir: Path) -> None:
     assert md.startswith("## kreplica fleet audit") and "broken.json" in md
     worst = saved["clusters"][0]
     assert worst["top_findings"] and worst["chart"] == f"charts/{worst['cluster_id']}.png"
+    # the worst first (errors before warnings), at most ten per charted cluster
+    found = worst["errors"] + worst["warnings"] + worst["infos"]
+    assert len(worst["top_findings"]) == min(10, found)
+    levels = [f["level"] for f in worst["top_findings"]]
+    assert levels == sorted(levels, key=["error", "warning", "info"].index)
 
 
 def test_findings_parquet_reads_back(spark: Any, audited: Any) -> None:

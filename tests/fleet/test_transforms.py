@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 
-from kreplica.fleet.frames import SNAPSHOT_ROW, Frames, explode_snapshots
+from kreplica.fleet.frames import Frames, explode_snapshots, parse_snapshots
 from kreplica.fleet.policy import parse_policy
-from kreplica.fleet.records import record_row
 from kreplica.fleet.transforms import audit, broker_load, cluster_summary
 
 pytestmark = pytest.mark.spark
@@ -58,17 +57,21 @@ def findings(spark: Any) -> dict[tuple[str, str], list[dict[str, Any]]]:
             {"name": "ignored", "partitions": [_p(0, [1])]},
         ],
     )  # fmt: skip
-    rows = [record_row(f"/x/{n}.json", text, policy) for n, text in (("good", good), ("bad", bad))]
-    exploded = explode_snapshots(spark.createDataFrame(rows, SNAPSHOT_ROW))
+    texts = spark.createDataFrame(
+        [(f"/x/{n}.json", text) for n, text in (("good", good), ("bad", bad))],
+        "file string, text string",
+    )
+    exploded = explode_snapshots(parse_snapshots(texts, policy))
     # persisted, as the pipeline does: every check reads the frames, the summary the findings
     frames = Frames(
-        *(df.persist() for df in (exploded.brokers, exploded.topics, exploded.partitions))
+        *(df.persist() for df in (exploded.brokers, exploded.topics, exploded.partitions)),
+        clusters=exploded.clusters,
     )
     found = audit(frames).persist()
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in found.collect():
         out.setdefault((r["cluster_id"], r["code"]), []).append(r.asDict())
-    summary = {r["cluster_id"]: r.asDict() for r in cluster_summary(found, frames).collect()}
+    summary = {r["cluster_id"]: r for r in cluster_summary(found, frames)}
     out[("summary", "")] = [summary["bad"], summary["good"]]
     load = {(r["cluster_id"], r["broker"]): r.asDict() for r in broker_load(frames).collect()}
     out[("load", "")] = [load[("bad", 1)], load[("bad", 4)]]

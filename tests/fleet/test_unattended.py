@@ -201,7 +201,7 @@ def test_plan_rows_reaching_the_driver_carry_no_plan_text(
 
     policy = load_fleet_policy(None, rf=3, min_insync=None)
     loaded = load(spark, str(tiny_fleet / "synth-*.json"), policy, layouts=False,
-                  progress=lambda _: None)  # fmt: skip
+                  audit=False, progress=lambda _: None)  # fmt: skip
     rows = plan_frame(loaded.snapshots, policy, PlanSettings(), write_to=str(tmp_path)).collect()
     loaded.persisted.unpersist()
     assert len(rows) == 2 and all(r["has_plan"] for r in rows)

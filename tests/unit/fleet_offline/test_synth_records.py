@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
@@ -46,13 +45,18 @@ def test_record_row_enriches_and_reports_bad_files(tmp_path: Path) -> None:
     row = record_row("file:/x/synth-0000.json", dump_snapshot(snapshot), policy)
     assert row["error"] is None and row["cluster_id"] == "synth-0000"
     assert row["file"] == "/x/synth-0000.json"
-    data = json.loads(row["json"])
-    assert data["fleet_drain"] == [1]
-    first = data["topics"][0]["fleet"]
+    data = row["record"]
+    assert data["drain"] == [1]
+    first = data["topics"][0]
     assert first["exempt"] is True and first["target_rf"] == 3
     assert isinstance(first["kafka_default"], bool)
+    assert first["partitions"] == len(snapshot.topics[0].partitions)
+    parts = data["partitions"]
+    assert len(parts["topic"]) == 200 and all(len(v) == 200 for v in parts.values())
+    assert parts["replicas"][0] == snapshot.topics[0].partitions[0].replicas
+    assert record_row("/x/s.json", dump_snapshot(snapshot), policy, audit=False)["record"] is None
     bad = record_row("file:/x/broken.json", '{"kreplica_snapshot": 1, "brokers": [', policy)
-    assert bad["cluster_id"] is None and bad["json"] is None
+    assert bad["cluster_id"] is None and bad["record"] is None
     assert bad["error"].startswith("/x/broken.json is not valid JSON")
     wrong = record_row("/x/w.json", '{"kreplica_snapshot": 1, "topics": [{"name": 3}]}', policy)
     assert wrong["error"] == "/x/w.json: topics[0].name must be a non-empty string"
@@ -60,3 +64,24 @@ def test_record_row_enriches_and_reports_bad_files(tmp_path: Path) -> None:
 
 def test_file_stem() -> None:
     assert file_stem("s3a://b/fleet/c1.json") == "c1"
+
+
+def test_layout_verdict_is_explain_topics_verdict() -> None:
+    """The audit's layout check takes `layout_verdict`'s short cut; its answer must be the one
+    `kreplica explain` gives, on every kind of topic synth makes (Kafka's default, grown by
+    add-partitions, hand-made; with and without racks)."""
+    from kreplica.planner import explain_topic
+    from kreplica.planner.explain import layout_verdict
+
+    seen = set()
+    for snapshot in synth_fleet(12, 3000, seed=11):
+        for topic in snapshot.topics:
+            layout = explain_topic(snapshot, topic.name)["layout"]
+            expected = (
+                bool(layout["kafka_default"]),
+                layout["placement"] or layout["closest_placement"],
+            )
+            assert layout_verdict(snapshot, topic) == expected, topic.name
+            seen.add(expected)
+    # the short cut and the full search both answered
+    assert (True, "zookeeper") in seen and any(not default for default, _ in seen)

@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from kreplica.errors import UsageError
 from kreplica.executor import facade
 from kreplica.executor.apply import ApplyResult
-from kreplica.executor.facade import Connection
+from kreplica.executor.facade import Connection, connect
 from kreplica.executor.options import ApplyOptions, Via
 from kreplica.executor.verify import Difference
 from kreplica.model import ClusterSnapshot, Plan
@@ -101,7 +100,7 @@ def write_plan(
     rollback PLAN.rollback.json and the kreplica plan document PLAN.kreplica.json (what apply
     checks for drift), the same bytes `kreplica ... --out PLAN.json` writes. Returns the paths
     by kind (reassignment, rollback, plan_document)."""
-    from kreplica.planner.serialize import plan_document, reassignment_json, rollback_json
+    from kreplica.planner.serialize import plan_files
 
     out = Path(path)
     paths = facade.plan_paths(out)
@@ -109,35 +108,11 @@ def write_plan(
     existing = [str(p) for p in paths.values() if p.exists()]
     if existing and not overwrite:
         raise UsageError(f"{', '.join(existing)} exist(s) already; pass overwrite=True")
-    documents = {
-        "reassignment": reassignment_json(plan),
-        "rollback": rollback_json(plan),
-        "plan_document": plan_document(plan, snapshot),
-    }
+    documents = plan_files(plan, snapshot)
     for key, target in paths.items():
         text = json.dumps(documents[key], indent=2, ensure_ascii=False) + "\n"
         target.write_text(text, encoding="utf-8")
     return paths
-
-
-@contextmanager
-def connect(
-    *,
-    bootstrap_server: str | None = None,
-    zookeeper: str | None = None,
-    client_config: Mapping[str, str] | None = None,
-    zk_auth: Sequence[tuple[str, str]] | None = None,
-    timeout_s: float = 15.0,
-) -> Iterator[Connection]:
-    """A writable connection for apply, resume, verify and cancel (closed on leaving)."""
-    with facade.connect(
-        bootstrap_server=bootstrap_server,
-        zookeeper=zookeeper,
-        client_config=client_config,
-        zk_auth=zk_auth,
-        timeout_s=timeout_s,
-    ) as connection:
-        yield connection
 
 
 def apply(

@@ -616,8 +616,9 @@ class AdminSource(LiveSource):
         return cluster.cluster_id, brokers
 
     def zookeeper_mode(self) -> bool:
-        """Whether the brokers run in ZooKeeper mode, from the ApiVersions answer kafka-python
-        got when it connected (no request of its own): only ZooKeeper-mode brokers serve the
+        """Whether the brokers run in ZooKeeper mode, from a broker's ApiVersions answer (on
+        kreplica's own connection during a snapshot, else the one kafka-python got when it
+        connected; no request of its own): only ZooKeeper-mode brokers serve the
         controller-to-broker APIs LeaderAndIsr, StopReplica, UpdateMetadata (keys 4-6). False
         when that answer is not at hand (a KRaft cluster is then asked for fenced brokers,
         which is what this saves on a ZooKeeper-mode one)."""

@@ -15,7 +15,7 @@ api_key int16, api_version int16, correlation_id int32, client_id (int16 length 
 for a flexible version an empty tag buffer (one 0 byte). A response: correlation_id int32, and
 for a flexible version a tag buffer, then the body. Flexible versions write arrays and strings
 "compact" (unsigned varint of length + 1, 0 for null) and end each struct with a tag buffer.
-ApiVersions answers with response header v0 whatever its version.
+ApiVersions is asked at v0 (no tag buffers), which every broker speaks.
 """
 
 from __future__ import annotations
@@ -333,8 +333,8 @@ class BrokerConnection:
                 raise WireError(f"request {api_key} v{version}: {exc}") from None
         if _I32.unpack_from(frame)[0] != correlation:
             raise WireError("a response to another request")
-        start = 4
-        if flexible and api_key != API_VERSIONS:
+        start = 4  # the correlation id; a flexible response header adds a tag buffer
+        if flexible:
             reader = _Reader(frame, flexible=True)
             reader.pos = 4
             reader.tags()

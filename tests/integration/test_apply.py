@@ -67,7 +67,8 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[SandboxInfo]:
 
 
 class Kafka:
-    """Reads the cluster without kreplica: confluent-kafka's AdminClient and kafka-python."""
+    """Reads the cluster without kreplica (and sets a test's own configs): confluent-kafka's
+    AdminClient and kafka-python."""
 
     def __init__(self, info: SandboxInfo) -> None:
         import logging
@@ -85,6 +86,28 @@ class Kafka:
 
     def close(self) -> None:
         self._kp.close()
+
+    def alter(self, kind: str, name: str, values: dict[str, str | None]) -> None:
+        """Set (a value) or remove (None) configs of one topic or broker."""
+        from confluent_kafka.admin import (
+            AlterConfigOpType,
+            ConfigEntry,
+            ConfigResource,
+            ResourceType,
+        )
+
+        entries = [
+            ConfigEntry(
+                k,
+                v or "",
+                incremental_operation=AlterConfigOpType.SET if v else AlterConfigOpType.DELETE,
+            )
+            for k, v in values.items()
+        ]
+        rtype = ResourceType.TOPIC if kind == "topic" else ResourceType.BROKER
+        resource = ConfigResource(rtype, name, incremental_configs=entries)
+        for future in self.admin.incremental_alter_configs([resource]).values():
+            future.result(timeout=20)
 
     def partitions(self, topic: str) -> dict[int, tuple[list[int], int, list[int]]]:
         """partition -> (replicas in assignment order, leader, isr)."""

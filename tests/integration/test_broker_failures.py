@@ -177,18 +177,9 @@ class LightProducer(LoadProducer):
 def _set_rates(kafka: Kafka, rate: str | None) -> bool:
     """Both throttle rates set to `rate` (None: removed) on every broker; False when a broker
     did not take it (one just started may not answer yet)."""
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
-
-    op = AlterConfigOpType.SET if rate else AlterConfigOpType.DELETE
-    entries = [ConfigEntry(k, rate or "", incremental_operation=op) for k in RATE_KEYS]
-    resources = [
-        ConfigResource(ResourceType.BROKER, str(b), incremental_configs=entries)
-        for b in range(1, BROKERS + 1)
-    ]
     try:
-        for resource in resources:  # one BROKER resource per call (librdkafka)
-            for future in kafka.admin.incremental_alter_configs([resource]).values():
-                future.result(timeout=20)
+        for broker in range(1, BROKERS + 1):
+            kafka.alter("broker", str(broker), dict.fromkeys(RATE_KEYS, rate))
     except Exception:
         return False
     return True

@@ -146,18 +146,8 @@ def test_leftover_throttles_are_reported_and_kept(op: Operator, kafka: Kafka) ->
     )
     produce(op.info.bootstrap_servers, topic, 64 * 1024)
     # an earlier run's leftover, on a topic outside the plan
-    from confluent_kafka.admin import (  # type: ignore[attr-defined]
-        AlterConfigOpType,
-        ConfigEntry,
-        ConfigResource,
-        ResourceType,
-    )
-
     key = "leader.replication.throttled.replicas"
-    entry = ConfigEntry(key, "0:1", incremental_operation=AlterConfigOpType.SET)
-    resource = ConfigResource(ResourceType.TOPIC, other, incremental_configs=[entry])
-    for future in kafka.admin.incremental_alter_configs([resource]).values():
-        future.result(timeout=20)
+    kafka.alter("topic", other, {key: "0:1"})
     try:
         kafka.wait("the leftover throttle visible", lambda: bool(kafka.throttles([other])))
         _ok(op.run("expand", "-t", topic, "--rf", "2", "--dry-run", "--out", "l.json", *op.source))
@@ -177,15 +167,7 @@ def test_leftover_throttles_are_reported_and_kept(op: Operator, kafka: Kafka) ->
         assert kafka.throttles([topic]) == {}
         op.log += [x for x in text.splitlines() if "earlier runs" in x]
     finally:
-        resource = ConfigResource(
-            ResourceType.TOPIC,
-            other,
-            incremental_configs=[
-                ConfigEntry(key, "", incremental_operation=AlterConfigOpType.DELETE)
-            ],
-        )
-        for future in kafka.admin.incremental_alter_configs([resource]).values():
-            future.result(timeout=20)
+        kafka.alter("topic", other, {key: None})
     print("\n".join(op.log))
 
 
@@ -389,24 +371,6 @@ def test_pace_auto_rises_then_backs_off_at_a_load_step(
     assert steady.acked and set(steady.acked) <= read
 
 
-def _alter(kafka: Kafka, kind: str, name: str, values: dict[str, str | None]) -> None:
-    """Set (a value) or remove (None) configs of one topic or broker."""
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
-
-    entries = [
-        ConfigEntry(
-            k,
-            v or "",
-            incremental_operation=AlterConfigOpType.SET if v else AlterConfigOpType.DELETE,
-        )
-        for k, v in values.items()
-    ]
-    rtype = ResourceType.TOPIC if kind == "topic" else ResourceType.BROKER
-    resource = ConfigResource(rtype, name, incremental_configs=entries)
-    for future in kafka.admin.incremental_alter_configs([resource]).values():
-        future.result(timeout=20)
-
-
 @pytest.mark.timeout(300)
 def test_a_replica_catching_up_outside_the_plan_refuses_the_start(
     scratch: SandboxInfo, scratch_kafka: Kafka, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -442,8 +406,8 @@ def test_a_replica_catching_up_outside_the_plan_refuses_the_start(
         "follower.replication.throttled.replicas",
     )
     try:
-        _alter(kafka, "broker", str(x), {rate: "50000"})
-        _alter(kafka, "topic", lagging, {replicas: f"0:{x}"})
+        kafka.alter("broker", str(x), {rate: "50000"})
+        kafka.alter("topic", lagging, {replicas: f"0:{x}"})
         sandbox.stop_broker(op.info.name, x, wait=True)
         produce(op.info.bootstrap_servers, lagging, 6 * 1024 * 1024)
         sandbox.start_broker(op.info.name, x)
@@ -470,8 +434,8 @@ def test_a_replica_catching_up_outside_the_plan_refuses_the_start(
         op.log += warned
     finally:
         sandbox.start_broker(op.info.name, x)  # a no-op when it runs
-        _alter(kafka, "topic", lagging, {replicas: None})
-        _alter(kafka, "broker", str(x), {rate: None})
+        kafka.alter("topic", lagging, {replicas: None})
+        kafka.alter("broker", str(x), {rate: None})
         kafka.wait("the lagging replica in sync", lambda: x in kafka.partitions(lagging)[0][2])
     print("\n".join(op.log))
 

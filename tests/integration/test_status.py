@@ -127,11 +127,14 @@ def test_status_of_a_throttled_move_then_done(info: SandboxInfo, tmp_path: Path)
         assert table.returncode == 0, table.stderr  # not done yet, and still exit 0
         assert "moving" in table.stdout and "s.json:" in table.stdout
         log.append(table.stdout)
-        # read-only: the throttles apply set are untouched by status
+        # read-only: the throttles apply set are untouched by status (unless the apply, which
+        # a loaded machine may let finish meanwhile, had restored them before this read ended)
         listed = _data(kreplica(tmp_path, "throttles", *source, "--output", "json"))
-        assert any(
-            row["config"] == "follower.replication.throttled.rate" for row in listed["throttles"]
-        )
+        if '"throttle-restored"' not in journal.read_text():
+            assert any(
+                row["config"] == "follower.replication.throttled.rate"
+                for row in listed["throttles"]
+            ), listed
         out, err = apply.communicate(timeout=240)
         assert apply.returncode == 0, f"{out}\n{err}"
     finally:

@@ -141,6 +141,16 @@ class ApplyResult:
     # submitted by an earlier run, found done on resume (they finished while no kreplica ran)
     completed_meanwhile: list[Key] = field(default_factory=list)
     pace: dict[str, Any] | None = None  # --pace auto: rates, changes, canary figures
+    election: Election | None = None  # the leader election after the moves, when asked for
+
+
+@dataclass
+class Election:
+    """A preferred leader election after an apply: the partitions elected ("topic-p") and
+    those that kept their leader, with why."""
+
+    elected: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -176,8 +186,10 @@ class Applier:
         options: ApplyOptions,
         emit: Emit = lambda event: None,
         clock: _Clock | None = None,
+        source: Mapping[str, str] | None = None,
     ) -> None:
         self.cluster = cluster
+        self.source = dict(source) if source else None  # journalled: what --resume reconnects to
         self.submitter = submitter
         self.plan = plan
         self.journal = journal
@@ -293,6 +305,8 @@ class Applier:
                 "create": len(check.create),
                 "dir_moves": len(dir_todo),
                 "via": self.submitter.name,
+                **({"source": self.source} if self.source else {}),
+                **({"elect_leaders": True} if self.options.elect_leaders else {}),
             }
         )
         self._started = True

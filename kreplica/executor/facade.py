@@ -37,10 +37,14 @@ Emit = Callable[[dict[str, Any]], None]
 @dataclass
 class Connection:
     """A writable connection: `cluster` (kreplica.executor.kafka_cluster.KafkaCluster) and,
-    when the cluster was reached through ZooKeeper, that source (`zookeeper`)."""
+    when the cluster was reached through ZooKeeper, that source (`zookeeper`). `source`: how
+    the cluster was reached, without secrets ({"bootstrap_server", "zookeeper",
+    "command_config"} or {"cluster": NAME}); an apply journals it, so a resume knows where to
+    reconnect (journal_source)."""
 
     cluster: KafkaCluster
     zookeeper: Any = None
+    source: dict[str, str] | None = None
 
 
 @contextmanager
@@ -88,7 +92,8 @@ def connect(
         cluster = KafkaCluster(admin)
         cluster.offline = OfflineBrokerConfigs(cluster, zk)  # a down broker's throttles
         cluster.zookeeper = zk  # /controller: migration and the controller's age
-        connection = Connection(cluster, zk)
+        given = {"bootstrap_server": bootstrap_server, "zookeeper": zookeeper}
+        connection = Connection(cluster, zk, {k: v for k, v in given.items() if v})
         try:
             yield connection
         finally:
@@ -123,6 +128,14 @@ def journal_path(plan_path: Path) -> Path:
     from kreplica.executor.planfile import plan_siblings
 
     return plan_siblings(plan_path)["journal"]
+
+
+def journal_source(plan_path: Path) -> dict[str, str] | None:
+    """How the plan's last apply reached its cluster, as its journal recorded it (None: no
+    journal, or one written before kreplica recorded it)."""
+    from kreplica.executor.journal import Journal
+
+    return Journal(journal_path(plan_path)).state().source
 
 
 def journal_finished(path: Path) -> bool:
@@ -160,21 +173,38 @@ def apply(
     kreplica.executor.options.ApplyOptions (default: no throttle, one wave of everything);
     `plan`: the plan already loaded (load_plan_to_apply); `progress`: called with each of
     the journal's events as it happens (kreplica.render.progress.ProgressPrinter is one);
-    `via`: "kafka" (KIP-455) or "zookeeper" (/admin/reassign_partitions)."""
+    `via`: "kafka" (KIP-455) or "zookeeper" (/admin/reassign_partitions).
+
+    With `options.elect_leaders`, or when the journal says an earlier run of this plan asked
+    for it (a resumed drain), a preferred leader election for the plan's partitions follows
+    the moves (`result.election`, journalled as "elect")."""
     from kreplica.executor.apply import Applier
     from kreplica.executor.journal import Journal
 
     plan = plan if plan is not None else load_plan_to_apply(plan_path)
+    options = options if options is not None else ApplyOptions()
     journal = Journal(journal_path(plan_path))
+    emit = progress if progress is not None else (lambda event: None)
     applier = Applier(
         connection.cluster,
         _submitter(connection, via),
         plan,
         journal,
-        options if options is not None else ApplyOptions(),
-        progress if progress is not None else (lambda event: None),
+        options,
+        emit,
+        source=connection.source,
     )
-    return applier.run()
+    result = applier.run()
+    if options.elect_leaders or journal.state().elect_leaders:
+        from kreplica.executor.apply import Election
+
+        with journal.lock():  # no cancel or other apply of this plan meanwhile
+            elected, failed = elect_after_apply(connection, plan_path, plan=plan)
+            event = {"event": "elect", "elected": sorted(elected), "failed": failed}
+            journal.append(event)
+        emit(event)
+        result.election = Election(sorted(elected), failed)
+    return result
 
 
 def resume(
@@ -275,6 +305,7 @@ def elect_after_apply(
     connection: Connection,
     plan_path: Path,
     *,
+    plan: PlanFile | None = None,
     retry_s: float = 30.0,
     sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[list[str], dict[str, str]]:
@@ -282,7 +313,7 @@ def elect_after_apply(
     first replica (a drained leader's replacement, a reordered partition). A replica that just
     joined may need a moment to be in sync: what failed is retried for up to `retry_s`.
     Returns (the partitions elected, partition -> why not) as "topic-partition" names."""
-    plan = load_plan(plan_path)
+    plan = plan if plan is not None else load_plan(plan_path)
     keys = sorted({*plan.targets, *plan.new_partitions})
     failed: dict[str, str] = {}
     elected: list[str] = []

@@ -16,7 +16,7 @@ from kreplica.cli import output
 from kreplica.cli.common import console, has_source, parse_size, source_spec, state_folder
 from kreplica.cli.config import SourceSpec
 from kreplica.cli.options import Options, OutputFormat
-from kreplica.errors import UsageError
+from kreplica.errors import FLAGS, UsageError
 from kreplica.executor import facade
 from kreplica.executor.facade import Connection
 from kreplica.executor.options import ON_DRIFT, ORDERS, VIAS, ApplyOptions, Via
@@ -59,14 +59,13 @@ def plan_source(opts: Options, plan_path: Path) -> SourceSpec:
     if spec.cluster is None:
         spec = dataclasses.replace(spec, origin=f"the journal {journal}")
     from kreplica.cli.common import describe_source
-    from kreplica.cli.config import FLAG_NAMES, where_set
+    from kreplica.cli.config import where_set
 
     # errors name the journal the address came from, not a flag never given
     given_config = "command line" if opts.command_config else spec.origin
     names = where_set(spec, command_config_origin=given_config if spec.command_config else None)
     if spec.cluster is None:
-        flag = FLAG_NAMES[spec.kind]
-        names[flag] = f"the address in {journal} (or pass {flag})"
+        names[spec.kind] = f"the address in {journal} (or pass {FLAGS[spec.kind]})"
     output.state().flag_names = names
 
     if opts.output is OutputFormat.table:

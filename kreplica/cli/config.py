@@ -160,7 +160,7 @@ def _unescape(text: str, origin: str) -> str:
 
 def load_properties(path: str | Path) -> dict[str, str]:
     p = Path(path).expanduser()
-    text = read_user_file(p, "command config", fix="check --command-config")
+    text = read_user_file(p, "command config", fix="check `client_config`")
     return parse_properties(text, origin=str(p))
 
 
@@ -325,20 +325,21 @@ def resolve_source(
 
 
 def where_set(spec: SourceSpec, *, command_config_origin: str | None) -> dict[str, str]:
-    """Flag -> where the user really set it, for error messages: `check --zookeeper` is no help
-    when the address came from a cluster entry or a variable. `command_config_origin` is
-    "command line", an environment variable's name, or None when neither gave one."""
+    """Option (kreplica.errors.FLAGS' words) -> where the user really set it, for error
+    messages: `check --zookeeper` is no help when the address came from a cluster entry or a
+    variable. `command_config_origin` is "command line", an environment variable's name, or
+    None when neither gave one."""
     names: dict[str, str] = {}
     if spec.kind == "none" or spec.origin == "command line":
         return names
     if spec.origin.startswith("cluster "):
-        names[FLAG_NAMES[spec.kind]] = f"`{spec.kind}` of {spec.origin}"
+        names[spec.kind] = f"`{spec.kind}` of {spec.origin}"
         if command_config_origin is None:
-            names["--command-config"] = f"`command_config` / `client` of {spec.origin}"
+            names["client_config"] = f"`command_config` / `client` of {spec.origin}"
     else:
-        names[FLAG_NAMES[spec.kind]] = spec.origin  # the environment variable
+        names[spec.kind] = spec.origin  # the environment variable
     if command_config_origin not in (None, "command line"):
-        names["--command-config"] = str(command_config_origin)
+        names["client_config"] = str(command_config_origin)
     return names
 
 

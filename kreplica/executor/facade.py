@@ -79,11 +79,11 @@ def connect(
             if not brokers:
                 raise UsageError(
                     f"ZooKeeper at {zookeeper} lists no live broker with an address; "
-                    "pass --bootstrap-server"
+                    "give `bootstrap_server`"
                 )
             bootstrap = ",".join(f"{b.host}:{b.port}" for b in brokers)
         if not bootstrap:
-            raise UsageError("no cluster to connect to: give bootstrap_server or zookeeper")
+            raise UsageError("no cluster to connect to: give `bootstrap_server` or `zookeeper`")
         admin = AdminSource(
             bootstrap,
             client_config=dict(client_config) if client_config else None,
@@ -154,7 +154,7 @@ def _submitter(connection: Connection, via: Via) -> Any:
 
     if via == "zookeeper":
         if connection.zookeeper is None:
-            raise UsageError("--via zookeeper writes /admin/reassign_partitions: pass --zookeeper")
+            raise UsageError("`via` zookeeper writes /admin/reassign_partitions: give `zookeeper`")
         return ZooKeeperSubmitter(connection.zookeeper)
     return KafkaSubmitter(connection.cluster)
 

@@ -117,7 +117,7 @@ def _validate(
         adds = req.partitions is not None and req.partitions > current
         if adds and target_rf < 1:
             raise UsageError(
-                f"topic {req.topic!r} has no partitions to take the RF from; give --rf too"
+                f"topic {req.topic!r} has no partitions to take the RF from; give `rf` too"
             )
         if (grows or adds) and target_rf > len(eligible):
             raise PlanInfeasible(_too_few_brokers(req.topic, target_rf, eligible, why_not))
@@ -562,7 +562,7 @@ def _best_plan(
     if named_dead:  # a guard: the steps above never place a dead broker
         raise PlanInfeasible(
             f"internal check failed: the plan names dead brokers ({'; '.join(named_dead[:3])}); "
-            "rerun with --debug and report it"
+            "a bug: please report it"
         )
     topics = [r.topic for r in requests]
     findings.extend(_fallback_findings(ctx))

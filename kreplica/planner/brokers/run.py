@@ -33,6 +33,7 @@ def known_brokers(snapshot: ClusterSnapshot) -> set[int]:
 
 
 def check_known(flag: str, ids: Iterable[int], snapshot: ClusterSnapshot) -> None:
+    """`flag`: the option that named `ids`, in backticks (kreplica.errors.FLAGS' words)."""
     known = known_brokers(snapshot)
     unknown = sorted(set(ids) - known)
     if unknown:
@@ -187,7 +188,7 @@ class Run:
         if dead:  # a guard: the operations never place a dead broker
             raise PlanInfeasible(
                 f"internal check failed: the plan names dead brokers ({dead[0].topic}-"
-                f"{dead[0].partition} -> {list(dead[0].after)}); rerun with --debug and report it"
+                f"{dead[0].partition} -> {list(dead[0].after)}); a bug: please report it"
             )
         report = build_report(
             snapshot=self.snapshot,
@@ -256,9 +257,10 @@ def bytes_on(run: Run, brokers: Iterable[int]) -> dict[int, int]:
 
 def need_sizes(snapshot: ClusterSnapshot, by: str) -> None:
     if by not in BY:
-        raise UsageError(f"--by {by!r}: use count or bytes")
+        raise UsageError(f"`by` {by!r}: use count or bytes")
     if by == "bytes" and any(p.size_bytes is None for t in snapshot.topics for p in t.partitions):
         raise UsageError(
-            "--by bytes needs every partition's size and the source has none for some; "
-            "read the cluster with --bootstrap-server (DescribeLogDirs) or use --by count"
+            "`by` bytes needs every partition's size and the source has none for some; "
+            "read the cluster from the brokers (`bootstrap_server`: DescribeLogDirs) or use "
+            "`by` count"
         )

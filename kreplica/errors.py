@@ -41,6 +41,13 @@ FLAGS = {
     "resume": "--resume",
     "throttle": "--throttle",
     "via": "--via",
+    "on_drift": "--on-drift",
+    "additional": "--additional",
+    "allow_under_min_isr": "--allow-under-min-isr",
+    "allow_under_replicated": "--allow-under-replicated",
+    "controller_settle_s": "--controller-settle",
+    "window": "--window",
+    "window_tz": "--window-tz",
 }
 _OPTION = re.compile(r"`([a-z_]+)`")
 

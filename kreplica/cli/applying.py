@@ -316,7 +316,7 @@ def warn_stderr(event: dict[str, Any]) -> None:
     on stderr."""
     err = console(stderr=True)
     if event.get("event") == "warning":
-        err.print(f"warning: {event['message']}", markup=False)
+        err.print(f"warning: {output.cli_words(str(event['message']))}", markup=False)
     if event.get("event") == "throttle-restored":
         for broker, path in sorted((event.get("via") or {}).items()):
             err.print(f"broker {broker} is down: its throttle was cleared through {path}")

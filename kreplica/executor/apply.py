@@ -247,12 +247,12 @@ class Applier:
             if not (state.finished or state.cancelled):
                 raise UsageError(
                     f"{self.journal.path} shows an apply of this plan that did not finish; "
-                    "continue it with --resume, or stop it with kreplica cancel"
+                    "continue it with `resume`, or stop it with kreplica cancel"
                 )
         if self.options.resume and not events:
             raise UsageError(
-                f"--resume: no journal at {self.journal.path}, so nothing to resume; "
-                "apply without --resume"
+                f"`resume`: no journal at {self.journal.path}, so nothing to resume; "
+                "apply without `resume`"
             )
         submits = {
             (str(e["topic"]), int(e["partition"])): e for e in events if e.get("event") == "submit"
@@ -741,7 +741,7 @@ class Applier:
                 more = f" (and {len(drifted) - 3} more)" if len(drifted) > 3 else ""
                 raise StalePlan(
                     f"the cluster changed since this plan was made: {'; '.join(drifted[:3])}"
-                    f"{more}; make a new plan, or pass --on-drift skip to apply the rest"
+                    f"{more}; make a new plan, or pass `on_drift` skip to apply the rest"
                 )
             result.skipped += drifted
         return todo

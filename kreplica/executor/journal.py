@@ -351,7 +351,7 @@ class Journal:
         except OSError as exc:
             raise UsageError(
                 f"cannot write journal {str(self.path)!r} ({exc.strerror}); nothing more was "
-                "submitted; free the disk or fix permissions, then continue with --resume"
+                "submitted; free the disk or fix permissions, then continue with `resume`"
             ) from None
         self._last_seq = record["seq"]
         self._size = (self._size or 0) + len(line)

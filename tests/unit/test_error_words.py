@@ -14,12 +14,12 @@ from kreplica.model import Broker, ClusterSnapshot, Partition, Topic
 from kreplica.planner import PlanOptions, TopicRequest, make_plan
 
 REPO = Path(__file__).resolve().parents[2]
-# the library: what kreplica.api and the planner raise, and the sources and the facade
+# the library: what kreplica.api and the planner raise, and the sources and the executor
 # behind them
 LIBRARY = [
     REPO / "kreplica" / "api.py",
     REPO / "kreplica" / "model.py",
-    REPO / "kreplica" / "executor" / "facade.py",
+    *sorted((REPO / "kreplica" / "executor").rglob("*.py")),
     *sorted((REPO / "kreplica" / "planner").rglob("*.py")),
     *sorted((REPO / "kreplica" / "sources").rglob("*.py")),
 ]

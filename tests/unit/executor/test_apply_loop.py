@@ -153,7 +153,7 @@ def test_resume_waits_for_what_was_submitted_and_never_submits_it_twice(tmp_path
     with pytest.raises(KeyboardInterrupt):
         applier.run()
     assert len(cluster.submitted) == 2 and cluster.configs_set  # throttles stay while moving
-    with pytest.raises(UsageError, match="--resume"):
+    with pytest.raises(UsageError, match="`resume`"):
         _applier(tmp_path, cluster).run()
     cluster.polls = 1
     for state in cluster.moving.values():

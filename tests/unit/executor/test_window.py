@@ -43,9 +43,9 @@ def test_windows_plain_and_past_midnight() -> None:
     assert gap.is_open(noon) and not gap.is_open(noon.replace(second=15))
     assert gap.next_open(noon.replace(second=15)) == noon.replace(second=20, microsecond=0)
     for bad in ("9-17", "25:00-06:00", "22:60-06:00", "22:00", "22:00:60-06:00", "2:00:5-3:00"):
-        with pytest.raises(UsageError, match="--window"):
+        with pytest.raises(UsageError, match="`window`"):
             parse_window(bad)
-    with pytest.raises(UsageError, match="--window-tz 'Mars/Base'"):
+    with pytest.raises(UsageError, match="`window_tz` 'Mars/Base'"):
         parse_zone("Mars/Base")
     assert parse_zone("Europe/Paris") is not None and parse_zone(None) is None
 

@@ -36,7 +36,7 @@ def replace_plan(
             raise PlanInfeasible(
                 f"broker {new} already holds a replica of {key[0]}-{key[1]} "
                 f"{list(run.work[key])}, so it cannot take broker {old}'s; drain broker {old} "
-                "instead (kreplica.planner.brokers.drain_plan, `kreplica drain`)"
+                "instead"
             )
         dead = run.has_dead(key, besides=[old])
         if dead:

@@ -120,7 +120,7 @@ def apply(
     plan_path: PathLike,
     options: ApplyOptions | None = None,
     *,
-    progress: Callable[[dict[str, Any]], None] | None = None,
+    progress: Callable[[Mapping[str, Any]], None] | None = None,
     via: Via = "kafka",
 ) -> ApplyResult:
     """Apply a written plan and wait until it is done: preflight (right cluster, no drift,
@@ -138,7 +138,7 @@ def resume(
     plan_path: PathLike,
     options: ApplyOptions | None = None,
     *,
-    progress: Callable[[dict[str, Any]], None] | None = None,
+    progress: Callable[[Mapping[str, Any]], None] | None = None,
     via: Via = "kafka",
 ) -> ApplyResult:
     """Continue an interrupted apply from its journal: nothing is submitted twice."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -311,7 +311,7 @@ def run_apply(
     return data
 
 
-def warn_stderr(event: dict[str, Any]) -> None:
+def warn_stderr(event: Mapping[str, Any]) -> None:
     """Warnings and the ways throttles came off, for a command without a progress display,
     on stderr."""
     err = console(stderr=True)

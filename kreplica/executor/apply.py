@@ -24,7 +24,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from kreplica.errors import (
     ExitCode,
@@ -38,12 +38,14 @@ from kreplica.errors import (
     UsageError,
     VerificationFailed,
 )
+from kreplica.executor import events as ev
 from kreplica.executor import throttle_records
 from kreplica.executor.authz import CLUSTER, Need, apply_needs, throttle_needs
 from kreplica.executor.canary import CANARY_TOPIC, Canary, canary_assignment
 from kreplica.executor.cancelguard import cancel_risks, refusal_text
 from kreplica.executor.dirmoves import DirKey, ReplicaLog, is_done
 from kreplica.executor.dirmoves import copied as dir_copied
+from kreplica.executor.events import Emit
 from kreplica.executor.journal import Journal, fold
 from kreplica.executor.kafka_cluster import BrokerDown
 from kreplica.executor.moves import Move
@@ -77,7 +79,6 @@ from kreplica.model import ClusterSnapshot
 Key = tuple[str, int]
 MISMATCH_GRACE_S = 5.0  # how long a finished move may show other replicas (metadata lag)
 Resource = tuple[str, str]
-Emit = Callable[[dict[str, Any]], None]
 CREATE_BATCH = 500  # KRaft refuses one huge CreatePartitions batch
 # While moves run, a failed read of the cluster (a broker just killed is still in the metadata
 # for a few seconds, so DescribeLogDirs to it fails) is retried this long before apply gives up
@@ -220,7 +221,7 @@ class Applier:
                 raise
             except _Cancelled:
                 in_flight = self.cluster.in_flight()
-                event: dict[str, Any] = {"event": "cancel", "partitions": []}
+                event: ev.Cancel = {"event": "cancel", "partitions": []}
                 forced = _marker_forced(cancel_marker(self.journal))
                 if forced:  # `cancel --force` overrode the guard: on the record
                     event["forced"] = forced
@@ -294,21 +295,22 @@ class Applier:
             return result
         self._safe_start(in_flight)  # refused: nothing written, no journal
         self._require_permissions(check, dir_todo)  # refused: nothing written, no journal
-        self.journal.append(
-            {
-                "event": "start",
-                "plan": str(self.plan.path),
-                "cluster_id": snapshot.cluster_id,
-                "resume": self.options.resume,
-                "todo": len(check.todo),
-                "waiting": len(check.waiting),
-                "create": len(check.create),
-                "dir_moves": len(dir_todo),
-                "via": self.submitter.name,
-                **({"source": self.source} if self.source else {}),
-                **({"elect_leaders": True} if self.options.elect_leaders else {}),
-            }
-        )
+        start: ev.Start = {
+            "event": "start",
+            "plan": str(self.plan.path),
+            "cluster_id": snapshot.cluster_id,
+            "resume": self.options.resume,
+            "todo": len(check.todo),
+            "waiting": len(check.waiting),
+            "create": len(check.create),
+            "dir_moves": len(dir_todo),
+            "via": self.submitter.name,
+        }
+        if self.source:
+            start["source"] = self.source
+        if self.options.elect_leaders:
+            start["elect_leaders"] = True
+        self.journal.append(start)
         self._started = True
         self._journal_complete(meanwhile)
         sizes = {(t.name, p.partition): p.size_bytes for t in snapshot.topics for p in t.partitions}
@@ -415,7 +417,7 @@ class Applier:
                 break
             if not waited:
                 until = datetime.fromtimestamp(self.clock.wall() + seconds, tz=UTC)
-                event = {
+                event: ev.WindowWait = {
                     "event": "window-wait",
                     "wave": number,
                     "reason": reason,
@@ -469,7 +471,7 @@ class Applier:
                 "latencies": [],
             }
         )
-        event = {
+        event: ev.PaceStart = {
             "event": "pace-start",
             "rate": settings.floor,
             "ceiling": settings.ceiling,
@@ -547,7 +549,7 @@ class Applier:
             return
         self._set_rate(decision.rate)
         self._pace_log["changes"] += 1
-        event = {
+        event: ev.Pace = {
             "event": "pace",
             "rate": decision.rate,
             "previous": decision.previous,
@@ -607,7 +609,9 @@ class Applier:
             "canary_records": len(latencies),
         }
 
-    def _report_leftovers(self, when: str, set_here: Mapping[Resource, Mapping[str, str]]) -> None:
+    def _report_leftovers(
+        self, when: Literal["start", "end"], set_here: Mapping[Resource, Mapping[str, str]]
+    ) -> None:
         """Replication throttles on the cluster that this apply did not set (left by earlier
         runs, or someone else's): journalled and shown, never changed. At the end, a value this
         run set and just restored may still read as set for a moment (ZooKeeper mode applies
@@ -1179,7 +1183,7 @@ class Applier:
 
     def _replica_stall_event(
         self, late: Mapping[tuple[Key, int], float], snapshot: ClusterSnapshot
-    ) -> dict[str, Any]:
+    ) -> ev.Stall:
         """A stall line for new replicas that stopped growing: the partitions, the receiving
         brokers and why (down, or alive and not copying)."""
         live = snapshot.live_broker_ids()
@@ -1207,7 +1211,7 @@ class Applier:
 
     def _stall_event(
         self, pending: Mapping[Key, Sequence[int]], snapshot: ClusterSnapshot, seconds: float
-    ) -> dict[str, Any]:
+    ) -> ev.Stall:
         live = snapshot.live_broker_ids()
         parts = {(t.name, p.partition): p for t in snapshot.topics for p in t.partitions}
         brokers: set[int] = set()
@@ -1372,7 +1376,7 @@ def cancel_plan(
     try:
         with journal.lock():
             if ours:
-                event: dict[str, Any] = {
+                event: ev.Cancel = {
                     "event": "cancel",
                     "partitions": [_key_text(k) for k in ours],
                 }

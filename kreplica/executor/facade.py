@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kreplica.errors import UsageError
+from kreplica.executor.events import Elect, Emit
 from kreplica.executor.options import ApplyOptions, Via
 
 if TYPE_CHECKING:  # the backends load only when used
@@ -31,7 +32,6 @@ if TYPE_CHECKING:  # the backends load only when used
     from kreplica.model import ClusterSnapshot
 
 Key = tuple[str, int]
-Emit = Callable[[dict[str, Any]], None]
 
 
 @dataclass
@@ -200,7 +200,7 @@ def apply(
 
         with journal.lock():  # no cancel or other apply of this plan meanwhile
             elected, failed = elect_after_apply(connection, plan_path, plan=plan)
-            event = {"event": "elect", "elected": sorted(elected), "failed": failed}
+            event: Elect = {"event": "elect", "elected": sorted(elected), "failed": failed}
             journal.append(event)
         emit(event)
         result.election = Election(sorted(elected), failed)

@@ -55,9 +55,12 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from kreplica.errors import InputError, ReassignmentInProgress, UsageError
+
+if TYPE_CHECKING:
+    from kreplica.executor.events import Record
 
 Key = tuple[str, int]
 Resource = tuple[str, str]
@@ -322,8 +325,9 @@ class Journal:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def append(self, event: Mapping[str, Any]) -> dict[str, Any]:
+    def append(self, entry: Record) -> dict[str, Any]:
         """Write one event (fsynced) and return it as written, with `seq` and `ts`."""
+        event: Mapping[str, Any] = entry
         kind = event.get("event")
         if not isinstance(kind, str) or not kind:
             raise ValueError(f"a journal event needs an 'event' type: {dict(event)!r}")

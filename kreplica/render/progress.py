@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 from rich.console import Console
@@ -51,7 +51,7 @@ class ProgressPrinter:
         self._last_line = -1e9
         self._status: Any = None
 
-    def __call__(self, event: dict[str, Any]) -> None:
+    def __call__(self, event: Mapping[str, Any]) -> None:
         if self.json_lines:
             self.err.write(json.dumps(event, sort_keys=True) + "\n")
             self.err.flush()

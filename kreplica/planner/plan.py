@@ -12,7 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kreplica.errors import PlanInfeasible, UsageError
-from kreplica.model import ClusterSnapshot, Finding, Partition, PartitionChange, Plan, Topic
+from kreplica.model import (
+    ClusterSnapshot,
+    Finding,
+    Partition,
+    PartitionChange,
+    Plan,
+    PlanReport,
+    Topic,
+)
 from kreplica.planner.balance import TopicUnits, balance_units, lowest_bound
 from kreplica.planner.context import PlanContext
 from kreplica.planner.degraded import (
@@ -644,7 +652,7 @@ def _forced_by_layout(topic_now: Topic, ctx: PlanContext, mine: Sequence[Partiti
 
 
 def _imbalance_findings(
-    report: dict[str, object],
+    report: PlanReport,
     snapshot: ClusterSnapshot,
     ctx: PlanContext,
     changes: Sequence[PartitionChange],

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 from kreplica.errors import PlanInfeasible, UsageError
-from kreplica.model import ClusterSnapshot, Finding, Plan
+from kreplica.model import ClusterSnapshot, Finding, Plan, PlanReport
 from kreplica.planner.brokers.run import (
     Key,
     Run,
@@ -361,7 +361,7 @@ def _drain_leaders(
     return changed
 
 
-def _spreads_without(run: Run, drained: frozenset[int]) -> dict[str, object]:
+def _spreads_without(run: Run, drained: frozenset[int]) -> PlanReport:
     """Replica spreads over the brokers that stay (a drained broker's 0 says nothing)."""
     stay = run.ctx.eligible
     before: dict[str, dict[int, int]] = {t.name: dict.fromkeys(stay, 0) for t in run.topics}

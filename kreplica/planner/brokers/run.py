@@ -7,7 +7,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kreplica.errors import PlanInfeasible, UsageError
-from kreplica.model import ClusterSnapshot, Finding, Partition, PartitionChange, Plan, Topic
+from kreplica.model import (
+    ClusterSnapshot,
+    Finding,
+    Partition,
+    PartitionChange,
+    Plan,
+    PlanReport,
+    Topic,
+)
 from kreplica.planner.context import PlanContext
 from kreplica.planner.degraded import refuse_in_flight
 from kreplica.planner.disk import DiskGuard, finish_plan
@@ -173,7 +181,7 @@ class Run:
             )
         )
 
-    def plan(self, operation: str, extra: dict[str, object] | None = None) -> Plan:
+    def plan(self, operation: str, extra: PlanReport | None = None) -> Plan:
         changes: list[PartitionChange] = []
         for key in sorted(self.work):
             part = self.parts[key]
@@ -218,7 +226,7 @@ def leader_spreads(
     eligible: Sequence[int],
     parts: dict[Key, Partition],
     work: dict[Key, list[int]],
-) -> dict[str, object]:
+) -> PlanReport:
     """Preferred-leader spread over the eligible brokers, before and after."""
     before = dict.fromkeys(eligible, 0)
     after = dict.fromkeys(eligible, 0)

@@ -23,7 +23,7 @@ from typing import Any
 
 from kreplica.errors import UsageError
 from kreplica.executor import facade
-from kreplica.executor.apply import ApplyResult
+from kreplica.executor.apply_base import ApplyResult
 from kreplica.executor.facade import Connection, connect
 from kreplica.executor.options import ApplyOptions, Via
 from kreplica.executor.verify import Difference

@@ -24,7 +24,7 @@ from kreplica.executor.events import Elect, Emit
 from kreplica.executor.options import ApplyOptions, Via
 
 if TYPE_CHECKING:  # the backends load only when used
-    from kreplica.executor.apply import ApplyResult
+    from kreplica.executor.apply_base import ApplyResult
     from kreplica.executor.kafka_cluster import KafkaCluster
     from kreplica.executor.planfile import PlanFile
     from kreplica.executor.status import PartitionStatus, StatusSummary
@@ -196,7 +196,7 @@ def apply(
     )
     result = applier.run()
     if options.elect_leaders or journal.state().elect_leaders:
-        from kreplica.executor.apply import Election
+        from kreplica.executor.apply_base import Election
 
         with journal.lock():  # no cancel or other apply of this plan meanwhile
             elected, failed = elect_after_apply(connection, plan_path, plan=plan)
@@ -238,7 +238,7 @@ def cancel(
 ) -> tuple[list[Key], bool]:
     """Cancel the plan's reassignments in flight (they return to their old replicas) and
     restore its throttles; returns (the partitions cancelled, whether an apply is running)."""
-    from kreplica.executor.apply import cancel_plan
+    from kreplica.executor.cancel import cancel_plan
     from kreplica.executor.journal import Journal
 
     plan = plan if plan is not None else load_plan(plan_path)

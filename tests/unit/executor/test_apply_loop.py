@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from kreplica.errors import KreplicaError, UsageError
-from kreplica.executor.apply import Applier, _Clock, cancel_marker, cancel_plan
+from kreplica.executor.apply import Applier
+from kreplica.executor.apply_base import _Clock
+from kreplica.executor.cancel import cancel_marker, cancel_plan
 from kreplica.executor.journal import Journal
 from kreplica.executor.options import ApplyOptions
 from kreplica.executor.planfile import PlanFile

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kreplica.executor import facade
-from kreplica.executor.apply import _Clock
+from kreplica.executor.apply_base import _Clock
 from kreplica.executor.journal import Journal
 from kreplica.executor.options import ApplyOptions
 from kreplica.model import Broker, ClusterSnapshot, Partition, Topic

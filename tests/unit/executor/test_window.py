@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from kreplica.errors import UsageError
-from kreplica.executor.apply import Applier, _Clock
+from kreplica.executor.apply import Applier
+from kreplica.executor.apply_base import _Clock
 from kreplica.executor.journal import Journal
 from kreplica.executor.options import ApplyOptions
 from kreplica.executor.window import Window, budget_wait, parse_window, parse_zone

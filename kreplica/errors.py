@@ -48,6 +48,7 @@ FLAGS = {
     "controller_settle_s": "--controller-settle",
     "window": "--window",
     "window_tz": "--window-tz",
+    "max_bytes_per_hour": "--max-bytes-per-hour",
 }
 _OPTION = re.compile(r"`([a-z_]+)`")
 

@@ -284,7 +284,7 @@ def run_apply(
                 f"{format_bytes(int(pace['ceiling']))}/s); {p99_text}",
                 markup=False,
             )
-        if result.leaders_off:
+        if result.leaders_off and result.election is None:  # else the election says it
             out.print(
                 f"{len(result.leaders_off)} partition(s) are led by a replica other than the "
                 f"preferred one; `kreplica elect {plan_path}` moves leadership back",

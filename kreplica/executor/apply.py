@@ -319,7 +319,7 @@ class Applier(Waiting, DirMoves):
             self.emit(
                 {
                     "event": "warning",
-                    "message": f"--allow-under-replicated: starting although "
+                    "message": f"`allow_under_replicated`: starting although "
                     f"{len(checked.under_replicated)} partition(s) outside the plan are "
                     f"under-replicated ({names}{f' and {more} more' if more > 0 else ''})",
                 }

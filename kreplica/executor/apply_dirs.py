@@ -199,8 +199,8 @@ class DirMoves(ApplierState):
                         "partitions": [f"{t}-{p}@{b}" for t, p, b in sorted(pending)],
                         "brokers": sorted({b for _, _, b in pending}),
                         "down": [],
-                        "hint": "check the dir throttle (--resume --throttle RATE raises it), "
-                        "the brokers' logs and disks, or stop it with kreplica cancel",
+                        "hint": "check the dir throttle (`resume` with a higher `throttle` raises "
+                        "it), the brokers' logs and disks, or stop it with kreplica cancel",
                     }
                 )
                 last_progress = now

@@ -66,7 +66,7 @@ class Pacing(ApplierState):
             elif budget is not None:
                 size = self._bytes_total(wave) or 0
                 seconds = budget_wait(self._waves_started, self.clock.wall(), size, budget)
-                reason = f"--max-bytes-per-hour {budget}: {size} more bytes would pass it"
+                reason = f"`max_bytes_per_hour` {budget}: {size} more bytes would pass it"
             if seconds <= 0:
                 break
             if not waited:

@@ -175,8 +175,8 @@ class Waiting(Pacing):
         hint = "; ".join(reasons) + (
             ": bring them back (the move then completes) or stop it with kreplica cancel"
             if down
-            else ": check the throttle (--resume --throttle RATE raises it), those brokers' "
-            "logs and disks, or stop it with kreplica cancel"
+            else ": check the throttle (`resume` with a higher `throttle` raises it), those "
+            "brokers' logs and disks, or stop it with kreplica cancel"
         )
         return {
             "event": "stall",
@@ -202,8 +202,8 @@ class Waiting(Pacing):
             f"broker(s) {', '.join(map(str, down))} are down: bring them back (the move then "
             "completes) or stop it with kreplica cancel"
             if down
-            else "check the throttle (--resume --throttle RATE raises it), the brokers' logs "
-            "and disk, or stop it with kreplica cancel"
+            else "check the throttle (`resume` with a higher `throttle` raises it), the brokers' "
+            "logs and disk, or stop it with kreplica cancel"
         )
         return {
             "event": "stall",

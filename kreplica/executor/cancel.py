@@ -89,7 +89,7 @@ def cancel_plan(
         emit(
             {
                 "event": "warning",
-                "message": f"--force: {risk.name} returns to {list(risk.original)} with "
+                "message": f"`force`: {risk.name} returns to {list(risk.original)} with "
                 f"{len(risk.kept)} live in-sync replica(s), under min.insync.replicas "
                 f"{risk.needed}",
             }

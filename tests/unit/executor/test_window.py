@@ -120,7 +120,7 @@ def test_the_byte_budget_spaces_the_waves(tmp_path: Path) -> None:
     _, journal = _run(tmp_path, clock, max_bytes_per_hour=30)
     waits = [e for e in journal if e["event"] == "window-wait"]
     assert len(waits) == 1 and waits[0]["wave"] == 2
-    assert "--max-bytes-per-hour 30" in waits[0]["reason"]
+    assert "`max_bytes_per_hour` 30" in waits[0]["reason"]
 
 
 class Interrupted(Exception):

@@ -82,7 +82,7 @@ def connect(spec: SourceSpec) -> Iterator[Connection]:
     if spec.kind == "snapshot" or spec.kind == "none":
         raise UsageError(
             "this command changes or watches a live cluster; pass --bootstrap-server HOST:PORT, "
-            "--zookeeper HOST:PORT or --cluster NAME instead of --snapshot"
+            "--zookeeper HOST:PORT or --cluster NAME instead of `snapshot`"
         )
     with facade.connect(
         bootstrap_server=spec.bootstrap_server,

@@ -133,3 +133,16 @@ def test_the_record_names_a_cluster_entry_and_never_holds_client_secrets(
         "command_config": str(props),
     }
     assert "s3" not in json.dumps([by_name.record(), by_flags.record()])
+
+
+def test_a_journal_naming_a_cluster_entry_uses_that_entry(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    address = f"127.0.0.1:{_closed_port()}"
+    config = tmp_path / "clusters.toml"
+    config.write_text(f'[clusters.prod]\nbootstrap_server = "{address}"\n')
+    plan = _plan(tmp_path, {"cluster": "prod"})
+    result = run_cli(["apply", str(plan), "--resume"], {**env, "KREPLICA_CONFIG": str(config)})
+    assert result.code == ExitCode.SOURCE, result.stderr
+    assert f"cluster: bootstrap {address} (from cluster 'prod' in {config})" in result.stderr
+    assert f"check `bootstrap_server` of cluster 'prod' in {config}" in result.stderr

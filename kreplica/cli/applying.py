@@ -100,7 +100,12 @@ def _one_of(value: str, choices: tuple[Choice, ...]) -> Choice | None:
     return next((choice for choice in choices if choice == value), None)
 
 
-def _via(opts: Options) -> Via:
+def _via(opts: Options, plan_path: Path | None = None) -> Via:
+    """--via; not given: kafka, or for --resume the way the interrupted apply submitted (a
+    move in /admin/reassign_partitions is waited for, not submitted again through the API)."""
+    if opts.via is None:
+        recorded = facade.journal_via(plan_path) if opts.resume and plan_path else None
+        return "zookeeper" if recorded == "zookeeper" else "kafka"
     via = _one_of(opts.via, VIAS)
     if via is None:
         raise UsageError(f"--via {opts.via!r}: use kafka or zookeeper")
@@ -212,7 +217,12 @@ def run_apply(
     try:
         with connect(spec) as connection:
             result = facade.apply(
-                connection, plan_path, options, plan=plan, progress=printer, via=_via(opts)
+                connection,
+                plan_path,
+                options,
+                plan=plan,
+                progress=printer,
+                via=_via(opts, plan_path),
             )
             clear_pending(connection)
     except KeyboardInterrupt:

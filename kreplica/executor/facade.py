@@ -138,6 +138,14 @@ def journal_source(plan_path: Path) -> dict[str, str] | None:
     return Journal(journal_path(plan_path)).state().source
 
 
+def journal_via(plan_path: Path) -> str | None:
+    """The way the plan's last apply submitted ("kafka" or "zookeeper"), as its journal
+    recorded it (None: no journal)."""
+    from kreplica.executor.journal import Journal
+
+    return Journal(journal_path(plan_path)).state().via
+
+
 def journal_finished(path: Path) -> bool:
     """The journal's apply finished or was cancelled (its plan may be overwritten)."""
     from kreplica.executor.journal import Journal

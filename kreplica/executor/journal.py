@@ -129,6 +129,7 @@ class JournalState:
     plan_fingerprint: str | None = None  # from the first start that has one
     cluster_id: str | None = None  # from the first start that has one
     source: dict[str, str] | None = None  # from the last start that has one
+    via: str | None = None  # the submitter of the last start that names one
     elect_leaders: bool = False  # a start asked for an election after the moves
     starts: int = 0  # 1 + the number of resumes
     submitted: dict[Key, tuple[int, ...]] = field(default_factory=dict)  # last target submitted
@@ -194,6 +195,8 @@ def fold(events: list[dict[str, Any]]) -> JournalState:
             if isinstance(source, dict) and source:
                 state.source = {str(k): str(v) for k, v in source.items() if v is not None}
             state.elect_leaders = state.elect_leaders or bool(event.get("elect_leaders"))
+            if event.get("via") is not None:
+                state.via = str(event["via"])
         elif kind in ("throttle-set", "throttle-pending"):
             resource = (str(event["kind"]), str(event["name"]))
             values = event.get("values") or {}

@@ -2,13 +2,14 @@
 clusters (a topic of its own; ZooKeeper mode reached through --zookeeper, KRaft through
 --bootstrap-server).
 
-The drain is stopped with Ctrl-C (SIGINT) once its first move is submitted; its last line is
+The drain (two waves; ZooKeeper mode through /admin/reassign_partitions, `--via zookeeper`) is
+stopped with Ctrl-C (SIGINT) once its first wave is submitted; its last line is
 `... continue with `kreplica apply d.json --resume` ...`. That command, run as printed (plus a
 faster throttle for the running move) and with no cluster source, reconnects to the cluster
-the journal recorded, finishes the moves and runs the preferred leader election the drain runs
-after its moves, journalled as "elect". `kreplica verify d.json` (no source either) exits 0,
-and every partition of the plan is led by its preferred replica, read back through the
-AdminClient.
+the journal recorded, submits the second wave the way the drain did, and runs the preferred
+leader election the drain runs after its moves, journalled as "elect". `kreplica verify d.json`
+(no source either) exits 0, and every partition of the plan is led by its preferred replica,
+read back through the AdminClient.
 """
 
 from __future__ import annotations
@@ -84,8 +85,11 @@ def test_an_interrupted_drain_resumes_as_printed_with_its_election(
         else ["--bootstrap-server", info.bootstrap_servers]
     )
     args = ["drain", "--brokers", str(DRAINED), "-t", topic, "--yes", "--out", "d.json"]
+    # two waves, so the resume has one to submit; ZooKeeper mode through /admin/reassign_partitions
+    via = "zookeeper" if info.zookeeper else "kafka"
+    args += ["--max-partitions", "2", "--via", via, "--throttle", "60KB/s"]
     drain = subprocess.Popen(
-        [sys.executable, "-m", "kreplica", *args, "--throttle", "60KB/s", *source],
+        [sys.executable, "-m", "kreplica", *args, *source],
         cwd=tmp_path,
         env=_env(tmp_path),
         stdout=subprocess.PIPE,
@@ -120,8 +124,12 @@ def test_an_interrupted_drain_resumes_as_printed_with_its_election(
 
         events = op.journal("d.json")
         kinds = [e["event"] for e in events]
-        # a second start unless the moves finished while no kreplica ran (then only a finish)
         assert kinds.count("finish") == 1, kinds
+        # the resume submitted the second wave, the way the drain did (no --via given)
+        starts = [e for e in events if e["event"] == "start"]
+        assert len(starts) == 2 and starts[1]["resume"] is True, kinds
+        assert [s["via"] for s in starts] == [via, via]
+        assert starts[1]["source"] == starts[0]["source"]
         assert kinds.index("elect") > kinds.index("finish")  # after the moves
         elect = next(e for e in events if e["event"] == "elect")
         assert elect["failed"] == {}

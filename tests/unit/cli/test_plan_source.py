@@ -146,3 +146,17 @@ def test_a_journal_naming_a_cluster_entry_uses_that_entry(
     assert result.code == ExitCode.SOURCE, result.stderr
     assert f"cluster: bootstrap {address} (from cluster 'prod' in {config})" in result.stderr
     assert f"check `bootstrap_server` of cluster 'prod' in {config}" in result.stderr
+
+
+def test_a_resume_submits_the_way_the_interrupted_apply_did(tmp_path: Path) -> None:
+    from kreplica.cli.applying import _via
+    from kreplica.cli.options import Options
+
+    plan = _plan(tmp_path, {"zookeeper": "zk:2181"})
+    Journal(tmp_path / "p.journal.jsonl").append(
+        {"event": "start", "plan": str(plan), "cluster_id": "c", "resume": True, "todo": 1,
+         "waiting": 0, "create": 0, "dir_moves": 0, "via": "zookeeper"}
+    )  # fmt: skip
+    assert _via(Options(resume=True), plan) == "zookeeper"  # as the journal says
+    assert _via(Options(resume=True, via="kafka"), plan) == "kafka"  # --via wins
+    assert _via(Options(), plan) == "kafka"  # a new apply: the default

@@ -13,8 +13,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kreplica.cli import output
-from kreplica.cli.common import console, has_source, parse_size, source_spec, state_folder
-from kreplica.cli.config import SourceSpec
+from kreplica.cli.common import (
+    console,
+    describe_source,
+    has_source,
+    parse_size,
+    source_spec,
+    state_folder,
+)
+from kreplica.cli.config import SourceSpec, config_path, load_clusters, resolve_source, where_set
 from kreplica.cli.options import Options, OutputFormat
 from kreplica.errors import FLAGS, UsageError
 from kreplica.executor import facade
@@ -31,8 +38,6 @@ def plan_source(opts: Options, plan_path: Path) -> SourceSpec:
     the config file's default cluster."""
     if has_source(opts):
         return source_spec(opts)
-    from kreplica.cli.config import config_path, load_clusters, resolve_source
-
     journal = facade.journal_path(plan_path)
     recorded = facade.journal_source(plan_path) if journal.exists() else None
     if recorded is None:
@@ -58,9 +63,6 @@ def plan_source(opts: Options, plan_path: Path) -> SourceSpec:
     )
     if spec.cluster is None:
         spec = dataclasses.replace(spec, origin=f"the journal {journal}")
-    from kreplica.cli.common import describe_source
-    from kreplica.cli.config import where_set
-
     # errors name the journal the address came from, not a flag never given
     given_config = "command line" if opts.command_config else spec.origin
     names = where_set(spec, command_config_origin=given_config if spec.command_config else None)

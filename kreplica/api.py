@@ -23,7 +23,7 @@ from typing import Any
 
 from kreplica.errors import UsageError
 from kreplica.executor import facade
-from kreplica.executor.apply import ApplyResult
+from kreplica.executor.apply_base import ApplyResult
 from kreplica.executor.facade import Connection, connect
 from kreplica.executor.options import ApplyOptions, Via
 from kreplica.executor.verify import Difference
@@ -120,7 +120,7 @@ def apply(
     plan_path: PathLike,
     options: ApplyOptions | None = None,
     *,
-    progress: Callable[[dict[str, Any]], None] | None = None,
+    progress: Callable[[Mapping[str, Any]], None] | None = None,
     via: Via = "kafka",
 ) -> ApplyResult:
     """Apply a written plan and wait until it is done: preflight (right cluster, no drift,
@@ -138,7 +138,7 @@ def resume(
     plan_path: PathLike,
     options: ApplyOptions | None = None,
     *,
-    progress: Callable[[dict[str, Any]], None] | None = None,
+    progress: Callable[[Mapping[str, Any]], None] | None = None,
     via: Via = "kafka",
 ) -> ApplyResult:
     """Continue an interrupted apply from its journal: nothing is submitted twice."""

@@ -1,12 +1,68 @@
 """Every error kreplica raises, and the one exit-code enum the CLI maps them to.
 
 The library raises; only the CLI turns an error into an exit code and a one-line message.
-Each message names the problem and what to do about it.
+Each message names the problem and what to do about it, and an option in the library's own
+words, in backticks: `rf`, `skip_in_flight`, `bootstrap_server` (the parameters of
+kreplica.api, PlanOptions and ApplyOptions). FLAGS is the one table of what the command lines
+(the CLI, the fleet job) call them; `flag_words` puts a message in their words.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from enum import IntEnum, unique
+
+FLAGS = {
+    # where the cluster is
+    "snapshot": "--snapshot",
+    "zookeeper": "--zookeeper",
+    "bootstrap_server": "--bootstrap-server",
+    "client_config": "--command-config",
+    "cluster": "--cluster",
+    # what to plan
+    "rf": "--rf",
+    "partitions": "--partitions",
+    "brokers": "--brokers",
+    "exclude_brokers": "--exclude-brokers",
+    "old": "--broker",  # replace_plan's: the broker replaced
+    "new": "--with",  # and the one taking its replicas
+    "by": "--by",
+    "max_moves": "--max-moves",
+    "max_bytes": "--max-bytes",
+    "strategy": "--strategy",
+    "seed": "--seed",
+    "force": "--force",
+    "replace_dead": "--replace-dead",
+    "skip_in_flight": "--skip-in-flight",
+    "disk_headroom": "--disk-headroom",
+    "count": "--sample",  # sample_keys': keys read from a topic
+    # how to apply
+    "resume": "--resume",
+    "throttle": "--throttle",
+    "via": "--via",
+    "on_drift": "--on-drift",
+    "additional": "--additional",
+    "allow_under_min_isr": "--allow-under-min-isr",
+    "allow_under_replicated": "--allow-under-replicated",
+    "controller_settle_s": "--controller-settle",
+    "window": "--window",
+    "window_tz": "--window-tz",
+    "max_bytes_per_hour": "--max-bytes-per-hour",
+}
+_OPTION = re.compile(r"`([a-z_]+)`")
+
+
+def flag_words(message: str, where: Mapping[str, str] | None = None) -> str:
+    """`message` with each option in backticks said as a command line says it: `where`'s
+    text for it when given (where the user really set it), else its flag (FLAGS); anything
+    else in backticks is left as it is."""
+
+    def swap(match: re.Match[str]) -> str:
+        option = match.group(1)
+        return (where or {}).get(option) or FLAGS.get(option) or match.group(0)
+
+    return _OPTION.sub(swap, message)
 
 
 @unique

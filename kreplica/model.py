@@ -11,6 +11,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from kreplica.errors import UnknownTopicError
 
@@ -271,6 +272,71 @@ class Finding:
     partition: int | None = None
 
 
+class PlanReport(TypedDict, total=False):
+    """The numbers a plan carries (kreplica.planner.report.build_report, the array planner's
+    report_arrays, and what the broker operations add), as the plan document and `--output
+    json` hold them. Every key may be missing: a report read back from an older plan document
+    lacks later ones."""
+
+    strategy: str
+    topics: list[str]
+    eligible_brokers: list[int]
+    # movement against the lower bound
+    partitions_changed: int
+    partitions_created: int
+    replicas_added: int
+    replicas_removed: int
+    existing_replicas_moved: int
+    lower_bound_replicas_added: int
+    lower_bound_replicas_removed: int
+    bytes_to_move: int | None  # None: the source has no partition sizes
+    bytes_lower_bound: int | None
+    cross_rack_bytes: int | None  # None: no sizes, or no racks
+    leaders_changed: int
+    rack_violations_before: int
+    rack_violations_after: int
+    # per broker
+    broker_replicas_before: dict[int, int]
+    broker_replicas_peak: dict[int, int]  # while every move of the plan is in flight
+    broker_replicas_after: dict[int, int]
+    broker_leaders_before: dict[int, int]  # the actual leaders
+    broker_preferred_leaders_before: dict[int, int]
+    broker_leaders_after: dict[int, int]  # preferred (first) replicas after
+    broker_bytes_in: dict[int, int]
+    broker_bytes_out: dict[int, int]
+    # spreads (max - min replicas per broker)
+    topic_spread_before: dict[str, int]
+    topic_spread_after: dict[str, int]
+    cluster_spread_before: int
+    cluster_spread_after: int
+    spread_scope: str  # drain: over the brokers that stay
+    fallbacks: list[dict[str, object]]  # {topic, partition, reason}: a strategy gave way
+    placement_from: dict[str, str]  # topic -> the layout its new replicas follow
+    disk: dict[str, object]  # kreplica.planner.disk.disk_report
+    sizes_read: bool  # False: planned with --no-sizes
+    # the broker operations (kreplica.planner.brokers)
+    operation: str  # drain, add-brokers, replace, rebalance
+    leader_spread_before: int
+    leader_spread_after: int
+    drained_brokers: list[int]
+    keep_rack_share: bool
+    replicas_left_on_drained: int
+    partitions_led_by_drained: int
+    preferred_leader_changes: dict[str, list[int]]  # "topic-p" -> [old, new] preferred leader
+    new_brokers: list[int]
+    by: str  # count or bytes
+    share: int
+    new_broker_deficit: dict[int, int]
+    lower_bound_moves: int
+    max_moves: int | None
+    max_bytes: int | None
+    leaders_reordered: int
+    broker_bytes_before: dict[int, int]
+    broker_bytes_after: dict[int, int]
+    replaced_broker: int
+    replacement_broker: int
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     """What to change, computed from one snapshot. Only changed partitions are listed."""
@@ -280,7 +346,7 @@ class Plan:
     strategy: str
     # A tuple, or from the array planner a lazy sequence over arrays (kreplica/columns.py)
     changes: Sequence[PartitionChange]
-    report: Mapping[str, object] = field(default_factory=dict)
+    report: PlanReport = field(default_factory=PlanReport)
     findings: tuple[Finding, ...] = ()
 
     @property

@@ -520,9 +520,9 @@ def apply(*, plan_file: PlanFileArg, opts: Options) -> None:
     throttles for the moving replicas only, waves, progress, a journal for --resume, and the
     throttles put back when done.
     """
-    from kreplica.cli import apply_cmd, common
+    from kreplica.cli import apply_cmd, applying
 
-    apply_cmd.apply(opts, common.source_spec(opts), plan_file)
+    apply_cmd.apply(opts, applying.plan_source(opts, plan_file), plan_file)
 
 
 @app.command()
@@ -532,9 +532,9 @@ def verify(*, plan_file: PlanFileArg, opts: Options) -> None:
 
     Exit 0 only when every partition of the plan is as planned and none is moving.
     """
-    from kreplica.cli import apply_cmd, common
+    from kreplica.cli import apply_cmd, applying
 
-    apply_cmd.verify(opts, common.source_spec(opts), plan_file)
+    apply_cmd.verify(opts, applying.plan_source(opts, plan_file), plan_file)
 
 
 @app.command()
@@ -561,9 +561,9 @@ def status(
     tiered-topic, follower-lagging, not-submitted, unknown. Exit 0 whenever it could report,
     done or not (kreplica verify is the pass/fail check).
     """
-    from kreplica.cli import common, status_cmd
+    from kreplica.cli import applying, status_cmd
 
-    status_cmd.status(opts, common.source_spec(opts), plan_file, interval=interval)
+    status_cmd.status(opts, applying.plan_source(opts, plan_file), plan_file, interval=interval)
 
 
 @app.command()
@@ -586,9 +586,9 @@ def cancel(
     Refused (exit 10, nothing changed) when a partition would be left under its
     min.insync.replicas, e.g. an original replica's broker is down.
     """
-    from kreplica.cli import apply_cmd, common
+    from kreplica.cli import apply_cmd, applying
 
-    apply_cmd.cancel(opts, common.source_spec(opts), plan_file, force=force)
+    apply_cmd.cancel(opts, applying.plan_source(opts, plan_file), plan_file, force=force)
 
 
 @app.command()
@@ -606,9 +606,10 @@ def elect(
     opts: Options,
 ) -> None:
     """Preferred leader election. Leadership goes back to each partition's first replica."""
-    from kreplica.cli import apply_cmd, common
+    from kreplica.cli import apply_cmd, applying, common
 
-    apply_cmd.elect(opts, common.source_spec(opts), plan_file, topic or [])
+    spec = common.source_spec(opts) if plan_file is None else applying.plan_source(opts, plan_file)
+    apply_cmd.elect(opts, spec, plan_file, topic or [])
 
 
 @app.command()

@@ -5,17 +5,25 @@ command that applies what it planned; the work is kreplica.executor.facade's."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 from kreplica.cli import output
-from kreplica.cli.common import console, parse_size, state_folder
-from kreplica.cli.config import SourceSpec
+from kreplica.cli.common import (
+    console,
+    describe_source,
+    has_source,
+    parse_size,
+    source_spec,
+    state_folder,
+)
+from kreplica.cli.config import SourceSpec, config_path, load_clusters, resolve_source, where_set
 from kreplica.cli.options import Options, OutputFormat
-from kreplica.errors import UsageError
+from kreplica.errors import FLAGS, UsageError
 from kreplica.executor import facade
 from kreplica.executor.facade import Connection
 from kreplica.executor.options import ON_DRIFT, ORDERS, VIAS, ApplyOptions, Via
@@ -23,13 +31,60 @@ from kreplica.executor.options import ON_DRIFT, ORDERS, VIAS, ApplyOptions, Via
 Choice = TypeVar("Choice", bound=str)
 
 
+def plan_source(opts: Options, plan_path: Path) -> SourceSpec:
+    """The cluster a command on a plan file works on: the source given (flags, variables,
+    --cluster), else the one the plan's journal recorded (where its apply ran: so the
+    `kreplica apply PLAN.json --resume` an interrupted apply prints works as written), else
+    the config file's default cluster."""
+    if has_source(opts):
+        return source_spec(opts)
+    journal = facade.journal_path(plan_path)
+    recorded = facade.journal_source(plan_path) if journal.exists() else None
+    if recorded is None:
+        if opts.resume and not journal.exists():
+            raise UsageError(
+                f"--resume: no journal at {journal}, so nothing to resume; apply without --resume"
+            )
+        if journal.exists() and not load_clusters(config_path(os.environ), required=False).get(
+            "default"
+        ):
+            raise UsageError(
+                f"no cluster source given, and {journal} does not record one (written by an "
+                "older kreplica); pass --bootstrap-server HOST:PORT, --zookeeper HOST:PORT or "
+                "--cluster NAME"
+            )
+        return source_spec(opts)  # the default cluster, or the usual "no cluster source" error
+    spec = resolve_source(
+        cluster=recorded.get("cluster"),
+        zookeeper=recorded.get("zookeeper"),
+        bootstrap_server=recorded.get("bootstrap_server"),
+        command_config=opts.command_config or recorded.get("command_config"),
+        timeout_s=opts.timeout,
+    )
+    if spec.cluster is None:
+        spec = dataclasses.replace(spec, origin=f"the journal {journal}")
+    # errors name the journal the address came from, not a flag never given
+    given_config = "command line" if opts.command_config else spec.origin
+    names = where_set(spec, command_config_origin=given_config if spec.command_config else None)
+    if spec.cluster is None:
+        names[spec.kind] = f"the address in {journal} (or pass {FLAGS[spec.kind]})"
+    output.state().flag_names = names
+
+    if opts.output is OutputFormat.table:
+        console(stderr=True).print(
+            f"cluster: {describe_source(spec)}", markup=False, soft_wrap=True
+        )
+    return spec
+
+
 @contextmanager
 def connect(spec: SourceSpec) -> Iterator[Connection]:
-    """A writable connection to the cluster the source names (kreplica.executor.facade)."""
+    """A writable connection to the cluster the source names (kreplica.executor.facade); an
+    apply journals the source (SourceSpec.record), for a resume given none."""
     if spec.kind == "snapshot" or spec.kind == "none":
         raise UsageError(
             "this command changes or watches a live cluster; pass --bootstrap-server HOST:PORT, "
-            "--zookeeper HOST:PORT or --cluster NAME instead of --snapshot"
+            "--zookeeper HOST:PORT or --cluster NAME instead of `snapshot`"
         )
     with facade.connect(
         bootstrap_server=spec.bootstrap_server,
@@ -38,6 +93,7 @@ def connect(spec: SourceSpec) -> Iterator[Connection]:
         zk_auth=spec.zk_auth or None,
         timeout_s=spec.timeout_s,
     ) as connection:
+        connection.source = spec.record()
         yield connection
 
 
@@ -46,7 +102,12 @@ def _one_of(value: str, choices: tuple[Choice, ...]) -> Choice | None:
     return next((choice for choice in choices if choice == value), None)
 
 
-def _via(opts: Options) -> Via:
+def _via(opts: Options, plan_path: Path | None = None) -> Via:
+    """--via; not given: kafka, or for --resume the way the interrupted apply submitted (a
+    move in /admin/reassign_partitions is waited for, not submitted again through the API)."""
+    if opts.via is None:
+        recorded = facade.journal_via(plan_path) if opts.resume and plan_path else None
+        return "zookeeper" if recorded == "zookeeper" else "kafka"
     via = _one_of(opts.via, VIAS)
     if via is None:
         raise UsageError(f"--via {opts.via!r}: use kafka or zookeeper")
@@ -138,13 +199,18 @@ def apply_options(opts: Options) -> ApplyOptions:
     )
 
 
-def run_apply(opts: Options, spec: SourceSpec, plan_path: Path) -> dict[str, Any]:
+def run_apply(
+    opts: Options, spec: SourceSpec, plan_path: Path, *, elect_leaders: bool = False
+) -> dict[str, Any]:
     """Apply the plan at `plan_path` (and its plan document) with progress; returns the
-    result as the JSON envelope's data."""
+    result as the JSON envelope's data. `elect_leaders`: a preferred leader election for the
+    plan's partitions follows the moves (drain, replace, rebalance); a resume runs it when the
+    journal says the apply asked for it."""
     from kreplica.render.progress import ProgressPrinter
     from kreplica.render.text import format_bytes
 
     options = apply_options(opts)  # bad flags fail before anything connects
+    options = dataclasses.replace(options, elect_leaders=elect_leaders)
     # before connecting: an empty plan is refused with nothing touched
     plan = facade.load_plan_to_apply(plan_path)
     journal_path = facade.journal_path(plan_path)
@@ -153,7 +219,12 @@ def run_apply(opts: Options, spec: SourceSpec, plan_path: Path) -> dict[str, Any
     try:
         with connect(spec) as connection:
             result = facade.apply(
-                connection, plan_path, options, plan=plan, progress=printer, via=_via(opts)
+                connection,
+                plan_path,
+                options,
+                plan=plan,
+                progress=printer,
+                via=_via(opts, plan_path),
             )
             clear_pending(connection)
     except KeyboardInterrupt:
@@ -183,6 +254,11 @@ def run_apply(opts: Options, spec: SourceSpec, plan_path: Path) -> dict[str, Any
         "completed_while_down": [f"{t}-{p}" for t, p in result.completed_meanwhile],
         "pace": result.pace,
     }
+    if result.election is not None:
+        data["election"] = {
+            "elected": result.election.elected,
+            "failed": result.election.failed,
+        }
     if not json_mode:
         out = console()
         if result.completed_meanwhile:
@@ -220,7 +296,7 @@ def run_apply(opts: Options, spec: SourceSpec, plan_path: Path) -> dict[str, Any
                 f"{format_bytes(int(pace['ceiling']))}/s); {p99_text}",
                 markup=False,
             )
-        if result.leaders_off:
+        if result.leaders_off and result.election is None:  # else the election says it
             out.print(
                 f"{len(result.leaders_off)} partition(s) are led by a replica other than the "
                 f"preferred one; `kreplica elect {plan_path}` moves leadership back",
@@ -230,15 +306,29 @@ def run_apply(opts: Options, spec: SourceSpec, plan_path: Path) -> dict[str, Any
             out.print(
                 f"left out (changed since the plan): {'; '.join(result.skipped)}", markup=False
             )
+        if result.election is not None:
+            elected, failed = result.election.elected, result.election.failed
+            out.print(
+                f"preferred leader elected on {len(elected)} partition(s)"
+                + ("" if elected or failed else " (every leader was on its preferred replica)"),
+                markup=False,
+            )
+            for name, err in sorted(failed.items()):
+                # a failed election leaves the apply successful: leadership is not data
+                out.print(
+                    f"{name}: {err}; retry with `kreplica elect {plan_path}`",
+                    style="warning",
+                    markup=False,
+                )
     return data
 
 
-def warn_stderr(event: dict[str, Any]) -> None:
+def warn_stderr(event: Mapping[str, Any]) -> None:
     """Warnings and the ways throttles came off, for a command without a progress display,
     on stderr."""
     err = console(stderr=True)
     if event.get("event") == "warning":
-        err.print(f"warning: {event['message']}", markup=False)
+        err.print(f"warning: {output.cli_words(str(event['message']))}", markup=False)
     if event.get("event") == "throttle-restored":
         for broker, path in sorted((event.get("via") or {}).items()):
             err.print(f"broker {broker} is down: its throttle was cleared through {path}")

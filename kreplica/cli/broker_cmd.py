@@ -7,11 +7,9 @@ rebalance run a preferred leader election for the plan's partitions once an appl
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from kreplica.cli.common import (
-    console,
     parse_broker_ids,
     parse_headroom,
     parse_log_dirs_mode,
@@ -21,7 +19,7 @@ from kreplica.cli.common import (
     topic_names,
     topics_pattern,
 )
-from kreplica.cli.options import Options, OutputFormat
+from kreplica.cli.options import Options
 from kreplica.cli.present import show_plan
 from kreplica.errors import UsageError
 
@@ -52,36 +50,6 @@ def _topic_names(snap: Any, topics: list[str], regex: str | None) -> list[str] |
     return topic_names(snap, topics, topics_pattern(regex))
 
 
-def elect_after(opts: Options, spec: Any) -> Any:
-    """After an applied plan: preferred leader election for its partitions that are led off
-    their first replica (a drained leader's replacement, a reordered rebalance partition).
-    A replica that just joined may need a moment to be in sync: retried for up to 30 s."""
-
-    def run(plan_path: Path, result: dict[str, Any]) -> dict[str, Any] | None:
-        from kreplica.cli.applying import connect
-        from kreplica.executor import facade
-
-        with connect(spec) as connection:
-            elected, failed = facade.elect_after_apply(connection, plan_path, retry_s=30)
-        data = {"elected": sorted(elected), "failed": failed}
-        if opts.output is not OutputFormat.json:
-            out = console()
-            out.print(
-                f"preferred leader elected on {len(elected)} partition(s)"
-                + ("" if elected or failed else " (every leader was on its preferred replica)"),
-                markup=False,
-            )
-            for name, err in sorted(failed.items()):
-                out.print(
-                    f"{name}: {err}; retry with `kreplica elect {plan_path}`",
-                    style="warning",
-                    markup=False,
-                )
-        return data  # a failed election leaves the apply successful: leadership is not data
-
-    return run
-
-
 def drain(
     opts: Options,
     *,
@@ -101,7 +69,7 @@ def drain(
     )
     scope = "" if names is None else f" ({', '.join(names[:5])}{' ...' if len(names) > 5 else ''})"
     title = f"drain broker(s) {', '.join(map(str, sorted(ids)))}{scope}"
-    show_plan(opts, spec, snap, plan, title, after_apply=elect_after(opts, spec))
+    show_plan(opts, spec, snap, plan, title, elect_leaders=True)
 
 
 def add_brokers(opts: Options, *, brokers: str, by: str) -> None:
@@ -122,7 +90,7 @@ def replace(opts: Options, *, broker: int, with_broker: int) -> None:
     snap = read_cluster(spec)
     plan = replace_plan(snap, broker, with_broker, options=_plan_options(opts))
     title = f"replace broker {broker} with {with_broker}"
-    show_plan(opts, spec, snap, plan, title, after_apply=elect_after(opts, spec))
+    show_plan(opts, spec, snap, plan, title, elect_leaders=True)
 
 
 def rebalance(opts: Options, *, by: str, max_moves: int | None, max_bytes: str | None) -> None:
@@ -140,4 +108,4 @@ def rebalance(opts: Options, *, by: str, max_moves: int | None, max_bytes: str |
     limits.append(f"max {max_bytes}" if max_bytes is not None else "")
     shown = ", ".join(x for x in limits if x)
     title = f"rebalance by {by}" + (f" ({shown})" if shown else "")
-    show_plan(opts, spec, snap, plan, title, after_apply=elect_after(opts, spec))
+    show_plan(opts, spec, snap, plan, title, elect_leaders=True)

@@ -146,7 +146,8 @@ def _sizes_not_read(plan: Plan) -> Plan:
     import dataclasses
     from collections.abc import Mapping
 
-    report: dict[str, Any] = {**plan.report, "sizes_read": False}
+    report = plan.report.copy()
+    report["sizes_read"] = False
     disk = report.get("disk")
     if isinstance(disk, Mapping) and disk.get("unchecked"):
         report["disk"] = {**disk, "unchecked": "--no-sizes: no disk sizes read"}

@@ -55,8 +55,15 @@ def has_source(opts: Options) -> bool:
         or opts.zookeeper
         or opts.bootstrap_server
         or opts.cluster
-        or os.environ.get("KREPLICA_CLUSTER")
-        or os.environ.get("KREPLICA_BOOTSTRAP_SERVER")
+        or any(
+            os.environ.get(name)
+            for name in (
+                "KREPLICA_CLUSTER",
+                "KREPLICA_SNAPSHOT",
+                "KREPLICA_ZOOKEEPER",
+                "KREPLICA_BOOTSTRAP_SERVER",
+            )
+        )
     )
 
 

@@ -45,6 +45,20 @@ class SourceSpec:
     zk_auth: list[tuple[str, str]] = field(default_factory=list)
     timeout_s: float = DEFAULT_TIMEOUT_S
     origin: str = "command line"  # where the choice came from, for messages
+    cluster: str | None = None  # the clusters.toml entry it came from
+    command_config: str | None = None  # the --command-config file (absolute), when one was given
+
+    def record(self) -> dict[str, str]:
+        """The source as an apply's journal records it, for a resume given no source: the
+        cluster entry's name, else the addresses and the command config's path (never the
+        client config itself: it may hold secrets)."""
+        given: dict[str, str | None] = (
+            {"cluster": self.cluster}
+            if self.cluster is not None
+            else {"bootstrap_server": self.bootstrap_server, "zookeeper": self.zookeeper}
+        )
+        given["command_config"] = self.command_config
+        return {k: v for k, v in given.items() if v}
 
     @property
     def kind(self) -> str:
@@ -146,7 +160,7 @@ def _unescape(text: str, origin: str) -> str:
 
 def load_properties(path: str | Path) -> dict[str, str]:
     p = Path(path).expanduser()
-    text = read_user_file(p, "command config", fix="check --command-config")
+    text = read_user_file(p, "command config", fix="check `client_config`")
     return parse_properties(text, origin=str(p))
 
 
@@ -241,6 +255,8 @@ def _cluster_spec(
         zk_auth=[(a[0], a[1]) for a in zk_auth_raw],
         timeout_s=float(timeout),
         origin=f"cluster {name!r} in {path}",
+        cluster=name,
+        command_config=base.command_config,
     )
 
 
@@ -262,7 +278,10 @@ def resolve_source(
     env = os.environ if env is None else env
     command_config = command_config or env.get("KREPLICA_COMMAND_CONFIG") or None
     client = load_properties(command_config) if command_config else {}
-    base = SourceSpec(client_config=client, timeout_s=timeout_s or DEFAULT_TIMEOUT_S)
+    config_file = str(Path(command_config).expanduser().absolute()) if command_config else None
+    base = SourceSpec(
+        client_config=client, timeout_s=timeout_s or DEFAULT_TIMEOUT_S, command_config=config_file
+    )
     flags = {"snapshot": snapshot, "zookeeper": zookeeper, "bootstrap_server": bootstrap_server}
     flagged = [k for k, v in flags.items() if v]
     if cluster and flagged:
@@ -306,20 +325,21 @@ def resolve_source(
 
 
 def where_set(spec: SourceSpec, *, command_config_origin: str | None) -> dict[str, str]:
-    """Flag -> where the user really set it, for error messages: `check --zookeeper` is no help
-    when the address came from a cluster entry or a variable. `command_config_origin` is
-    "command line", an environment variable's name, or None when neither gave one."""
+    """Option (kreplica.errors.FLAGS' words) -> where the user really set it, for error
+    messages: `check --zookeeper` is no help when the address came from a cluster entry or a
+    variable. `command_config_origin` is "command line", an environment variable's name, or
+    None when neither gave one."""
     names: dict[str, str] = {}
     if spec.kind == "none" or spec.origin == "command line":
         return names
     if spec.origin.startswith("cluster "):
-        names[FLAG_NAMES[spec.kind]] = f"`{spec.kind}` of {spec.origin}"
+        names[spec.kind] = f"`{spec.kind}` of {spec.origin}"
         if command_config_origin is None:
-            names["--command-config"] = f"`command_config` / `client` of {spec.origin}"
+            names["client_config"] = f"`command_config` / `client` of {spec.origin}"
     else:
-        names[FLAG_NAMES[spec.kind]] = spec.origin  # the environment variable
+        names[spec.kind] = spec.origin  # the environment variable
     if command_config_origin not in (None, "command line"):
-        names["--command-config"] = str(command_config_origin)
+        names["client_config"] = str(command_config_origin)
     return names
 
 
@@ -327,5 +347,9 @@ def _with_source(base: SourceSpec, key: str, value: str | None, origin: str) -> 
     values: dict[str, Any] = dict.fromkeys(SOURCE_KEYS)
     values[key] = value
     return SourceSpec(
-        client_config=base.client_config, timeout_s=base.timeout_s, origin=origin, **values
+        client_config=base.client_config,
+        timeout_s=base.timeout_s,
+        origin=origin,
+        command_config=base.command_config,
+        **values,
     )

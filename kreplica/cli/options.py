@@ -83,7 +83,7 @@ class Options:
     max_bytes_per_hour: str | None = None
     stall_timeout: float = 300.0
     resume: bool = False
-    via: str = "kafka"
+    via: str | None = None  # None: kafka, or for --resume the way the journal records
 
 
 def _param(name: str, annotation: Any, default: Any) -> inspect.Parameter:
@@ -690,16 +690,16 @@ APPLY = [
     _param(
         "via",
         Annotated[
-            str,
+            str | None,
             typer.Option(
                 "--via",
                 metavar="kafka|zookeeper",
                 help="Submit through kafka (KIP-455, default) or zookeeper "
-                "(/admin/reassign_partitions).",
+                "(/admin/reassign_partitions); --resume: as the interrupted apply did.",
                 rich_help_panel=APPLY_PANEL,
             ),
         ],
-        "kafka",
+        None,
     ),
 ]
 

@@ -12,7 +12,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from kreplica.errors import ExitCode, KreplicaError
+from kreplica.errors import ExitCode, KreplicaError, flag_words
 
 ENVELOPE_VERSION = 1
 OUTPUT_FORMATS = ("table", "json", "markdown")
@@ -28,7 +28,8 @@ class RunState:
     debug: bool = False
     no_color: bool = False
     envelope_sent: bool = False
-    # flag -> where it was really set (a --cluster entry, a variable), for error messages
+    # option (kreplica.errors.FLAGS) -> where it was really set (a --cluster entry, a variable), for
+    # error messages
     flag_names: dict[str, str] = field(default_factory=dict)
     # what Ctrl-C leaves behind, set by a command once it starts changing the cluster
     interrupt_note: str = ""
@@ -279,17 +280,15 @@ def report_error(exc: BaseException, code: ExitCode, *, code_name: str, message:
     return int(code)
 
 
-def name_where_set(message: str) -> str:
-    """`check --zookeeper HOST:PORT` -> `check `zookeeper` of cluster 'prod' in FILE` when the
-    source came from there (the run state's flag_names)."""
-    for flag, where in state().flag_names.items():
-        pattern = re.escape(flag) + r"(?: HOST:PORT(?:\[/chroot\])?| FILE)?(?![\w-])"
-        message = re.sub(pattern, where.replace("\\", "\\\\"), message)
-    return message
+def cli_words(message: str) -> str:
+    """A library message in the command line's words (kreplica.errors.flag_words: `rf` ->
+    --rf), an option a cluster entry or a variable set named as set there (`zookeeper` ->
+    `zookeeper` of cluster 'prod' in FILE)."""
+    return flag_words(message, state().flag_names)
 
 
 def report_kreplica_error(exc: KreplicaError) -> int:
-    message = name_where_set(exc.message)
+    message = cli_words(exc.message)
     return report_error(exc, exc.exit_code, code_name=exc.code, message=message)
 
 

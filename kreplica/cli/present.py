@@ -22,9 +22,6 @@ from kreplica.errors import UsageError
 from kreplica.model import ClusterSnapshot, Plan
 
 Files = dict[str, Path]
-# after_apply(plan_path, apply_result): what runs once an apply finished (e.g. an election);
-# what it returns joins the JSON envelope as `after_apply`
-AfterApply = Callable[[Path, dict[str, Any]], dict[str, Any] | None]
 
 
 @dataclass(frozen=True)
@@ -39,7 +36,8 @@ class Presentation:
     view: Callable[[Any], None]  # the table (or text) on a console
     next_steps: Callable[[Any, Files | None], None]  # after the view when not applying
     markdown: Callable[[], str] | None = None  # None: markdown shows the table view
-    after_apply: AfterApply | None = None
+    # a preferred leader election follows the apply (journalled: a resume runs it too)
+    elect_leaders: bool = False
 
 
 def present_and_apply(opts: Options, spec: SourceSpec, shown: Presentation) -> None:
@@ -89,13 +87,10 @@ def present_and_apply(opts: Options, spec: SourceSpec, shown: Presentation) -> N
         from kreplica.cli.applying import run_apply
 
         assert out_path is not None
-        result = run_apply(opts, spec, out_path)
-        extra = shown.after_apply(out_path, result) if shown.after_apply is not None else None
+        result = run_apply(opts, spec, out_path, elect_leaders=shown.elect_leaders)
         if opts.output is OutputFormat.json:
             data["files"] = {k: str(v) for k, v in files.items()}
             data["apply"] = result
-            if extra is not None:
-                data["after_apply"] = extra
     if opts.output is OutputFormat.json:
         print_json_data(data)
 
@@ -109,8 +104,9 @@ def show_plan(
     snap: ClusterSnapshot,
     plan: Plan,
     title: str,
-    after_apply: AfterApply | None = None,
     impact: dict[str, Any] | None = None,
+    *,
+    elect_leaders: bool = False,
 ) -> None:
     """A replica plan through the one show / --out / apply path (kreplica.cli.present)."""
     source = describe_source(spec)
@@ -171,7 +167,7 @@ def show_plan(
             view=view,
             next_steps=next_steps,
             markdown=markdown,
-            after_apply=after_apply,
+            elect_leaders=elect_leaders,
         ),
     )
 

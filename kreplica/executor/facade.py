@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kreplica.errors import UsageError
+from kreplica.executor.events import Elect, Emit
 from kreplica.executor.options import ApplyOptions, Via
 
 if TYPE_CHECKING:  # the backends load only when used
-    from kreplica.executor.apply import ApplyResult
+    from kreplica.executor.apply_base import ApplyResult
     from kreplica.executor.kafka_cluster import KafkaCluster
     from kreplica.executor.planfile import PlanFile
     from kreplica.executor.status import PartitionStatus, StatusSummary
@@ -31,16 +32,19 @@ if TYPE_CHECKING:  # the backends load only when used
     from kreplica.model import ClusterSnapshot
 
 Key = tuple[str, int]
-Emit = Callable[[dict[str, Any]], None]
 
 
 @dataclass
 class Connection:
     """A writable connection: `cluster` (kreplica.executor.kafka_cluster.KafkaCluster) and,
-    when the cluster was reached through ZooKeeper, that source (`zookeeper`)."""
+    when the cluster was reached through ZooKeeper, that source (`zookeeper`). `source`: how
+    the cluster was reached, without secrets ({"bootstrap_server", "zookeeper",
+    "command_config"} or {"cluster": NAME}); an apply journals it, so a resume knows where to
+    reconnect (journal_source)."""
 
     cluster: KafkaCluster
     zookeeper: Any = None
+    source: dict[str, str] | None = None
 
 
 @contextmanager
@@ -75,11 +79,11 @@ def connect(
             if not brokers:
                 raise UsageError(
                     f"ZooKeeper at {zookeeper} lists no live broker with an address; "
-                    "pass --bootstrap-server"
+                    "give `bootstrap_server`"
                 )
             bootstrap = ",".join(f"{b.host}:{b.port}" for b in brokers)
         if not bootstrap:
-            raise UsageError("no cluster to connect to: give bootstrap_server or zookeeper")
+            raise UsageError("no cluster to connect to: give `bootstrap_server` or `zookeeper`")
         admin = AdminSource(
             bootstrap,
             client_config=dict(client_config) if client_config else None,
@@ -88,7 +92,8 @@ def connect(
         cluster = KafkaCluster(admin)
         cluster.offline = OfflineBrokerConfigs(cluster, zk)  # a down broker's throttles
         cluster.zookeeper = zk  # /controller: migration and the controller's age
-        connection = Connection(cluster, zk)
+        given = {"bootstrap_server": bootstrap_server, "zookeeper": zookeeper}
+        connection = Connection(cluster, zk, {k: v for k, v in given.items() if v})
         try:
             yield connection
         finally:
@@ -125,6 +130,22 @@ def journal_path(plan_path: Path) -> Path:
     return plan_siblings(plan_path)["journal"]
 
 
+def journal_source(plan_path: Path) -> dict[str, str] | None:
+    """How the plan's last apply reached its cluster, as its journal recorded it (None: no
+    journal, or one written before kreplica recorded it)."""
+    from kreplica.executor.journal import Journal
+
+    return Journal(journal_path(plan_path)).state().source
+
+
+def journal_via(plan_path: Path) -> str | None:
+    """The way the plan's last apply submitted ("kafka" or "zookeeper"), as its journal
+    recorded it (None: no journal)."""
+    from kreplica.executor.journal import Journal
+
+    return Journal(journal_path(plan_path)).state().via
+
+
 def journal_finished(path: Path) -> bool:
     """The journal's apply finished or was cancelled (its plan may be overwritten)."""
     from kreplica.executor.journal import Journal
@@ -141,7 +162,7 @@ def _submitter(connection: Connection, via: Via) -> Any:
 
     if via == "zookeeper":
         if connection.zookeeper is None:
-            raise UsageError("--via zookeeper writes /admin/reassign_partitions: pass --zookeeper")
+            raise UsageError("`via` zookeeper writes /admin/reassign_partitions: give `zookeeper`")
         return ZooKeeperSubmitter(connection.zookeeper)
     return KafkaSubmitter(connection.cluster)
 
@@ -160,21 +181,38 @@ def apply(
     kreplica.executor.options.ApplyOptions (default: no throttle, one wave of everything);
     `plan`: the plan already loaded (load_plan_to_apply); `progress`: called with each of
     the journal's events as it happens (kreplica.render.progress.ProgressPrinter is one);
-    `via`: "kafka" (KIP-455) or "zookeeper" (/admin/reassign_partitions)."""
+    `via`: "kafka" (KIP-455) or "zookeeper" (/admin/reassign_partitions).
+
+    With `options.elect_leaders`, or when the journal says an earlier run of this plan asked
+    for it (a resumed drain), a preferred leader election for the plan's partitions follows
+    the moves (`result.election`, journalled as "elect")."""
     from kreplica.executor.apply import Applier
     from kreplica.executor.journal import Journal
 
     plan = plan if plan is not None else load_plan_to_apply(plan_path)
+    options = options if options is not None else ApplyOptions()
     journal = Journal(journal_path(plan_path))
+    emit = progress if progress is not None else (lambda event: None)
     applier = Applier(
         connection.cluster,
         _submitter(connection, via),
         plan,
         journal,
-        options if options is not None else ApplyOptions(),
-        progress if progress is not None else (lambda event: None),
+        options,
+        emit,
+        source=connection.source,
     )
-    return applier.run()
+    result = applier.run()
+    if options.elect_leaders or journal.state().elect_leaders:
+        from kreplica.executor.apply_base import Election
+
+        with journal.lock():  # no cancel or other apply of this plan meanwhile
+            elected, failed = elect_after_apply(connection, plan_path, plan=plan)
+            event: Elect = {"event": "elect", "elected": sorted(elected), "failed": failed}
+            journal.append(event)
+        emit(event)
+        result.election = Election(sorted(elected), failed)
+    return result
 
 
 def resume(
@@ -208,7 +246,7 @@ def cancel(
 ) -> tuple[list[Key], bool]:
     """Cancel the plan's reassignments in flight (they return to their old replicas) and
     restore its throttles; returns (the partitions cancelled, whether an apply is running)."""
-    from kreplica.executor.apply import cancel_plan
+    from kreplica.executor.cancel import cancel_plan
     from kreplica.executor.journal import Journal
 
     plan = plan if plan is not None else load_plan(plan_path)
@@ -275,6 +313,7 @@ def elect_after_apply(
     connection: Connection,
     plan_path: Path,
     *,
+    plan: PlanFile | None = None,
     retry_s: float = 30.0,
     sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[list[str], dict[str, str]]:
@@ -282,7 +321,7 @@ def elect_after_apply(
     first replica (a drained leader's replacement, a reordered partition). A replica that just
     joined may need a moment to be in sync: what failed is retried for up to `retry_s`.
     Returns (the partitions elected, partition -> why not) as "topic-partition" names."""
-    plan = load_plan(plan_path)
+    plan = plan if plan is not None else load_plan(plan_path)
     keys = sorted({*plan.targets, *plan.new_partitions})
     failed: dict[str, str] = {}
     elected: list[str] = []

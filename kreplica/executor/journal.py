@@ -11,7 +11,10 @@ created the file, its directory too). The journal adds two keys in front of the 
 Event types and their keys (keys not listed are kept and ignored by `state`):
 
 * `start`: an apply (or a resume) begins. `plan` (path), `plan_fingerprint` (or `fingerprint`),
-  `cluster_id`, `resume` (bool); anything else the apply loop wants (counts, backend).
+  `cluster_id`, `resume` (bool); optional `source` (how the cluster was reached, without
+  secrets: {"bootstrap_server", "zookeeper", "command_config"} or {"cluster": NAME}; what a
+  resume without a source reconnects to) and `elect_leaders` (true: a preferred leader election
+  follows the moves, on resume too); anything else the apply loop wants (counts, backend).
 * `throttle-set`: written BEFORE the configs of one resource are set. `kind` ("topic" or
   "broker"), `name` (topic name or broker id as a string), `values` {config: value set},
   `previous` {config: value before, or null/absent when it was not set}. When the same config is
@@ -34,6 +37,8 @@ Event types and their keys (keys not listed are kept and ignored by `state`):
   [{"topic", "partition"}]; `forced` [{partition, original, kept, min_insync_replicas, down}]
   when `cancel --force` overrode the guard for those partitions.
 * `finish`: the apply ended with every partition as planned.
+* `elect`: the preferred leader election after the moves (asked for by `elect_leaders`).
+  `elected` ["topic-p", ...], `failed` {"topic-p": why}.
 * `error`: the apply stopped on an error. `message`, optional `code`.
 
 Reading tolerates a damaged last line (a crash in the middle of a write: it is ignored, and the
@@ -50,9 +55,12 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from kreplica.errors import InputError, ReassignmentInProgress, UsageError
+
+if TYPE_CHECKING:
+    from kreplica.executor.events import Record
 
 Key = tuple[str, int]
 Resource = tuple[str, str]
@@ -68,6 +76,7 @@ EventKind = Literal[
     "dir-complete",
     "dir-submit",
     "dir-throttle-set",
+    "elect",
     "error",
     "finish",
     "leftover-throttles",
@@ -119,6 +128,9 @@ class JournalState:
     plan: str | None = None  # from the first start
     plan_fingerprint: str | None = None  # from the first start that has one
     cluster_id: str | None = None  # from the first start that has one
+    source: dict[str, str] | None = None  # from the last start that has one
+    via: str | None = None  # the submitter of the last start that names one
+    elect_leaders: bool = False  # a start asked for an election after the moves
     starts: int = 0  # 1 + the number of resumes
     submitted: dict[Key, tuple[int, ...]] = field(default_factory=dict)  # last target submitted
     completed: dict[Key, tuple[int, ...] | None] = field(default_factory=dict)  # replicas if told
@@ -179,6 +191,12 @@ def fold(events: list[dict[str, Any]]) -> JournalState:
                 state.plan_fingerprint = str(fingerprint)
             if state.cluster_id is None and event.get("cluster_id") is not None:
                 state.cluster_id = str(event["cluster_id"])
+            source = event.get("source")
+            if isinstance(source, dict) and source:
+                state.source = {str(k): str(v) for k, v in source.items() if v is not None}
+            state.elect_leaders = state.elect_leaders or bool(event.get("elect_leaders"))
+            if event.get("via") is not None:
+                state.via = str(event["via"])
         elif kind in ("throttle-set", "throttle-pending"):
             resource = (str(event["kind"]), str(event["name"]))
             values = event.get("values") or {}
@@ -310,8 +328,9 @@ class Journal:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def append(self, event: Mapping[str, Any]) -> dict[str, Any]:
+    def append(self, entry: Record) -> dict[str, Any]:
         """Write one event (fsynced) and return it as written, with `seq` and `ts`."""
+        event: Mapping[str, Any] = entry
         kind = event.get("event")
         if not isinstance(kind, str) or not kind:
             raise ValueError(f"a journal event needs an 'event' type: {dict(event)!r}")
@@ -339,7 +358,7 @@ class Journal:
         except OSError as exc:
             raise UsageError(
                 f"cannot write journal {str(self.path)!r} ({exc.strerror}); nothing more was "
-                "submitted; free the disk or fix permissions, then continue with --resume"
+                "submitted; free the disk or fix permissions, then continue with `resume`"
             ) from None
         self._last_seq = record["seq"]
         self._size = (self._size or 0) + len(line)

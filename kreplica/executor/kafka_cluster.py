@@ -457,7 +457,7 @@ class KafkaCluster:
                     raise ExecutorError(
                         f"no controller of the cluster at {self.bootstrap} took the "
                         f"reassignment request within {FAILOVER_S:g}s ({exc}); check the "
-                        "brokers, then kreplica apply --resume"
+                        "brokers, then continue with `resume`"
                     ) from None
                 time.sleep(1.0)
             except KafkaError as exc:
@@ -677,7 +677,7 @@ class ZooKeeperSubmitter:
         except NodeExistsError:
             raise ReassignmentInProgress(
                 f"{REASSIGN_ZNODE} exists in {where}: a reassignment is in flight; wait for it "
-                "(kreplica verify) or apply with the default --via kafka"
+                "(kreplica verify) or apply with the default `via` kafka"
             ) from None
         except (KazooException, KazooTimeoutError) as exc:
             raise ExecutorError(f"{where} refused {REASSIGN_ZNODE}: {exc!r}") from None

@@ -50,3 +50,6 @@ class ApplyOptions:
     window_tz: tzinfo | None = None
     window_floor: bool = False
     max_bytes_per_hour: int | None = None
+    # after the moves, a preferred leader election for the plan's partitions led off their
+    # first replica (drain, replace, rebalance); journalled, so a resume runs it too
+    elect_leaders: bool = False

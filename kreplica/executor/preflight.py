@@ -142,14 +142,14 @@ def preflight(
             more = f" (and {len(drifted) - 3} more)" if len(drifted) > 3 else ""
             raise StalePlan(
                 f"the cluster changed since this plan was made: {'; '.join(drifted[:3])}{more}; "
-                "make a new plan, or pass --on-drift skip to apply the rest"
+                "make a new plan, or pass `on_drift` skip to apply the rest"
             )
         result.skipped = drifted
     others = sorted(k for k in in_flight if k not in plan.targets)
     if others and not additional and (result.todo or result.create):
         raise ReassignmentInProgress(
             f"{len(others)} other partition(s) are being reassigned ({_names(others)}); "
-            "wait for them, or pass --additional to start this plan beside them"
+            "wait for them, or pass `additional` to start this plan beside them"
         )
     low: list[Key] = []
     needed_text = ""
@@ -163,7 +163,7 @@ def preflight(
         raise PlanInfeasible(
             f"{_names(low)} have fewer live in-sync replicas than {needed_text}; moving them "
             "now adds load to partitions producers with acks=all cannot write to: repair them "
-            "first, or pass --allow-under-min-isr"
+            "first, or pass `allow_under_min_isr`"
         )
     _disk_recheck(snapshot, plan, result)
     return result

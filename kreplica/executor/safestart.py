@@ -124,7 +124,7 @@ def check_safe_start(
         raise ClusterUnsettled(
             f"{len(low)} partition(s) outside the plan are under-replicated with a replica "
             f"catching up ({_names(low)}); more copying slows that repair: wait until they "
-            "are in sync, or pass --allow-under-replicated"
+            "are in sync, or pass `allow_under_replicated`"
         )
     result.under_replicated = low
     if down_only:
@@ -153,6 +153,6 @@ def check_controller(facts: ControllerFacts, *, settle_s: float) -> None:
         who = facts.controller or "the active controller"
         raise ClusterUnsettled(
             f"{who} became the active controller {max(0.0, facts.controller_age_s):.0f}s ago "
-            f"(less than --controller-settle {settle_s:g}s); wait until it has settled, or "
-            "pass --controller-settle 0"
+            f"(less than `controller_settle_s` {settle_s:g}s); wait until it has settled, or "
+            "pass `controller_settle_s` 0"
         )

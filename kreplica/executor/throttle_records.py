@@ -9,12 +9,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from kreplica.errors import ReassignmentInProgress
+from kreplica.executor.events import Emit
 from kreplica.executor.journal import Journal
 from kreplica.executor.kafka_cluster import BrokerDown
 from kreplica.executor.throttles import BROKER_KEYS, TOPIC_KEYS, restore_plan
 
 Resource = tuple[str, str]
-Emit = Callable[[dict[str, Any]], None]
 
 
 class ConfigCluster(Protocol):

@@ -58,11 +58,11 @@ def _clock_text(second: int) -> str:
 def parse_window(text: str) -> Window:
     match = _WINDOW.fullmatch(text)
     if match is None:
-        raise UsageError(f"--window {text!r}: give HH:MM-HH:MM, e.g. 22:00-06:00")
+        raise UsageError(f"`window` {text!r}: give HH:MM-HH:MM, e.g. 22:00-06:00")
     h1, m1, s1, h2, m2, s2 = (int(g or 0) for g in match.groups())
     if h1 > 23 or h2 > 23 or max(m1, m2, s1, s2) > 59:
         raise UsageError(
-            f"--window {text!r}: hours 00-23, minutes and seconds 00-59, e.g. 22:00-06:00"
+            f"`window` {text!r}: hours 00-23, minutes and seconds 00-59, e.g. 22:00-06:00"
         )
     return Window(h1 * 3600 + m1 * 60 + s1, h2 * 3600 + m2 * 60 + s2)
 
@@ -77,7 +77,7 @@ def parse_zone(name: str | None) -> tzinfo | None:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
         raise UsageError(
-            f"--window-tz {name!r} is not a time zone; give an IANA name such as Europe/Paris "
+            f"`window_tz` {name!r} is not a time zone; give an IANA name such as Europe/Paris "
             "or UTC"
         ) from None
 

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from kreplica.errors import KreplicaError
+from kreplica.errors import KreplicaError, flag_words
 from kreplica.fleet.policy import Policy
 from kreplica.model import ClusterSnapshot
 from kreplica.planner import PlanOptions, TopicRequest, make_plan
@@ -110,7 +110,8 @@ def plan_cluster(
     try:
         plan = make_plan(snapshot, requests, options)
     except KreplicaError as exc:
-        row.update(status="error", error_code=exc.code, error=exc.message)
+        # the fleet command's flags are the CLI's
+        row.update(status="error", error_code=exc.code, error=flag_words(exc.message))
         return row
     for k in SUMMARY_KEYS:
         value = plan.report.get(k)

@@ -43,7 +43,7 @@ import numpy.typing as npt
 
 from kreplica.columns import ISR_OTHER, NO_LEADER, NO_SIZE, PAD, ArrayChanges, PartitionColumns
 from kreplica.errors import KreplicaError
-from kreplica.model import ClusterSnapshot, Finding, Plan
+from kreplica.model import ClusterSnapshot, Finding, Plan, PlanReport
 from kreplica.planner.disk import REMOTE_STORAGE, DiskGuard, disk_report, unchecked_reason
 from kreplica.planner.evaluate import spread, spread_floor
 from kreplica.planner.options import PlanOptions, TopicRequest
@@ -557,7 +557,7 @@ def report_arrays(
     topics: Sequence[str],
     setup: _Setup,
     changes: ArrayChanges,
-) -> dict[str, Any]:
+) -> PlanReport:
     """build_report's dict (report.py), counted with bincount over the arrays. Each change
     adds replicas after the existing ones or drops replicas (RF -> 1): no moves."""
     columns = setup.columns
@@ -704,7 +704,7 @@ def _spread(counts: I64, scope: npt.NDArray[np.bool_]) -> int:
 
 
 def _imbalance(
-    report: dict[str, Any],
+    report: PlanReport,
     setup: _Setup,
     columns: PartitionColumns,
     index: dict[str, int],

@@ -59,7 +59,7 @@ def refuse_in_flight(moving: Sequence[Partition]) -> ReassignmentInProgress:
     return ReassignmentInProgress(
         f"{len(moving)} partition(s) are being reassigned ({_by_topic(keys)}); "
         "wait until `kafka-reassign-partitions --verify` reports them complete, or pass "
-        "--skip-in-flight to leave them out of this plan"
+        "`skip_in_flight` to leave them out of this plan"
     )
 
 
@@ -82,7 +82,7 @@ def refuse_dead(ctx: PlanContext, blocked: Mapping[tuple[str, int], int]) -> Pla
     )
     return PlanInfeasible(
         f"{len(blocked)} partition(s) to change have replicas on dead broker(s) {_ids(dead)} "
-        f"({_by_topic(blocked)}) and Kafka rejects a plan naming them; pass --replace-dead "
+        f"({_by_topic(blocked)}) and Kafka rejects a plan naming them; pass `replace_dead` "
         "to put live brokers in their place (same rack where one is eligible), or bring the "
         "brokers back first"
     )

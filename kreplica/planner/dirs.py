@@ -151,7 +151,7 @@ def _free(d: LogDir, incoming: int) -> int | None:
 
 def _check_headroom(headroom: Headroom) -> None:
     if isinstance(headroom, float | int) and not 0 <= headroom < 1:
-        raise UsageError(f"--disk-headroom {headroom} must be at least 0 and below 1 (e.g. 0.1)")
+        raise UsageError(f"`disk_headroom` {headroom} must be at least 0 and below 1 (e.g. 0.1)")
 
 
 def replica_dirs(snapshot: ClusterSnapshot) -> list[ReplicaDir]:
@@ -195,8 +195,8 @@ def _no_dirs(snapshot: ClusterSnapshot, brokers: Sequence[int], known: Iterable[
         )
     return UsageError(
         f"broker(s) {', '.join(map(str, brokers))} have no log dirs this source can see "
-        f"(brokers with log dirs: {listed}); read the cluster with --bootstrap-server "
-        "(DescribeLogDirs), or a snapshot that recorded log_dirs"
+        f"(brokers with log dirs: {listed}); read the cluster from the brokers "
+        "(`bootstrap_server`: DescribeLogDirs), or a snapshot that recorded log_dirs"
     )
 
 
@@ -239,7 +239,7 @@ def drain_dir(
                 f"cannot drain {path} on broker {broker}: {r.topic}-{r.partition} needs "
                 f"{r.size_bytes} bytes plus {_headroom_text(headroom)} headroom, and the "
                 f"most free is {free} bytes in {best.path} (total {total}) after "
-                f"{len(moves)} earlier move(s); free space or lower --disk-headroom"
+                f"{len(moves)} earlier move(s); free space or lower `disk_headroom`"
             )
         # the most usable bytes after earlier placements; max keeps the first (path order)
         target = max(fitting, key=lambda d: _free(d, incoming[d.path]) or 0)

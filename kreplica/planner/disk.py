@@ -323,7 +323,7 @@ def finish_plan(
         refusal = guard.first_overflow(per_dir=balanced)
         if refusal is not None:
             raise PlanInfeasible(refusal)
-    report = dict(plan.report)
+    report = plan.report.copy()
     report["disk"] = disk_report(snapshot, guard, reason, headroom, log_dirs, plan)
     return dataclasses.replace(plan, changes=tuple(changes), report=report)
 

@@ -83,7 +83,7 @@ def pick_new_replica(
             raise PlanInfeasible(disk.refusal(full, size_bytes))
     raise PlanInfeasible(
         f"topic {topic!r}: no eligible broker left for another replica of {list(replicas)}; "
-        "add brokers with --brokers or lower the RF"
+        "add brokers with `brokers` or lower the RF"
     )
 
 

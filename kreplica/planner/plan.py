@@ -12,7 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kreplica.errors import PlanInfeasible, UsageError
-from kreplica.model import ClusterSnapshot, Finding, Partition, PartitionChange, Plan, Topic
+from kreplica.model import (
+    ClusterSnapshot,
+    Finding,
+    Partition,
+    PartitionChange,
+    Plan,
+    PlanReport,
+    Topic,
+)
 from kreplica.planner.balance import TopicUnits, balance_units, lowest_bound
 from kreplica.planner.context import PlanContext
 from kreplica.planner.degraded import (
@@ -117,7 +125,7 @@ def _validate(
         adds = req.partitions is not None and req.partitions > current
         if adds and target_rf < 1:
             raise UsageError(
-                f"topic {req.topic!r} has no partitions to take the RF from; give --rf too"
+                f"topic {req.topic!r} has no partitions to take the RF from; give `rf` too"
             )
         if (grows or adds) and target_rf > len(eligible):
             raise PlanInfeasible(_too_few_brokers(req.topic, target_rf, eligible, why_not))
@@ -562,7 +570,7 @@ def _best_plan(
     if named_dead:  # a guard: the steps above never place a dead broker
         raise PlanInfeasible(
             f"internal check failed: the plan names dead brokers ({'; '.join(named_dead[:3])}); "
-            "rerun with --debug and report it"
+            "a bug: please report it"
         )
     topics = [r.topic for r in requests]
     findings.extend(_fallback_findings(ctx))
@@ -644,7 +652,7 @@ def _forced_by_layout(topic_now: Topic, ctx: PlanContext, mine: Sequence[Partiti
 
 
 def _imbalance_findings(
-    report: dict[str, object],
+    report: PlanReport,
     snapshot: ClusterSnapshot,
     ctx: PlanContext,
     changes: Sequence[PartitionChange],

@@ -15,10 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter, itemgetter
-from typing import Any
 
 from kreplica.gcpause import gc_paused
-from kreplica.model import ClusterSnapshot, Finding, Partition, PartitionChange
+from kreplica.model import ClusterSnapshot, Finding, Partition, PartitionChange, PlanReport
 from kreplica.planner.context import Fallback
 from kreplica.planner.evaluate import (
     has_rack_violation,
@@ -59,7 +58,7 @@ def build_report(
     changes: Sequence[PartitionChange],
     lower_bound: LowerBound,
     fallbacks: Sequence[Fallback],
-) -> dict[str, Any]:
+) -> PlanReport:
     """The report of a plan. One pass over the snapshot's partitions (counts per broker, per
     topic asked for, leaders, rack violations), then work per change only: a million
     partitions cost a few C-level counting passes, not a dict of the whole assignment per

@@ -20,8 +20,8 @@ def eligible_brokers(
     """The brokers new replicas may go to, and why each other known broker is not eligible."""
     known = set(snapshot.broker_ids())
     for flag, ids in (
-        ("--brokers", options.brokers),
-        ("--exclude-brokers", options.exclude_brokers),
+        ("`brokers`", options.brokers),
+        ("`exclude_brokers`", options.exclude_brokers),
     ):
         unknown = sorted(set(ids or ()) - known)
         if unknown:
@@ -77,6 +77,6 @@ def _min_isr_findings(
     if lowering and not options.force:
         lower_first = "lower min.insync.replicas first, " if min_isr > 1 else ""
         raise PlanInfeasible(
-            f"{text}; {lower_first}ask for RF {min_isr + 1} or more, or pass --force"
+            f"{text}; {lower_first}ask for RF {min_isr + 1} or more, or pass `force`"
         )
     return [Finding("warning", "rf-below-min-isr", text, topic=topic.name)]

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 from rich.console import Console
 
+from kreplica.errors import flag_words
 from kreplica.render.text import format_bytes, plural
 
 
@@ -51,7 +52,7 @@ class ProgressPrinter:
         self._last_line = -1e9
         self._status: Any = None
 
-    def __call__(self, event: dict[str, Any]) -> None:
+    def __call__(self, event: Mapping[str, Any]) -> None:
         if self.json_lines:
             self.err.write(json.dumps(event, sort_keys=True) + "\n")
             self.err.flush()
@@ -75,7 +76,7 @@ class ProgressPrinter:
             self.console.print(text, style=style, markup=False, highlight=False)
 
     def _on_warning(self, e: dict[str, Any]) -> None:
-        self._print(f"warning: {e['message']}", "warning")
+        self._print(f"warning: {flag_words(e['message'])}", "warning")
 
     def _on_leftover_throttles(self, e: dict[str, Any]) -> None:
         rows = e["configs"]
@@ -107,15 +108,15 @@ class ProgressPrinter:
 
     def _on_window_wait(self, e: dict[str, Any]) -> None:
         self._print(
-            f"wave {e['wave']} waits until {e['until']} ({e['reason']}); Ctrl-C stops here, "
-            "`--resume` later continues"
+            f"wave {e['wave']} waits until {e['until']} ({flag_words(e['reason'])}); Ctrl-C stops "
+            "here, `--resume` later continues"
         )
 
     def _on_window_open(self, e: dict[str, Any]) -> None:
         self._print(f"wave {e['wave']} may start now")
 
     def _on_note(self, e: dict[str, Any]) -> None:
-        self._print(f"note: {e['message']}", "muted")
+        self._print(f"note: {flag_words(e['message'])}", "muted")
 
     def _on_throttle_set(self, e: dict[str, Any]) -> None:
         self._print(
@@ -181,7 +182,7 @@ class ProgressPrinter:
         brokers = ", ".join(map(str, e["brokers"])) or "none"
         self._print(
             f"stalled: no bytes copied for {e['seconds']:g}s on {shown} (receiving brokers "
-            f"{brokers}); {e['hint']}",
+            f"{brokers}); {flag_words(e['hint'])}",
             "warning",
         )
 

@@ -93,13 +93,13 @@ def open_source(
     given = [
         n
         for n, v in (
-            ("--snapshot", snapshot),
-            ("--zookeeper", zookeeper),
-            ("--bootstrap-server", bootstrap_server),
+            ("`snapshot`", snapshot),
+            ("`zookeeper`", zookeeper),
+            ("`bootstrap_server`", bootstrap_server),
         )
         if v
     ]
-    if given == ["--zookeeper", "--bootstrap-server"]:
+    if given == ["`zookeeper`", "`bootstrap_server`"]:
         from kreplica.sources.admin import AdminSource
         from kreplica.sources.zookeeper import ZooKeeperSource
 
@@ -118,8 +118,8 @@ def open_source(
     if len(given) != 1:
         if not given:
             raise UsageError(
-                "no cluster source given; pass one of --snapshot FILE, --zookeeper HOST:PORT, "
-                "--bootstrap-server HOST:PORT or --cluster NAME"
+                "no cluster source given; give one of `snapshot` (a file), `zookeeper` "
+                "(HOST:PORT) or `bootstrap_server` (HOST:PORT)"
             )
         raise UsageError(f"{' and '.join(given)} both given; pass exactly one cluster source")
     if snapshot:

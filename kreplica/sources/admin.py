@@ -273,7 +273,7 @@ class AdminSource(LiveSource):
         from confluent_kafka.admin import AdminClient
 
         if not bootstrap or not bootstrap.strip():
-            raise UsageError("--bootstrap-server is empty; pass HOST:PORT[,HOST:PORT]")
+            raise UsageError("`bootstrap_server` is empty; give HOST:PORT[,HOST:PORT]")
         self._bootstrap = bootstrap.strip()
         self._timeout_s = timeout_s
         self._client_config = dict(client_config or {})
@@ -307,7 +307,7 @@ class AdminSource(LiveSource):
                 protocol="kafka",
                 default_port=9092,
                 timeout_s=timeout_s,
-                flag="--bootstrap-server",
+                flag="`bootstrap_server`",
                 handshake=not protocol.endswith("SSL"),  # TLS first: a TCP connect only
             )
         # the callback holds the log, not this source: a client reachable from a reference cycle
@@ -320,7 +320,7 @@ class AdminSource(LiveSource):
         except (KafkaException, ValueError, TypeError) as exc:
             error: Any = exc.args[0] if exc.args else exc
             detail = error.str() if hasattr(error, "str") else str(error)
-            raise UsageError(f"bad Kafka client config: {detail}; check --command-config") from None
+            raise UsageError(f"bad Kafka client config: {detail}; check `client_config`") from None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -374,7 +374,7 @@ class AdminSource(LiveSource):
         ):
             return SourceError(
                 f"cannot reach Kafka at {self._bootstrap} within {self._timeout_s:g}s "
-                f"({cause}); check --bootstrap-server and that the brokers are running"
+                f"({cause}); check `bootstrap_server` and that the brokers are running"
             )
         return SourceError(f"Kafka at {self._bootstrap} failed to {what}: {text}")
 
@@ -418,7 +418,7 @@ class AdminSource(LiveSource):
                 if time.monotonic() > deadline:
                     raise SourceError(
                         f"Kafka at {self._bootstrap} did not answer ({what}) within "
-                        f"{self._timeout_s:g}s; check --bootstrap-server"
+                        f"{self._timeout_s:g}s; check `bootstrap_server`"
                     ) from None
 
     def _admin_client(self) -> Any:
@@ -469,7 +469,7 @@ class AdminSource(LiveSource):
                 _abandon(client)
                 raise SourceError(
                     f"kafka-python cannot connect to {self._bootstrap} ({exc}); "
-                    "check --bootstrap-server and the client config"
+                    "check `bootstrap_server` and `client_config`"
                 ) from None
             self._kafka_python = client
         return self._kafka_python

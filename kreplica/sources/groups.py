@@ -91,8 +91,8 @@ def read_groups(
     client_for = getattr(source, "_kafka_python_client", None)
     if client_for is None:
         raise UsageError(
-            "consumer groups are read from the brokers: pass --bootstrap-server (or a --cluster "
-            "with one), not --zookeeper or --snapshot"
+            "consumer groups are read from the brokers: give `bootstrap_server` (or a `cluster` "
+            "with one), not `zookeeper` or `snapshot`"
         )
     client = client_for()
     try:

@@ -27,7 +27,7 @@ def sample_keys(
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     if count < 1:
-        raise UsageError(f"--sample {count}: give a number of keys of 1 or more")
+        raise UsageError(f"`count` {count}: give a number of keys of 1 or more")
     config = confluent_config(bootstrap, client_config)
     config.update(
         {

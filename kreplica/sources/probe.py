@@ -202,16 +202,16 @@ def require_server(
     if kinds == {REFUSED}:
         raise SourceError(
             f"cannot reach {name} at {where}: connection refused (nothing listens there); "
-            f"check {flag} HOST:PORT and that {name} is running"
+            f"check {flag} and that {name} is running"
         )
     if WRONG in kinds:
         other = "ZooKeeper" if protocol == "kafka" else "Kafka"
-        other_flag = "--zookeeper" if other == "ZooKeeper" else "--bootstrap-server"
+        other_flag = "`zookeeper`" if other == "ZooKeeper" else "`bootstrap_server`"
         hint = f"a {other} port? pass it as {other_flag}"
         raise SourceError(f"{where} answered, but is not {name} ({parts}); {hint}, or check {flag}")
     if kinds <= {REFUSED, UNRESOLVED}:
         raise SourceError(f"cannot reach {name} at {where} ({parts}); check {flag}")
     raise SourceError(
-        f"cannot reach {name} at {where} within {timeout_s:g}s ({parts}); check {flag} "
-        f"HOST:PORT, that {name} is running and that no firewall drops the connection"
+        f"cannot reach {name} at {where} within {timeout_s:g}s ({parts}); check {flag}, "
+        f"that {name} is running and that no firewall drops the connection"
     )

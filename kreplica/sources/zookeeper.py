@@ -76,7 +76,7 @@ class ZooKeeperSource(LiveSource):
         from kazoo.handlers.threading import KazooTimeoutError
 
         if not connect or not connect.strip():
-            raise UsageError("--zookeeper is empty; pass HOST:PORT[/chroot]")
+            raise UsageError("`zookeeper` is empty; give HOST:PORT[/chroot]")
         self._connect = connect.strip()
         self._timeout_s = timeout_s
         options = zookeeper_options(client_config, auth)
@@ -115,7 +115,7 @@ class ZooKeeperSource(LiveSource):
                     protocol="zookeeper",
                     default_port=2181,
                     timeout_s=timeout_s,
-                    flag="--zookeeper",
+                    flag="`zookeeper`",
                     handshake="use_ssl" not in options,  # TLS first: a TCP connect only
                 )
             except BaseException:
@@ -129,7 +129,7 @@ class ZooKeeperSource(LiveSource):
             self._stop()
             raise SourceError(
                 f"cannot reach ZooKeeper at {self._connect} within {timeout_s:g}s; "
-                "check --zookeeper HOST:PORT and that ZooKeeper is running"
+                "check `zookeeper` and that ZooKeeper is running"
             ) from None
         except KazooException as exc:  # auth failures, NoAuth on the chroot kazoo checks
             self._stop()
@@ -137,7 +137,7 @@ class ZooKeeperSource(LiveSource):
         except Exception as exc:  # a client failure must not leave its threads behind
             self._stop()
             raise SourceError(
-                f"cannot connect to ZooKeeper at {self._connect}: {exc}; check --zookeeper"
+                f"cannot connect to ZooKeeper at {self._connect}: {exc}; check `zookeeper`"
             ) from None
         try:
             if self._call(client.exists_async, "/brokers/ids") is None:

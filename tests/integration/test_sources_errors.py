@@ -105,7 +105,7 @@ def _admin_snapshot(bootstrap: str, **kwargs: object) -> object:
 
 def test_unreachable_zookeeper(capfd: pytest.CaptureFixture[str]) -> None:
     error = _fails_fast(lambda: _zk_snapshot(f"127.0.0.1:{_closed_port()}"))
-    assert "cannot reach ZooKeeper" in str(error) and "--zookeeper" in str(error)
+    assert "cannot reach ZooKeeper" in str(error) and "check `zookeeper`" in str(error)
     assert _own_stderr(capfd) == []
 
 
@@ -147,7 +147,7 @@ def test_kafka_port_given_as_zookeeper(zk_cluster: SandboxInfo) -> None:
     broker = zk_cluster.bootstrap_servers.split(",")[0]
     error = _fails_fast(lambda: _zk_snapshot(broker), bound_s=1.0)
     assert f"{broker} answered, but is not ZooKeeper" in str(error)
-    assert "--bootstrap-server" in str(error)
+    assert "pass it as `bootstrap_server`" in str(error)  # the library's words
 
 
 def test_sasl_against_a_plaintext_listener(zk_cluster: SandboxInfo) -> None:
@@ -181,7 +181,7 @@ def test_zookeeper_sasl_refused(zk_cluster: SandboxInfo) -> None:
 def test_bad_client_config_is_a_usage_error(zk_cluster: SandboxInfo) -> None:
     with pytest.raises(UsageError, match=r"no\.such\.property"):
         AdminSource(zk_cluster.bootstrap_servers, client_config={"no.such.property": "1"})
-    with pytest.raises(UsageError, match="--zookeeper is empty"):
+    with pytest.raises(UsageError, match="`zookeeper` is empty"):
         open_source(zookeeper=" ")
 
 

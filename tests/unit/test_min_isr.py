@@ -176,7 +176,7 @@ def test_refusal_names_the_value_and_where_it_comes_from(topic, shown, lower_fir
     assert "\n" not in text
     assert f"RF {rf} <= {shown}, so producers with acks=all fail" in text
     assert ("lower min.insync.replicas first" in text) == lower_first
-    assert f"ask for RF {topic.min_insync_replicas + 1} or more, or pass --force" in text
+    assert f"ask for RF {topic.min_insync_replicas + 1} or more, or pass `force`" in text
     plan = make_plan(_snap(topic), [TopicRequest("t", rf=rf)], PlanOptions(force=True))
     assert [(f.code, f.level) for f in plan.findings if "min" in f.code] == [
         ("rf-below-min-isr", "warning")
@@ -198,7 +198,7 @@ def test_lowering_to_rf_1_is_checked_against_kafkas_default(topic, shown):
     text = str(exc.value)
     assert f"RF 1 <= {shown}, so producers" in text
     assert "lower min.insync.replicas first" not in text  # it cannot go below 1
-    assert text.endswith("ask for RF 2 or more, or pass --force")
+    assert text.endswith("ask for RF 2 or more, or pass `force`")
 
 
 def test_an_assumed_value_is_named_when_lowering_passes_it():

@@ -40,9 +40,9 @@ def add_brokers_plan(
     """
     new = frozenset(brokers)
     if not new:
-        raise UsageError("--brokers: no new broker given; give ids like 6 or 6,7")
-    check_known("--brokers", new, snapshot)
-    check_live("--brokers", new, snapshot)
+        raise UsageError("`brokers`: no new broker given; give ids like 6 or 6,7")
+    check_known("`brokers`", new, snapshot)
+    check_live("`brokers`", new, snapshot)
     need_sizes(snapshot, by)
     live = snapshot.live_broker_ids()
     eligible = sorted(b for b in live if b not in options.exclude_brokers or b in new)

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 from kreplica.errors import PlanInfeasible, UsageError
-from kreplica.model import ClusterSnapshot, Finding, Plan
+from kreplica.model import ClusterSnapshot, Finding, Plan, PlanReport
 from kreplica.planner.brokers.run import (
     Key,
     Run,
@@ -41,8 +41,8 @@ def drain_plan(
     """
     drained = frozenset(brokers)
     if not drained:
-        raise UsageError("--brokers: no broker to drain; give ids like 4 or 4,5")
-    check_known("--brokers", drained, snapshot)
+        raise UsageError("`brokers`: no broker to drain; give ids like 4 or 4,5")
+    check_known("`brokers`", drained, snapshot)
     live = snapshot.live_broker_ids()
     eligible = sorted(b for b in live if b not in drained and b not in options.exclude_brokers)
     run = Run.start(snapshot, eligible, options, topics)
@@ -361,7 +361,7 @@ def _drain_leaders(
     return changed
 
 
-def _spreads_without(run: Run, drained: frozenset[int]) -> dict[str, object]:
+def _spreads_without(run: Run, drained: frozenset[int]) -> PlanReport:
     """Replica spreads over the brokers that stay (a drained broker's 0 says nothing)."""
     stay = run.ctx.eligible
     before: dict[str, dict[int, int]] = {t.name: dict.fromkeys(stay, 0) for t in run.topics}
@@ -397,7 +397,7 @@ def _refuse_drain(run: Run, drained: frozenset[int], touched: Sequence[Key]) -> 
             raise PlanInfeasible(
                 f"{key[0]}-{key[1]} also has a replica on dead broker(s) "
                 f"{ids_text(dead)} and Kafka "
-                "rejects a plan naming it; drain those too (add them to --brokers) or bring them "
+                "rejects a plan naming it; drain those too (add them to `brokers`) or bring them "
                 "back first"
             )
     need = max((len(run.work[k]) for k in touched), default=0)

@@ -61,7 +61,7 @@ def rebalance_plan(
        preferred leaders to one with >= 2 fewer (per topic first, then cluster)
     """
     need_sizes(snapshot, by)
-    for flag, value in (("--max-moves", max_moves), ("--max-bytes", max_bytes)):
+    for flag, value in (("`max_moves`", max_moves), ("`max_bytes`", max_bytes)):
         if value is not None and value < 0:
             raise UsageError(f"{flag} {value}: give 0 or more")
     live = snapshot.live_broker_ids()

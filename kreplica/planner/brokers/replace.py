@@ -21,11 +21,11 @@ def replace_plan(
     options: PlanOptions = PlanOptions(),
 ) -> Plan:
     """Broker `new` takes exactly broker `old`'s replicas, each in the same position."""
-    check_known("--broker", [old], snapshot)
-    check_known("--with", [new], snapshot)
+    check_known("`old`", [old], snapshot)
+    check_known("`new`", [new], snapshot)
     if old == new:
-        raise UsageError(f"--broker and --with are both {old}; name two different brokers")
-    check_live("--with", [new], snapshot)
+        raise UsageError(f"`old` and `new` are both {old}; name two different brokers")
+    check_live("`new`", [new], snapshot)
     live = snapshot.live_broker_ids()
     eligible = sorted(b for b in live if b != old)
     run = Run.start(snapshot, eligible, options, None)
@@ -35,8 +35,8 @@ def replace_plan(
         if new in run.work[key]:
             raise PlanInfeasible(
                 f"broker {new} already holds a replica of {key[0]}-{key[1]} "
-                f"{list(run.work[key])}, so it cannot take broker {old}'s; use `kreplica drain "
-                f"--brokers {old}` instead"
+                f"{list(run.work[key])}, so it cannot take broker {old}'s; drain broker {old} "
+                "instead"
             )
         dead = run.has_dead(key, besides=[old])
         if dead:

@@ -7,7 +7,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kreplica.errors import PlanInfeasible, UsageError
-from kreplica.model import ClusterSnapshot, Finding, Partition, PartitionChange, Plan, Topic
+from kreplica.model import (
+    ClusterSnapshot,
+    Finding,
+    Partition,
+    PartitionChange,
+    Plan,
+    PlanReport,
+    Topic,
+)
 from kreplica.planner.context import PlanContext
 from kreplica.planner.degraded import refuse_in_flight
 from kreplica.planner.disk import DiskGuard, finish_plan
@@ -33,6 +41,7 @@ def known_brokers(snapshot: ClusterSnapshot) -> set[int]:
 
 
 def check_known(flag: str, ids: Iterable[int], snapshot: ClusterSnapshot) -> None:
+    """`flag`: the option that named `ids`, in backticks (kreplica.errors.FLAGS' words)."""
     known = known_brokers(snapshot)
     unknown = sorted(set(ids) - known)
     if unknown:
@@ -172,7 +181,7 @@ class Run:
             )
         )
 
-    def plan(self, operation: str, extra: dict[str, object] | None = None) -> Plan:
+    def plan(self, operation: str, extra: PlanReport | None = None) -> Plan:
         changes: list[PartitionChange] = []
         for key in sorted(self.work):
             part = self.parts[key]
@@ -187,7 +196,7 @@ class Run:
         if dead:  # a guard: the operations never place a dead broker
             raise PlanInfeasible(
                 f"internal check failed: the plan names dead brokers ({dead[0].topic}-"
-                f"{dead[0].partition} -> {list(dead[0].after)}); rerun with --debug and report it"
+                f"{dead[0].partition} -> {list(dead[0].after)}); a bug: please report it"
             )
         report = build_report(
             snapshot=self.snapshot,
@@ -217,7 +226,7 @@ def leader_spreads(
     eligible: Sequence[int],
     parts: dict[Key, Partition],
     work: dict[Key, list[int]],
-) -> dict[str, object]:
+) -> PlanReport:
     """Preferred-leader spread over the eligible brokers, before and after."""
     before = dict.fromkeys(eligible, 0)
     after = dict.fromkeys(eligible, 0)
@@ -256,9 +265,10 @@ def bytes_on(run: Run, brokers: Iterable[int]) -> dict[int, int]:
 
 def need_sizes(snapshot: ClusterSnapshot, by: str) -> None:
     if by not in BY:
-        raise UsageError(f"--by {by!r}: use count or bytes")
+        raise UsageError(f"`by` {by!r}: use count or bytes")
     if by == "bytes" and any(p.size_bytes is None for t in snapshot.topics for p in t.partitions):
         raise UsageError(
-            "--by bytes needs every partition's size and the source has none for some; "
-            "read the cluster with --bootstrap-server (DescribeLogDirs) or use --by count"
+            "`by` bytes needs every partition's size and the source has none for some; "
+            "read the cluster from the brokers (`bootstrap_server`: DescribeLogDirs) or use "
+            "`by` count"
         )

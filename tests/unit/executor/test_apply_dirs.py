@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 from kreplica.errors import StalePlan, VerificationFailed
-from kreplica.executor.apply import Applier, _Clock, cancel_marker, cancel_plan
+from kreplica.executor.apply import Applier
+from kreplica.executor.apply_base import _Clock
+from kreplica.executor.cancel import cancel_marker, cancel_plan
 from kreplica.executor.dirmoves import DirKey, ReplicaLog, copied, dir_targets, pending
 from kreplica.executor.journal import Journal
 from kreplica.executor.options import ApplyOptions

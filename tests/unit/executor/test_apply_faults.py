@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kreplica.errors import ReassignmentInProgress, SourceError
-from kreplica.executor import apply as apply_module
+from kreplica.executor import apply_base
 from kreplica.executor.apply import Applier
 from kreplica.executor.journal import Journal
 from kreplica.executor.options import ApplyOptions
@@ -116,7 +116,7 @@ def test_reads_failing_for_too_long_end_the_apply(tmp_path: Path) -> None:
     cluster = FlakyCluster(failures=10_000)
     with pytest.raises(SourceError, match="ECONNREFUSED"):
         _applier(tmp_path, cluster, []).run()
-    assert cluster.reads > apply_module.READ_RETRY_S  # retried (1 s polls) before giving up
+    assert cluster.reads > apply_base.READ_RETRY_S  # retried (1 s polls) before giving up
 
 
 # A submission the cluster refuses (found with --via zookeeper while /admin/reassign_partitions

@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from kreplica.errors import KreplicaError, UsageError
-from kreplica.executor.apply import Applier, _Clock, cancel_marker, cancel_plan
+from kreplica.executor.apply import Applier
+from kreplica.executor.apply_base import _Clock
+from kreplica.executor.cancel import cancel_marker, cancel_plan
 from kreplica.executor.journal import Journal
 from kreplica.executor.options import ApplyOptions
 from kreplica.executor.planfile import PlanFile
@@ -153,7 +155,7 @@ def test_resume_waits_for_what_was_submitted_and_never_submits_it_twice(tmp_path
     with pytest.raises(KeyboardInterrupt):
         applier.run()
     assert len(cluster.submitted) == 2 and cluster.configs_set  # throttles stay while moving
-    with pytest.raises(UsageError, match="--resume"):
+    with pytest.raises(UsageError, match="`resume`"):
         _applier(tmp_path, cluster).run()
     cluster.polls = 1
     for state in cluster.moving.values():

@@ -21,3 +21,18 @@ def test_the_event_kinds_are_the_ones_written() -> None:
     unknown = {k: where for k, where in written.items() if k not in EVENT_KINDS}
     assert not unknown, f"add these kinds to journal.EventKind: {unknown}"
     assert sorted(set(EVENT_KINDS) - set(written)) == []
+
+
+def test_each_kind_has_its_type() -> None:
+    """kreplica.executor.events: a TypedDict per kind (what is written, what is shown), whose
+    `event` is that kind; mypy checks every event the apply builds against them."""
+    from typing import get_args, get_type_hints
+
+    from kreplica.executor import events
+
+    typed: set[str] = set()
+    for union in (events.Record, events.Shown):
+        for cls in get_args(union):
+            (kind,) = get_args(get_type_hints(cls)["event"])
+            typed.add(kind)
+    assert sorted(typed) == sorted(EVENT_KINDS)

@@ -5,12 +5,20 @@ by its preferred replica is left alone. A cluster fake stands in (pure logic onl
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+import pytest
+
 from kreplica.executor import facade
+from kreplica.executor.apply_base import _Clock
+from kreplica.executor.journal import Journal
+from kreplica.executor.options import ApplyOptions
 from kreplica.model import Broker, ClusterSnapshot, Partition, Topic
+from tests.unit.executor.test_apply_loop import START, TARGET, SimulatedCluster, _applier
+from tests.unit.executor.test_apply_loop import _plan as _plan_file
 
 Key = tuple[str, int]
 
@@ -81,3 +89,83 @@ def test_off_preferred_lists_partitions_led_off_their_first_replica() -> None:
         ("t", 1),
         ("t", 0),
     ]
+
+
+class LeaderlessCluster(SimulatedCluster):
+    """The simulated cluster whose partitions are led by their last replica until elected."""
+
+    def __init__(self, assignment: dict[Key, tuple[int, ...]], polls: int) -> None:
+        super().__init__(assignment, polls)
+        self.elected: list[Key] = []
+
+    def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
+        snap = super().snapshot(topics)
+        topics_led = tuple(
+            dataclasses.replace(
+                t,
+                partitions=tuple(
+                    dataclasses.replace(
+                        p,
+                        leader=p.replicas[0]
+                        if (t.name, p.partition) in self.elected
+                        else p.replicas[-1],
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in snap.topics
+        )
+        return dataclasses.replace(snap, topics=topics_led)
+
+    def elect_preferred(self, keys: Sequence[Key]) -> dict[Key, str | None]:
+        self.elected += keys
+        return dict.fromkeys(keys)
+
+
+def test_a_resumed_apply_runs_the_election_its_first_run_asked_for(tmp_path: Path) -> None:
+    """An apply asked for an election after its moves (a drain) and was interrupted in its
+    first wave. The resume, not asked for one, finishes the moves, runs the election and
+    journals it."""
+    cluster = LeaderlessCluster(START, polls=1000)
+    applier = _applier(tmp_path, cluster, max_partitions=2, elect_leaders=True)
+    applier.clock = _Clock(sleep=_interrupt_on(2))
+    with pytest.raises(KeyboardInterrupt):
+        applier.run()
+    journal = Journal(tmp_path / "plan.journal.jsonl")
+    assert journal.state().elect_leaders
+    assert not any(e["event"] == "elect" for e in journal.read())
+    plan = _plan_file(tmp_path, TARGET, START)
+    result = facade.resume(
+        facade.Connection(cluster), plan.path, ApplyOptions(poll_interval_s=0), plan=plan
+    )
+    assert sorted(result.moved) == sorted(TARGET)  # waited for the first wave, then the rest
+    planned = sorted({*plan.targets, *plan.new_partitions})  # t-4 is created
+    assert result.election is not None
+    assert sorted(result.election.elected) == sorted(f"{t}-{p}" for t, p in planned)
+    assert sorted(cluster.elected) == planned
+    elect = [e for e in journal.read() if e["event"] == "elect"]
+    assert [(sorted(e["elected"]), e["failed"]) for e in elect] == [
+        (sorted(result.election.elected), {})
+    ]
+
+
+def test_an_apply_not_asked_for_an_election_runs_none(tmp_path: Path) -> None:
+    cluster = LeaderlessCluster(START, polls=1)
+    plan = _plan_file(tmp_path, TARGET, START)
+    result = facade.apply(
+        facade.Connection(cluster), plan.path, ApplyOptions(poll_interval_s=0), plan=plan
+    )
+    assert result.election is None and cluster.elected == []
+    # left for `kreplica elect` (t-4 is created)
+    assert sorted(result.leaders_off) == sorted({*plan.targets, *plan.new_partitions})
+
+
+def _interrupt_on(call: int) -> Callable[[float], None]:
+    calls = {"n": 0}
+
+    def sleep(seconds: float) -> None:
+        calls["n"] += 1
+        if calls["n"] == call:
+            raise KeyboardInterrupt
+
+    return sleep

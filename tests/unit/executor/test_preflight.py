@@ -67,7 +67,7 @@ def test_drift_is_refused_with_5_or_skipped():
     snap = _snapshot({0: (1, 4), 1: (2, 3)})
     plan = _plan({0: (1, 2, 3), 1: (2, 3, 4)}, {0: (1, 2), 1: (2, 3)})
     text = _refusal(ExitCode.STALE_PLAN, snap, plan, set())
-    assert "t-0 was [1, 2] and is now [1, 4]" in text and "--on-drift skip" in text
+    assert "t-0 was [1, 2] and is now [1, 4]" in text and "`on_drift` skip" in text
     result = preflight(snap, plan, set(), on_drift="skip")
     assert [m.key for m in result.todo] == [("t", 1)] and len(result.skipped) == 1
 
@@ -104,7 +104,7 @@ def test_under_min_isr_is_refused_with_4_unless_allowed():
     snap = _snapshot({0: (1, 2, 3)}, isr={0: (1,)}, min_isr="2")
     plan = _plan({0: (1, 2, 4)}, {0: (1, 2, 3)})
     text = _refusal(ExitCode.INFEASIBLE, snap, plan, set())
-    assert "min.insync.replicas=2" in text and "--allow-under-min-isr" in text
+    assert "min.insync.replicas=2" in text and "`allow_under_min_isr`" in text
     assert preflight(snap, plan, set(), allow_under_min_isr=True).todo
 
 

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from kreplica.errors import UsageError
-from kreplica.executor.apply import Applier, _Clock
+from kreplica.executor.apply import Applier
+from kreplica.executor.apply_base import _Clock
 from kreplica.executor.journal import Journal
 from kreplica.executor.options import ApplyOptions
 from kreplica.executor.window import Window, budget_wait, parse_window, parse_zone
@@ -43,9 +44,9 @@ def test_windows_plain_and_past_midnight() -> None:
     assert gap.is_open(noon) and not gap.is_open(noon.replace(second=15))
     assert gap.next_open(noon.replace(second=15)) == noon.replace(second=20, microsecond=0)
     for bad in ("9-17", "25:00-06:00", "22:60-06:00", "22:00", "22:00:60-06:00", "2:00:5-3:00"):
-        with pytest.raises(UsageError, match="--window"):
+        with pytest.raises(UsageError, match="`window`"):
             parse_window(bad)
-    with pytest.raises(UsageError, match="--window-tz 'Mars/Base'"):
+    with pytest.raises(UsageError, match="`window_tz` 'Mars/Base'"):
         parse_zone("Mars/Base")
     assert parse_zone("Europe/Paris") is not None and parse_zone(None) is None
 
@@ -119,7 +120,7 @@ def test_the_byte_budget_spaces_the_waves(tmp_path: Path) -> None:
     _, journal = _run(tmp_path, clock, max_bytes_per_hour=30)
     waits = [e for e in journal if e["event"] == "window-wait"]
     assert len(waits) == 1 and waits[0]["wave"] == 2
-    assert "--max-bytes-per-hour 30" in waits[0]["reason"]
+    assert "`max_bytes_per_hour` 30" in waits[0]["reason"]
 
 
 class Interrupted(Exception):

@@ -114,7 +114,7 @@ def test_bad_requests_raise_kreplica_errors(request_, options, error):
 
 def test_lowering_to_min_isr_needs_force():
     snap = cluster({"t": [[0, 1, 2]]}, brokers=3, configs={"t": {"min.insync.replicas": "2"}})
-    with pytest.raises(PlanInfeasible, match="--force"):
+    with pytest.raises(PlanInfeasible, match="`force`"):
         make_plan(snap, [TopicRequest("t", rf=2)])
     plan = make_plan(snap, [TopicRequest("t", rf=2)], PlanOptions(force=True))
     assert [f.code for f in plan.findings] == ["rf-below-min-isr"]

@@ -354,7 +354,7 @@ def test_rebalance_budget_and_bad_by() -> None:
     snap = cluster({"a": [[0], [0], [0], [0]]}, brokers=4)
     assert _moves(rebalance_plan(snap, max_moves=1)) == 1
     assert _moves(rebalance_plan(snap)) == 3
-    with pytest.raises(UsageError, match="--by"):
+    with pytest.raises(UsageError, match="`by`"):
         rebalance_plan(snap, by="disk")
     with pytest.raises(UsageError, match="size"):
         rebalance_plan(snap, by="bytes")

@@ -85,7 +85,7 @@ def test_raising_rf_with_a_dead_replica_is_refused_naming_the_broker_and_the_fix
         make_plan(snap, [TopicRequest("events", rf=4)])
     message = str(err.value)
     assert err.value.exit_code == ExitCode.INFEASIBLE
-    assert "dead broker(s) 6" in message and "--replace-dead" in message
+    assert "dead broker(s) 6" in message and "`replace_dead`" in message
     assert "1 partition(s)" in message and "events: 0" in message
 
 
@@ -134,7 +134,7 @@ def test_a_partition_in_flight_is_refused_with_exit_6_or_left_out():
     with pytest.raises(ReassignmentInProgress) as err:
         make_plan(snap, [TopicRequest("events", rf=2)])
     assert err.value.exit_code == ExitCode.IN_PROGRESS
-    assert "events: 0" in str(err.value) and "--skip-in-flight" in str(err.value)
+    assert "events: 0" in str(err.value) and "`skip_in_flight`" in str(err.value)
     plan = make_plan(snap, [TopicRequest("events", rf=2)], PlanOptions(skip_in_flight=True))
     assert [c.partition for c in plan.changes] == [1]
     assert any(f.code == "skipped-in-flight" for f in plan.findings)

@@ -57,7 +57,7 @@ def reference_new_replica(
     if best is None:
         raise PlanInfeasible(
             f"topic {topic!r}: no eligible broker left for another replica of {list(replicas)}; "
-            "add brokers with --brokers or lower the RF"
+            "add brokers with `brokers` or lower the RF"
         )
     return best
 

@@ -252,14 +252,10 @@ class FinishShown(TypedDict):
     created: int
 
 
+# the kinds both journalled and shown
+_Both = WindowWait | WindowOpen | PaceStart | Pace | WaveDone | LeftoverThrottles | Elect
 Record = (
-    WindowWait
-    | WindowOpen
-    | PaceStart
-    | Pace
-    | WaveDone
-    | LeftoverThrottles
-    | Elect
+    _Both
     | Start
     | ThrottleSetRecord
     | ThrottlePending
@@ -274,13 +270,7 @@ Record = (
     | Error
 )
 Shown = (
-    WindowWait
-    | WindowOpen
-    | PaceStart
-    | Pace
-    | WaveDone
-    | LeftoverThrottles
-    | Elect
+    _Both
     | Warning
     | Note
     | NothingToDo

@@ -16,9 +16,9 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import chain, pairwise, repeat
 from typing import Any, overload
 
 import numpy as np
@@ -47,7 +47,8 @@ class PartitionColumns:
     start[i]:start[i+1] are topic i's rows. replicas: broker ids, preferred leader first,
     padded with PAD; rf: replicas per row. leader: NO_LEADER when unknown. isr_kind per row
     (ISR_NONE, ISR_SAME, ISR_OTHER; the other lists in isr_other by row). size: NO_SIZE when
-    unknown."""
+    unknown. copy_size: the bytes a new replica copies (the leader's own log) when a live read
+    knows it per replica; None: `size`."""
 
     topics: tuple[Topic, ...]
     start: I64
@@ -58,6 +59,7 @@ class PartitionColumns:
     isr_kind: npt.NDArray[np.int8]
     isr_other: dict[int, tuple[int, ...]]
     size: I64
+    copy_size: I64 | None = None
 
     @property
     def rows(self) -> int:
@@ -243,6 +245,94 @@ def _build(topics: Sequence[tuple[Topic, Any]]) -> PartitionColumns | None:
     )
 
 
+def live_columns(
+    shells: Sequence[Topic],
+    counts: Sequence[int],
+    pids: Sequence[int],
+    replicas: Sequence[Sequence[int]],
+    leaders: Sequence[int],
+    isrs: Sequence[Sequence[int]],
+    sizes: I64 | None = None,
+    copy_sizes: I64 | None = None,
+) -> PartitionColumns | None:
+    """The columns of what a live source read: rows already in (topic name, partition id)
+    order, `counts[i]` of them for `shells[i]` (sorted by name), a leader (-1: offline) and
+    an ISR each. A row is in sync (ISR_SAME) when its ISR holds every replica, in any order
+    (brokers report it sorted). `sizes` per row (NO_SIZE unknown), `copy_sizes` the bytes a
+    new replica copies. None when a row is unusual (no replicas, a broker twice, an id out of
+    range, a partition id twice): the caller builds objects."""
+    n = len(pids)
+    if sum(counts) != n or any(a.name >= b.name for a, b in pairwise(shells)):
+        return None
+    try:
+        lens = np.fromiter(map(len, replicas), dtype=np.int64, count=n)
+        if n and int(lens.min()) == 0:
+            return None
+        flat = np.fromiter(chain.from_iterable(replicas), dtype=np.int64, count=int(lens.sum()))
+        pid_arr = np.fromiter(pids, dtype=np.int64, count=n)
+        leader_arr = np.fromiter(leaders, dtype=np.int64, count=n)
+    except (OverflowError, TypeError, ValueError):
+        return None
+    if flat.size and (int(flat.min()) < 0 or int(flat.max()) > _INT32_MAX):
+        return None
+    if n and int(pid_arr.min()) < 0:
+        return None
+    width = int(lens.max()) if n else 1
+    matrix = _ragged(flat, lens, width).astype(np.int32)
+    ordered = np.sort(matrix, axis=1)
+    if (
+        width > 1
+        and n
+        and bool(((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] != PAD)).any())
+    ):
+        return None  # a broker twice in one list
+    start = np.concatenate([[0], np.cumsum(np.asarray(counts, dtype=np.int64))]).astype(np.int64)
+    topic_row = np.repeat(np.arange(len(shells)), np.asarray(counts, dtype=np.int64))
+    if n > 1:
+        same_topic = topic_row[1:] == topic_row[:-1]
+        if bool((same_topic & (pid_arr[1:] <= pid_arr[:-1])).any()):
+            return None  # not in order, or a partition id twice
+    # in sync: as many ISR members as replicas, the same brokers (sorted rows compared)
+    try:
+        isr_lens = np.fromiter(map(len, isrs), dtype=np.int64, count=n)
+        isr_flat = np.fromiter(chain.from_iterable(isrs), dtype=np.int64, count=int(isr_lens.sum()))
+    except (OverflowError, TypeError, ValueError):
+        return None
+    wide = max(width, int(isr_lens.max()) if n else 0)
+    # PAD sorts first: the extra columns of a wider ISR matrix are PAD where lengths match
+    isr_sorted = np.sort(_ragged(isr_flat, isr_lens, wide), axis=1)[:, wide - width :]
+    same = (isr_lens == lens) & (isr_sorted == ordered).all(axis=1)
+    isr_kind = np.where(same, ISR_SAME, ISR_OTHER).astype(np.int8)
+    isr_other = {i: tuple(isrs[i]) for i in np.flatnonzero(~same).tolist()}
+    size = np.full(n, NO_SIZE, dtype=np.int64) if sizes is None else sizes
+    return PartitionColumns(
+        topics=tuple(shells),
+        start=start,
+        partition=pid_arr,
+        replicas=matrix,
+        rf=lens,
+        leader=leader_arr,
+        isr_kind=isr_kind,
+        isr_other=isr_other,
+        size=size,
+        copy_size=copy_sizes,
+    )
+
+
+def _ragged(flat: I64, lens: I64, width: int) -> I64:
+    """Rows of lengths `lens` laid end to end in `flat`, as a (rows, width) matrix padded
+    with PAD."""
+    n = len(lens)
+    if n and int(lens.min()) == width:
+        out: I64 = flat.reshape(n, width)
+        return out
+    matrix = np.full((n, width), PAD, dtype=np.int64)
+    row_of = np.repeat(np.arange(n), lens)
+    offsets = np.repeat(np.cumsum(lens) - lens, lens)
+    matrix[row_of, np.arange(flat.size) - offsets] = flat
+    return matrix
+
+
 def columns_fingerprint(brokers: Sequence[Broker], columns: PartitionColumns) -> str:
     """ClusterSnapshot.fingerprint, byte for byte, hashed from the arrays: the same JSON text
     (`{"brokers":[[id,rack],...],"topics":[[name,[[partition,[replicas]],...]],...]}`) fed
@@ -283,10 +373,13 @@ _TOPICS = ClusterSnapshot.__dict__["topics"]  # the dataclass slot under the pro
 class ColumnarSnapshot(ClusterSnapshot):
     """A ClusterSnapshot read into columns: `topics` is built from them on first access (the
     same objects the plain parser builds), `columns` serves the array planner. Constructed
-    with `topics` (dataclasses.replace does that), it is an ordinary snapshot."""
+    with `topics` (dataclasses.replace does that), it is an ordinary snapshot. `maker`
+    builds topic i instead of the columns (a live source: the objects its plain read gives,
+    with what the columns do not hold, such as each replica's log dir)."""
 
-    __slots__ = ("columns",)
+    __slots__ = ("columns", "maker")
     columns: PartitionColumns | None
+    maker: Callable[[int], Topic] | None
 
     def __init__(
         self,
@@ -297,12 +390,14 @@ class ColumnarSnapshot(ClusterSnapshot):
         captured_at: str | None = None,
         *,
         columns: PartitionColumns | None = None,
+        maker: Callable[[int], Topic] | None = None,
     ) -> None:
         object.__setattr__(self, "brokers", brokers)
         object.__setattr__(self, "cluster_id", cluster_id)
         object.__setattr__(self, "source", source)
         object.__setattr__(self, "captured_at", captured_at)
         object.__setattr__(self, "columns", columns if topics is None else None)
+        object.__setattr__(self, "maker", maker if topics is None else None)
         if topics is not None:
             _TOPICS.__set__(self, topics)
         elif columns is None:
@@ -315,7 +410,8 @@ class ColumnarSnapshot(ClusterSnapshot):
         except AttributeError:
             columns = self.columns
             assert columns is not None
-            value = tuple(columns.materialise(i) for i in range(len(columns.topics)))
+            make = self.maker or columns.materialise
+            value = tuple(make(i) for i in range(len(columns.topics)))
             _TOPICS.__set__(self, value)
         return value
 
@@ -333,12 +429,25 @@ class ColumnarSnapshot(ClusterSnapshot):
             return [t.name for t in self.columns.topics]
         return [t.name for t in self.topics]
 
+    def replication_factors(self) -> dict[str, int]:
+        """Each topic's Topic.replication_factor (partition 0's replicas; 0 without
+        partitions), from the columns when no topic was built."""
+        columns = self.columns
+        if columns is None or self.materialised:
+            return {t.name: t.replication_factor for t in self.topics}
+        start = columns.start.tolist()
+        rf = columns.rf.tolist()
+        return {
+            shell.name: rf[start[i]] if start[i] < start[i + 1] else 0
+            for i, shell in enumerate(columns.topics)
+        }
+
     def topic(self, name: str) -> Topic:
         columns = self.columns
         if columns is not None and not self.materialised:
             for i, shell in enumerate(columns.topics):
                 if shell.name == name:
-                    return columns.materialise(i)
+                    return (self.maker or columns.materialise)(i)
         return super().topic(name)
 
     def fingerprint(self) -> str:

@@ -259,6 +259,7 @@ class AdminSource(LiveSource):
     """Reads a cluster through its brokers. `bootstrap` is HOST:PORT[,HOST:PORT...]."""
 
     source_name = "admin"
+    columnar = True  # snapshot(columnar=True) reads into columns
 
     def __init__(
         self,
@@ -824,7 +825,12 @@ class AdminSource(LiveSource):
 
         return answers
 
-    def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
+    def snapshot(
+        self, topics: Iterable[str] | None = None, *, columnar: bool = False
+    ) -> ClusterSnapshot:
+        """Brokers and topics (all when None). `columnar`: the partitions in columns
+        (kreplica/columns.py, for the array planner), the objects built only if read; a
+        cluster with reassignments in flight is read into objects."""
         captured_at = utc_timestamp(datetime.now(UTC))
         wanted = None if topics is None else list(topics)
         cluster_id, live = self._live_brokers()
@@ -852,43 +858,217 @@ class AdminSource(LiveSource):
             for broker in self._fenced_brokers():
                 by_id[broker.id] = broker
         moving = self._reassignments(names)
-        index = LogDirs(log_dirs())
-        no_move: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
-        result = []
-        for name in names:
-            parts = []
-            for number, info in sorted(metadata[name].items()):
-                adding, removing = moving.get((name, number), no_move)
-                parts.append(
-                    index.partition(
-                        name,
-                        number,
-                        tuple(info.replicas),
-                        info.leader if info.leader >= 0 else -1,
-                        tuple(sorted(info.isrs)),
-                        adding,
-                        removing,
-                    )
-                )
-            effective, source = min_isr.get(name, (None, None))
-            result.append(
-                Topic(
-                    name=name,
-                    partitions=tuple(parts),
-                    configs=configs.get(name, {}),
-                    effective_min_isr=effective,
-                    min_isr_source=source,
-                )
-            )
+        answer = log_dirs()
         self._close_wire()
-        snapshot = assemble_snapshot(
+        read = _Read(names, metadata, configs, min_isr, answer)
+        if columnar and not moving:
+            snap = read.columnar(by_id, cluster_id, self.source_name, captured_at)
+            if snap is not None:
+                return snap
+        index = LogDirs(answer)
+        return assemble_snapshot(
             brokers=[index.broker(by_id[k]) for k in sorted(by_id)],
-            topics=result,
+            topics=[read.topic(name, index, moving) for name in names],
             cluster_id=cluster_id,
             source=self.source_name,
             captured_at=captured_at,
         )
-        return snapshot
+
+
+_NO_MOVE: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
+
+
+class _Read:
+    """What one snapshot read: topic names, librdkafka's partition metadata per topic,
+    configs, min.insync.replicas and the DescribeLogDirs answer; made into topic objects, or
+    into columns (the objects then made only when something reads them)."""
+
+    def __init__(
+        self,
+        names: list[str],
+        metadata: Mapping[str, Mapping[int, Any]],
+        configs: Mapping[str, dict[str, str]],
+        min_isr: Mapping[str, tuple[int, str]],
+        answer: list[Mapping[str, Any]],
+    ) -> None:
+        self.names = names
+        self.metadata = metadata
+        self.configs = configs
+        self.min_isr = min_isr
+        self.answer = answer
+
+    def topic(
+        self,
+        name: str,
+        index: LogDirs,
+        moving: Mapping[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]],
+    ) -> Topic:
+        parts = []
+        for number, info in sorted(self.metadata[name].items()):
+            adding, removing = moving.get((name, number), _NO_MOVE)
+            parts.append(
+                index.partition(
+                    name,
+                    number,
+                    tuple(info.replicas),
+                    info.leader if info.leader >= 0 else -1,
+                    tuple(sorted(info.isrs)),
+                    adding,
+                    removing,
+                )
+            )
+        return dataclasses.replace(self.shell(name), partitions=tuple(parts))
+
+    def shell(self, name: str) -> Topic:
+        effective, source = self.min_isr.get(name, (None, None))
+        return Topic(
+            name=name,
+            partitions=(),
+            configs=self.configs.get(name, {}),
+            effective_min_isr=effective,
+            min_isr_source=source,
+        )
+
+    def columnar(
+        self,
+        by_id: Mapping[int, Broker],
+        cluster_id: str | None,
+        source: str,
+        captured_at: str,
+    ) -> ClusterSnapshot | None:
+        """The snapshot in columns, equal to the object read once built (None: something
+        unusual, read into objects). No reassignment may be in flight."""
+        import numpy as np
+
+        from kreplica.columns import PAD, ColumnarSnapshot, live_columns
+
+        order = sorted(self.names)
+        counts: list[int] = []
+        pids: list[int] = []
+        replicas: list[list[int]] = []
+        leaders: list[int] = []
+        isrs: list[list[int]] = []
+        # row of (topic, partition): start + partition when a topic's ids are 0..n-1
+        where: dict[str, tuple[int, int, dict[int, int] | None]] = {}
+        for name in order:
+            parts = self.metadata[name]
+            numbers = sorted(parts)
+            start = len(pids)
+            dense = numbers == list(range(len(numbers)))
+            where[name] = (
+                start,
+                len(numbers),
+                None if dense else {p: start + j for j, p in enumerate(numbers)},
+            )
+            counts.append(len(numbers))
+            pids.extend(numbers)
+            for number in numbers:
+                info = parts[number]
+                replicas.append(info.replicas)
+                leaders.append(info.leader if info.leader >= 0 else -1)
+                isrs.append(info.isrs)
+        sizes = copies = None
+        if self.answer:
+            sizes, copies = _sizes(self.answer, where, len(pids), leaders)
+        columns = live_columns(
+            [self.shell(name) for name in order],
+            counts,
+            pids,
+            replicas,
+            leaders,
+            isrs,
+            sizes,
+            copies,
+        )
+        if columns is None:
+            return None
+        dirs = broker_log_dirs(self.answer)
+        disks = broker_disks(self.answer)
+        brokers = {
+            k: dataclasses.replace(b, log_dirs=dirs[k], disks=disks.get(k)) if k in dirs else b
+            for k, b in by_id.items()
+        }
+        # replicas on brokers neither live nor fenced: dead (as assemble_snapshot adds them)
+        held = np.unique(columns.replicas[columns.replicas != PAD]).tolist()
+        for b in held:
+            brokers.setdefault(b, Broker(id=b, alive=False))
+        index: list[LogDirs] = []
+
+        def make(i: int) -> Topic:
+            if not index:  # where each replica lives: read only once a topic is built
+                index.append(LogDirs(self.answer))
+            return self.topic(order[i], index[0], {})
+
+        return ColumnarSnapshot(
+            tuple(brokers[k] for k in sorted(brokers)),
+            cluster_id=cluster_id,
+            source=source,
+            captured_at=captured_at,
+            columns=columns,
+            maker=make,
+        )
+
+
+def _sizes(
+    answer: Iterable[Mapping[str, Any]],
+    where: Mapping[str, tuple[int, int, dict[int, int] | None]],
+    rows: int,
+    leaders: list[int],
+) -> tuple[Any, Any]:
+    """Per row, the largest replica's size (NO_SIZE when no broker listed one) and the
+    bytes a new replica copies (disk.copy_size: the leader's own log when listed, else the
+    largest), from the DescribeLogDirs answer."""
+    import numpy as np
+
+    from kreplica.columns import NO_SIZE
+
+    at: list[int] = []
+    on: list[int] = []
+    sized: list[int] = []
+    for broker in answer:
+        if "broker" not in broker:
+            continue
+        broker_id = int(broker["broker"])
+        for log_dir in broker.get("log_dirs") or []:
+            if log_dir.get("error_code", 0):
+                continue
+            for topic in log_dir.get("topics") or []:
+                found = where.get(topic.get("name"))
+                if found is None:
+                    continue
+                start, count, lookup = found
+                for partition in topic.get("partitions") or []:
+                    if partition.get("is_future_key"):
+                        continue
+                    number = partition["partition_index"]
+                    if lookup is None:
+                        if not 0 <= number < count:
+                            continue
+                        row = start + number
+                    else:
+                        row = lookup.get(number, -1)
+                        if row < 0:
+                            continue
+                    at.append(row)
+                    on.append(broker_id)
+                    sized.append(int(partition.get("partition_size", 0)))
+    row_arr = np.array(at, dtype=np.int64)
+    on_arr = np.array(on, dtype=np.int64)
+    size_arr = np.array(sized, dtype=np.int64)
+    if len(row_arr):  # one replica per broker: a later dir's listing replaces an earlier one
+        key = row_arr * (int(on_arr.max()) - int(on_arr.min()) + 1) + (on_arr - int(on_arr.min()))
+        _, last = np.unique(key[::-1], return_index=True)
+        keep = np.sort(len(key) - 1 - last)
+        row_arr, on_arr, size_arr = row_arr[keep], on_arr[keep], size_arr[keep]
+    low = np.iinfo(np.int64).min
+    size = np.full(rows, low, dtype=np.int64)
+    np.maximum.at(size, row_arr, size_arr)
+    size[size == low] = NO_SIZE
+    copy = size.copy()
+    leader_arr = np.array(leaders, dtype=np.int64)
+    own = on_arr == leader_arr[row_arr]
+    copy[row_arr[own]] = size_arr[own]
+    return size, copy
 
 
 def _close_connection(future: Future[BrokerConnection]) -> None:

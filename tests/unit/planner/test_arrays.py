@@ -81,6 +81,8 @@ def test_columns_give_the_objects_and_fingerprint_of_the_object_parser(seed, rf)
     assert isinstance(col, ColumnarSnapshot) and not col.materialised
     assert col.fingerprint() == plain.fingerprint()
     assert col.topic_names() == [t.name for t in plain.topics]
+    assert col.replication_factors() == {t.name: t.replication_factor for t in plain.topics}
+    assert not col.materialised
     assert col.topics == plain.topics
     assert col.materialised
 
@@ -109,6 +111,7 @@ def test_mixed_replica_counts_and_odd_topic_order_keep_fingerprint_and_objects()
     plain = parse_snapshot(data)
     col = parse_snapshot_columnar(data)
     assert col is not None
+    assert col.replication_factors() == {"alpha": 0, "mid": 2, "zeta": 3}
     assert col.fingerprint() == plain.fingerprint()
     assert col.topics == plain.topics
 
@@ -209,20 +212,7 @@ def test_a_healthy_rf_raise_goes_to_the_array_planner_and_builds_no_partition_ob
             ),
             "a broker without a rack",
         ),
-        (
-            lambda s, r, o: (
-                ClusterSnapshot(
-                    tuple(
-                        Broker(b.id, b.rack, disks=(LogDir("/d", 10**12, 10**11),))
-                        for b in s.brokers
-                    ),
-                    s.topics,
-                ),
-                r,
-                o,
-            ),
-            "disk figures to guard",
-        ),
+        (lambda s, r, o: (s, r, PlanOptions(log_dirs="balanced")), "log dirs named"),
         (lambda s, r, o: (s, [TopicRequest(topic=r[0].topic, rf=9)], o), "more new replicas"),
     ],
 )
@@ -244,6 +234,68 @@ def test_the_object_planner_takes_every_other_case_and_plans_it_as_before(change
     assert tuple(plan.changes) == tuple(expected.changes)
     assert plan.report == expected.report
     assert plan.findings == expected.findings
+
+
+def _with_disks(snap: ClusterSnapshot, usable: dict[int, int], total: int) -> ClusterSnapshot:
+    return ClusterSnapshot(
+        tuple(
+            Broker(b.id, b.rack, disks=(LogDir("/d", total, usable[b.id]),)) for b in snap.brokers
+        ),
+        snap.topics,
+        cluster_id=snap.cluster_id,
+    )
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 100_000), room=st.integers(0, 60_000), headroom=st.integers(0, 30))
+def test_disk_figures_are_guarded_on_arrays_or_left_to_the_object_planner(seed, room, headroom):
+    _disk_case(seed, room, headroom)
+
+
+def test_the_disk_cases_meet_array_plans_fallbacks_and_refusals():
+    met = {_disk_case(seed, room, 0) for seed in range(12) for room in (0, 8_000, 200_000)}
+    assert met >= {"arrays", "objects", "refused"}
+
+
+def _disk_case(seed: int, room: int, headroom: int) -> str:
+    """Brokers with disk figures: the array planner takes the request, and its disk report
+    (bytes arriving per broker, free after, under headroom) is the object planner's for the
+    same plan's copies; when its plan would fill a disk the object planner plans it, with its
+    steering or its refusal, word for word."""
+    from kreplica.planner.disk import Headroom
+
+    rng = random.Random(seed)
+    snap = random_cluster(rng, brokers=rng.randint(6, 9), racks=3, topics=3, rf=2)
+    total = 10**6
+    usable = {b.id: rng.randrange(room + 1) + total * headroom // 100 for b in snap.brokers}
+    disky = _with_disks(snap, usable, total)
+    col = columnar(disky)
+    requests = [TopicRequest(topic=t.name, rf=3) for t in snap.topics]
+    options = PlanOptions(disk_headroom=Headroom(float(headroom)))
+    if arrays.refusal(col, requests, options) is not None:
+        return "not arrays"  # a rack missing: the dispatch tests
+    try:
+        expected = make_plan(disky, requests, options)
+    except Exception as exc:  # no placement fits: the same refusal from the columns
+        with pytest.raises(type(exc)) as got:
+            make_plan(col, requests, options)
+        assert str(got.value) == str(exc)
+        return "refused"
+    plan = make_plan(col, requests, options)
+    if not getattr(plan.changes, "columnar", False):  # the array plan filled a disk
+        assert tuple(plan.changes) == tuple(expected.changes)
+        assert plan.report == expected.report
+        return "objects"
+    assert plan.report["disk"]["checked"] is True
+    # the object planner's guard over the array plan's changes gives the same report
+    from kreplica.model import Plan
+    from kreplica.planner.disk import finish_plan
+
+    objects = Plan(None, "x", "balanced", tuple(plan.changes), {}, ())
+    assert finish_plan(objects, disky, options.disk_headroom).report["disk"] == plan.report["disk"]
+    arriving = plan.report["disk"]["brokers"]
+    assert not any(b["under_headroom"] for b in arriving.values() if b["incoming_bytes"])
+    return "arrays"
 
 
 # --- the same plan quality as the object planner ---------------------------------------------

@@ -73,7 +73,7 @@ def _read(rng: random.Random) -> tuple[_Read, dict[int, Broker]]:
     if rng.random() < 0.2:
         answer = []  # DescribeLogDirs not allowed, or not asked
     configs = {name: {"retention.ms": "5"} for name in names[:1]}
-    min_isr = {name: (2, "topic") for name in names[1:2]}
+    min_isr = dict.fromkeys(names[1:2], (2, "topic"))
     return _Read(names, metadata, configs, min_isr, answer), listed
 
 

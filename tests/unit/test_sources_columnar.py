@@ -159,3 +159,54 @@ def test_unusual_rows_are_left_to_the_object_read() -> None:
     ok = live_columns(shell, [2], [0, 3], [[2, 1], [1]], [2, -1], [[1, 2], [1, 5]])
     assert ok is not None
     assert ok.isr_kind.tolist() == [ISR_SAME, 2] and ok.isr_other == {1: (1, 5)}
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6))
+def test_the_zookeeper_read_in_columns_is_the_object_read(seed: int) -> None:
+    """kreplica.sources.zookeeper._columnar against build_topic + assemble_snapshot: the same
+    brokers (an unregistered one added dead), fingerprint and topics; None when a partition
+    has no state znode yet."""
+    from kreplica.sources import zookeeper
+    from kreplica.sources.znodes import PartitionState, TopicAssignment, build_topic
+
+    rng = random.Random(seed)
+    n = rng.randint(3, 7)
+    brokers = [Broker(b, rack="ab"[b % 2]) for b in range(1, n + 1) if b != n or rng.random() < 0.8]
+    assignments: dict[str, TopicAssignment] = {}
+    states_of: dict[str, dict[int, PartitionState | None]] = {}
+    for name in rng.sample(["x", "y", "z", "w"], rng.randint(1, 4)):
+        ids = sorted(rng.sample(range(9), rng.randint(0, 5)))
+        reps = {p: tuple(rng.sample(range(1, n + 1), rng.randint(1, 3))) for p in ids}
+        assignments[name] = TopicAssignment(reps, {}, {})
+        states_of[name] = {
+            p: PartitionState(rng.choice([r[0], -1]), tuple(rng.sample(r, len(r))))
+            for p, r in reps.items()
+        }
+    missing = rng.random() < 0.1 and any(a.replicas for a in assignments.values())
+    if missing:
+        name = next(t for t, a in assignments.items() if a.replicas)
+        states_of[name][next(iter(assignments[name].replicas))] = None
+    configs = {"min.insync.replicas": "2"} if rng.random() < 0.5 else {}
+
+    def topic(name: str, *, shell: bool = False) -> Topic:
+        assignment = TopicAssignment({}, {}, {}) if shell else assignments[name]
+        return build_topic(name, assignment, states_of[name], configs, {}, {})
+
+    col = zookeeper._columnar(brokers, assignments, states_of, topic, "c", "now")
+    if missing:
+        assert col is None
+        return
+    objects = assemble_snapshot(
+        brokers=brokers,
+        topics=[topic(name) for name in assignments],
+        cluster_id="c",
+        source="zookeeper",
+        captured_at="now",
+    )
+    assert isinstance(col, ColumnarSnapshot) and not col.materialised
+    assert col.brokers == objects.brokers
+    assert col.fingerprint() == objects.fingerprint()
+    assert col.replication_factors() == {t.name: t.replication_factor for t in objects.topics}
+    assert (col.source, col.cluster_id, col.captured_at) == ("zookeeper", "c", "now")
+    assert col.topics == objects.topics

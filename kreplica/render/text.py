@@ -339,7 +339,7 @@ def runbook_commands(
     # Indexed once: per-topic scans of every topic and every move were quadratic.
     created = _after_by_topic(plan.new_partitions)
     partitions_of = {t.name: t.partitions for t in snapshot.topics} if created else {}
-    moved_to = _after_by_topic(reassignments)
+    moved_to = _after_by_topic(reassignments) if created else {}
     for topic_name, new in sorted(created.items()):
         full = {p.partition: p.replicas for p in partitions_of.get(topic_name, ())}
         full |= moved_to.get(topic_name, {})

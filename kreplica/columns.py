@@ -148,9 +148,12 @@ def _build(topics: Sequence[tuple[Topic, Any]]) -> PartitionColumns | None:
         values = field(key, _MISSING)
         if n and (not _types(values) <= {list, tuple} or any(values)):
             return None  # in flight, or not a list
-    for key in ("replica_dirs", "replica_sizes"):
-        if n and _types(field(key)) != {_NONE}:
+    per_replica = [field(key) for key in ("replica_dirs", "replica_sizes")]
+    if n and any(_types(values) != {_NONE} for values in per_replica):
+        if not _per_replica_ok(reps, *per_replica):
             return None
+    else:
+        per_replica = []
     lens = np.fromiter(map(len, reps), dtype=np.int64, count=n)
     if n and int(lens.min()) == 0:
         return None
@@ -195,6 +198,15 @@ def _build(topics: Sequence[tuple[Topic, Any]]) -> PartitionColumns | None:
     size_arr = np.array(sizes, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
     if _NONE not in kinds and n and int(size_arr.min()) < 0:
         return None
+    copy_arr = None
+    if per_replica:  # disk.copy_size: the current leader's own log when listed
+        copy_arr = size_arr.copy()
+        for i, (own, reps_i, lead) in enumerate(zip(per_replica[1], reps, leaders, strict=True)):
+            if own is None:
+                continue
+            now = reps_i[0] if lead == NO_LEADER else lead
+            if now >= 0 and now in reps_i and own[reps_i.index(now)] is not None:
+                copy_arr[i] = own[reps_i.index(now)]
 
     isrs = field("isr")
     if not _types(isrs) <= {list, _NONE}:
@@ -242,7 +254,27 @@ def _build(topics: Sequence[tuple[Topic, Any]]) -> PartitionColumns | None:
         isr_kind=isr_kind[order],
         isr_other=isr_other,
         size=size_arr[order],
+        copy_size=None if copy_arr is None else copy_arr[order],
     )
+
+
+def _per_replica_ok(reps: list[Any], dirs: list[Any], sizes: list[Any]) -> bool:
+    """Every replica_dirs / replica_sizes entry as the object parser accepts it: null, or
+    one entry per replica, a non-empty path / a size >= 0 or null (anything else: the
+    object parser reads the file and names the problem)."""
+    for i, replicas in enumerate(reps):
+        d, z = dirs[i], sizes[i]
+        if d is not None:
+            if type(d) is not list or len(d) != len(replicas):
+                return False
+            if any(v is not None and (type(v) is not str or not v) for v in d):
+                return False
+        if z is not None:
+            if type(z) is not list or len(z) != len(replicas):
+                return False
+            if any(v is not None and (type(v) is not int or v < 0) for v in z):
+                return False
+    return True
 
 
 def live_columns(

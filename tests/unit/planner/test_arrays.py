@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 
@@ -116,6 +117,53 @@ def test_mixed_replica_counts_and_odd_topic_order_keep_fingerprint_and_objects()
     assert col.topics == plain.topics
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000))
+def test_per_replica_dirs_and_sizes_stay_in_columns_with_the_object_parsers_topics(seed):
+    """A snapshot a live read wrote (each replica's dir and size): columns, whose copy sizes
+    are what the disk guard counts from the objects, and topics the object parser builds."""
+    from kreplica.columns import NO_SIZE
+    from kreplica.model import PartitionChange
+    from kreplica.planner.disk import copy_size
+
+    rng = random.Random(seed)
+    snap = random_cluster(rng, brokers=rng.randint(3, 9), racks=3, topics=3, rf=2)
+    topics = []
+    for t in snap.topics:
+        parts = []
+        for p in t.partitions:
+            sizes = tuple(rng.choice([None, rng.randrange(9000)]) for _ in p.replicas)
+            known = [z for z in sizes if z is not None]
+            parts.append(
+                dataclasses.replace(
+                    p,
+                    replica_dirs=tuple(rng.choice([None, "/a", "/b"]) for _ in p.replicas),
+                    replica_sizes=sizes,
+                    size_bytes=max(known) if known else p.size_bytes,
+                    leader=rng.choice([p.leader, -1, None]),
+                )
+            )
+        topics.append(dataclasses.replace(t, partitions=tuple(parts)))
+    snap = dataclasses.replace(snap, topics=tuple(topics))
+    data = json.loads(json.dumps(snapshot_to_dict(snap)))
+    plain = parse_snapshot(data)
+    col = parse_snapshot_columnar(data)
+    assert isinstance(col, ColumnarSnapshot) and col.columns is not None
+    assert col.fingerprint() == plain.fingerprint()
+    copies = col.columns.copy_size
+    assert copies is not None
+    rows = [p for t in plain.topics for p in t.partitions]
+    for row, part in enumerate(rows):
+        change = PartitionChange(part.topic, part.partition, part.replicas, (), part.size_bytes)
+        assert max(int(copies[row]), 0) == copy_size(part, change)
+        assert int(col.columns.size[row]) == (
+            NO_SIZE if part.size_bytes is None else part.size_bytes
+        )
+    assert not col.materialised
+    assert col.topic(plain.topics[-1].name) == plain.topics[-1]
+    assert col.topics == plain.topics
+
+
 @pytest.mark.parametrize(
     "partition",
     [
@@ -124,7 +172,10 @@ def test_mixed_replica_counts_and_odd_topic_order_keep_fingerprint_and_objects()
         {"partition": -1, "replicas": [1]},
         {"partition": 0, "replicas": [1, True]},
         {"partition": 0, "replicas": [1], "adding_replicas": [2]},  # in flight
-        {"partition": 0, "replicas": [1], "replica_dirs": ["/d"]},
+        {"partition": 0, "replicas": [1], "replica_dirs": ["/d", "/e"]},  # one per replica
+        {"partition": 0, "replicas": [1], "replica_dirs": [""]},
+        {"partition": 0, "replicas": [1], "replica_sizes": [-1]},
+        {"partition": 0, "replicas": [1], "replica_sizes": [True]},
         {"partition": 0, "replicas": [1], "size_bytes": -3},
         {"partition": 0, "replicas": [1], "isr": [1, "x"]},
         {"partition": 0, "replicas": [2**40]},

@@ -32,7 +32,9 @@ I64 = npt.NDArray[np.int64]
 PAD = -1  # an empty slot of the replica matrix (broker ids are >= 0 here)
 NO_LEADER = np.iinfo(np.int64).min  # `leader` None (unknown); -1 stays "offline"
 NO_SIZE = -1  # `size_bytes` None
-ISR_NONE, ISR_SAME, ISR_OTHER = 0, 1, 2  # isr None / equal to replicas / see isr_other
+# isr None / equal to replicas / see isr_other: another set, or (ISR_REORDERED) every replica
+# in another order (brokers report it sorted): in sync, as ISR_SAME, for the planner
+ISR_NONE, ISR_SAME, ISR_OTHER, ISR_REORDERED = 0, 1, 2, 3
 
 _MISSING = ()  # dict.get default for keys that must be absent or an empty list
 _NONE = type(None)
@@ -46,7 +48,8 @@ class PartitionColumns:
     topics: topic shells (name, configs, min.insync.replicas; no partitions), sorted by name;
     start[i]:start[i+1] are topic i's rows. replicas: broker ids, preferred leader first,
     padded with PAD; rf: replicas per row. leader: NO_LEADER when unknown. isr_kind per row
-    (ISR_NONE, ISR_SAME, ISR_OTHER; the other lists in isr_other by row). size: NO_SIZE when
+    (ISR_NONE, ISR_SAME, ISR_OTHER, ISR_REORDERED; the other lists in isr_other by row). size:
+    NO_SIZE when
     unknown. copy_size: the bytes a new replica copies (the leader's own log) when a live read
     knows it per replica; None: `size`."""
 
@@ -87,7 +90,7 @@ class PartitionColumns:
             reps = shared.setdefault(reps, reps)
             kind = kinds[j]
             isr = reps if kind == ISR_SAME else None
-            if kind == ISR_OTHER:
+            if kind in (ISR_OTHER, ISR_REORDERED):
                 isr = self.isr_other[lo + j]
             leader = leaders[j]
             size = sizes[j]
@@ -221,7 +224,8 @@ def _build(topics: Sequence[tuple[Topic, Any]]) -> PartitionColumns | None:
         if value and _types(value) != {int}:
             return None
         other_raw[i] = tuple(value)
-        isr_kind[i] = ISR_OTHER
+        reordered = len(value) == len(reps[i]) and sorted(value) == sorted(reps[i])
+        isr_kind[i] = ISR_REORDERED if reordered else ISR_OTHER
 
     # rows sorted by (topic name, partition id), as the object model sorts them
     name_rank = {name: r for r, name in enumerate(sorted(s.name for s, _ in topics))}
@@ -289,8 +293,8 @@ def live_columns(
 ) -> PartitionColumns | None:
     """The columns of what a live source read: rows already in (topic name, partition id)
     order, `counts[i]` of them for `shells[i]` (sorted by name), a leader (-1: offline) and
-    an ISR each. A row is in sync (ISR_SAME) when its ISR holds every replica, in any order
-    (brokers report it sorted). `sizes` per row (NO_SIZE unknown), `copy_sizes` the bytes a
+    an ISR each. A row is in sync (ISR_SAME, or ISR_REORDERED) when its ISR holds every
+    replica (brokers report it sorted). `sizes` per row (NO_SIZE unknown), `copy_sizes` the bytes a
     new replica copies. None when a row is unusual (no replicas, a broker twice, an id out of
     range, a partition id twice): the caller builds objects."""
     n = len(pids)
@@ -331,11 +335,13 @@ def live_columns(
     except (OverflowError, TypeError, ValueError):
         return None
     wide = max(width, int(isr_lens.max()) if n else 0)
+    isr_matrix = _ragged(isr_flat, isr_lens, wide)
+    exact = (isr_lens == lens) & (isr_matrix[:, :width] == matrix).all(axis=1)
     # PAD sorts first: the extra columns of a wider ISR matrix are PAD where lengths match
-    isr_sorted = np.sort(_ragged(isr_flat, isr_lens, wide), axis=1)[:, wide - width :]
+    isr_sorted = np.sort(isr_matrix, axis=1)[:, wide - width :]
     same = (isr_lens == lens) & (isr_sorted == ordered).all(axis=1)
-    isr_kind = np.where(same, ISR_SAME, ISR_OTHER).astype(np.int8)
-    isr_other = {i: tuple(isrs[i]) for i in np.flatnonzero(~same).tolist()}
+    isr_kind = np.where(exact, ISR_SAME, np.where(same, ISR_REORDERED, ISR_OTHER)).astype(np.int8)
+    isr_other = {i: tuple(isrs[i]) for i in np.flatnonzero(~exact).tolist()}
     size = np.full(n, NO_SIZE, dtype=np.int64) if sizes is None else sizes
     return PartitionColumns(
         topics=tuple(shells),

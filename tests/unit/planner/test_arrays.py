@@ -217,6 +217,24 @@ def test_a_healthy_rf_raise_goes_to_the_array_planner_and_builds_no_partition_ob
     assert not col.materialised
 
 
+def test_an_isr_of_every_replica_in_another_order_is_in_sync_for_the_array_planner():
+    """Brokers report the ISR sorted: a snapshot a live read wrote lists it so. Such a row is
+    in sync (the array planner takes it); an ISR missing a replica is not."""
+    snap, requests = _plain_rf_up()
+    data = json.loads(json.dumps(snapshot_to_dict(snap)))
+    for t in data["topics"]:
+        for p in t["partitions"]:
+            p["isr"] = sorted(p["replicas"], reverse=True)
+    plain = parse_snapshot(data)
+    col = parse_snapshot_columnar(data)
+    assert arrays.refusal(col, requests, PlanOptions()) is None
+    assert col.topics == plain.topics
+    data["topics"][0]["partitions"][0]["isr"] = data["topics"][0]["partitions"][0]["isr"][:1]
+    col = parse_snapshot_columnar(data)
+    assert arrays.refusal(col, requests, PlanOptions()) == "replicas out of sync"
+    assert col.topics == parse_snapshot(data).topics
+
+
 @pytest.mark.parametrize(
     ("change", "reason"),
     [

@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from kreplica.errors import SourceError, UsageError
 from kreplica.model import Broker, ClusterSnapshot, LogDir, Partition, Topic
@@ -255,6 +255,44 @@ def fenced_brokers(described: Mapping[str, Any]) -> list[Broker]:
     ]
 
 
+# DescribeConfigs' ConfigSource numbers (Kafka's wire values, confluent-kafka's ConfigSource
+# enum) -> their names; a number neither knows is UNKNOWN_<n>.
+_CONFIG_SOURCES = {
+    0: "UNKNOWN_CONFIG",
+    1: "DYNAMIC_TOPIC_CONFIG",
+    2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG",
+    5: "DEFAULT_CONFIG",
+    8: "GROUP_CONFIG",
+}
+_DYNAMIC_TOPIC_CONFIG = 1
+
+
+def _configs_of(
+    entries: Mapping[str, Sequence[tuple[str, str | None, int]]],
+) -> tuple[dict[str, dict[str, str]], dict[str, tuple[int, str]]]:
+    """Per topic, from its DescribeConfigs entries (name, value, source number): its
+    overrides, sorted by name, and its effective min.insync.replicas with where it comes
+    from (min_isr_from_config)."""
+    out: dict[str, dict[str, str]] = {}
+    min_isr: dict[str, tuple[int, str]] = {}
+    for name, listed in entries.items():
+        by_key = {key: (value, source) for key, value, source in listed}
+        out[name] = {
+            key: value
+            for key, (value, source) in sorted(by_key.items())
+            if source == _DYNAMIC_TOPIC_CONFIG and value is not None
+        }
+        entry = by_key.get("min.insync.replicas")
+        if entry is not None:
+            value, source = entry
+            effective = min_isr_from_config(value, _CONFIG_SOURCES.get(source, f"UNKNOWN_{source}"))
+            if effective is not None:
+                min_isr[name] = effective
+    return out, min_isr
+
+
 class AdminSource(LiveSource):
     """Reads a cluster through its brokers. `bootstrap` is HOST:PORT[,HOST:PORT...]."""
 
@@ -293,6 +331,7 @@ class AdminSource(LiveSource):
         # broker id -> a connection that has its ApiVersions answer; kafka-python otherwise
         self._wire = plain_listener(self._client_config)
         self._wire_conns: dict[int, Future[BrokerConnection]] = {}
+        self._wire_addresses: dict[int, tuple[str, int]] = {}
         self._controller: Broker | None = None
         self._kafka_python_config = kafka_python_config(
             self._bootstrap, self._client_config, timeout_s
@@ -551,6 +590,7 @@ class AdminSource(LiveSource):
 
         self._close_wire()
         listed = [b for b in brokers if b.host and b.port]
+        self._wire_addresses = {b.id: (b.host or "", b.port or 9092) for b in listed}
         if not listed:
             return
         pool = ThreadPoolExecutor(len(listed), thread_name_prefix="kreplica-wire")
@@ -615,6 +655,37 @@ class AdminSource(LiveSource):
             (b for b in brokers if controller is not None and b.id == controller.id), None
         )
         return cluster.cluster_id, brokers
+
+    def _wire_metadata(self) -> tuple[str | None, list[Broker], dict[str, Any]] | None:
+        """What _live_brokers and _topics read, from one Metadata request on a connection of
+        kreplica's own to the first bootstrap server that answers (confluent-kafka builds an
+        object per partition); None when none does, or answers what this reader does not
+        take (confluent-kafka then reads it, and names any problem)."""
+        for address in self._bootstrap.split(","):
+            host, colon, port = address.strip().rpartition(":")
+            if not colon or not port.isdigit():
+                continue
+            try:
+                with BrokerConnection(host.strip("[]"), int(port), self._timeout_s) as conn:
+                    conn.ask_versions()
+                    nodes, cluster_id, controller, topics = conn.describe_metadata()
+            except kafkawire.WireError:
+                continue
+            brokers = [
+                Broker(id=n["node_id"], rack=n["rack"] or None, host=n["host"], port=n["port"])
+                for n in nodes
+            ]
+            self._controller = next((b for b in brokers if b.id == controller), None)
+            return (
+                cluster_id,
+                brokers,
+                {
+                    name: {p: _Partition(*row) for p, row in parts.items()}
+                    for name, (error, parts) in topics.items()
+                    if not error or parts  # e.g. being deleted: no partitions to report
+                },
+            )
+        return None
 
     def zookeeper_mode(self) -> bool:
         """Whether the brokers run in ZooKeeper mode, from a broker's ApiVersions answer (on
@@ -690,36 +761,68 @@ class AdminSource(LiveSource):
         min.insync.replicas with its source: DescribeConfigs on a TOPIC resource lists every
         config with where its value comes from (the answering broker's view of broker-level
         values)."""
+        return self._configs_later(names)()
+
+    def _configs_later(
+        self, names: list[str]
+    ) -> Callable[[], tuple[dict[str, dict[str, str]], dict[str, tuple[int, str]]]]:
+        """Send DescribeConfigs for these topics and return what waits for the answers
+        (_topic_configs'). On kreplica's own connections the topics are split over the
+        brokers, each asked for its share at once (in threads); confluent-kafka otherwise, or
+        when a broker's answer is not one this reader takes (it then names the problem)."""
+        if not names:
+            return lambda: ({}, {})
+        ids = sorted(self._wire_conns)
+        if not ids:
+            return self._confluent_configs(names)
+        from concurrent.futures import ThreadPoolExecutor
+
+        share = [names[i :: len(ids)] for i in range(len(ids))]
+        where = dict(self._wire_addresses)
+
+        def ask(broker_id: int, topics: list[str]) -> Any:
+            # a connection of its own: the broker's other one is busy with DescribeLogDirs
+            host, port = where[broker_id]
+            with BrokerConnection(host, port, self._timeout_s) as conn:
+                conn.ask_versions()
+                return conn.describe_topic_configs(topics)
+
+        pool = ThreadPoolExecutor(len(ids), thread_name_prefix="kreplica-configs")
+        futures = [pool.submit(ask, b, part) for b, part in zip(ids, share, strict=True) if part]
+        pool.shutdown(wait=False)
+
+        def answers() -> tuple[dict[str, dict[str, str]], dict[str, tuple[int, str]]]:
+            entries: dict[str, list[tuple[str, str | None, int]]] = {}
+            try:
+                for future in futures:
+                    entries.update(future.result())
+            except kafkawire.WireError:
+                return self._confluent_configs(names)()
+            if any(name not in entries for name in names):
+                return self._confluent_configs(names)()
+            return _configs_of({name: entries[name] for name in names})
+
+        return answers
+
+    def _confluent_configs(
+        self, names: list[str]
+    ) -> Callable[[], tuple[dict[str, dict[str, str]], dict[str, tuple[int, str]]]]:
         from confluent_kafka.admin import (  # type: ignore[attr-defined]
             ConfigResource,
-            ConfigSource,
             ResourceType,
         )
 
-        if not names:
-            return {}, {}
         resources = [ConfigResource(ResourceType.TOPIC, name) for name in names]
         futures = self._admin_client().describe_configs(resources, request_timeout=self._timeout_s)
-        out: dict[str, dict[str, str]] = {}
-        min_isr: dict[str, tuple[int, str]] = {}
-        for resource, future in futures.items():
-            entries = self._result(future, f"describe the configs of topic {resource.name!r}")
-            out[resource.name] = {
-                key: entry.value
-                for key, entry in sorted(entries.items())
-                if entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
-                and entry.value is not None
-            }
-            entry = entries.get("min.insync.replicas")
-            if entry is not None:
-                try:
-                    source_name = ConfigSource(entry.source).name
-                except ValueError:
-                    source_name = f"UNKNOWN_{entry.source}"
-                effective = min_isr_from_config(entry.value, source_name)
-                if effective is not None:
-                    min_isr[resource.name] = effective
-        return out, min_isr
+
+        def answers() -> tuple[dict[str, dict[str, str]], dict[str, tuple[int, str]]]:
+            entries = {}
+            for resource, future in futures.items():
+                got = self._result(future, f"describe the configs of topic {resource.name!r}")
+                entries[resource.name] = [(k, e.value, e.source) for k, e in got.items()]
+            return _configs_of(entries)
+
+        return answers
 
     def _reassignments(
         self, names: list[str]
@@ -751,7 +854,9 @@ class AdminSource(LiveSource):
         return self._log_dirs(topic_partitions, dict.fromkeys(brokers))()
 
     def _log_dirs(
-        self, topic_partitions: Mapping[str, Iterable[int]], brokers: Mapping[int, str | None]
+        self,
+        topic_partitions: Mapping[str, Iterable[int]] | None,
+        brokers: Mapping[int, str | None],
     ) -> Callable[[], list[Mapping[str, Any]]]:
         """Send DescribeLogDirs for these partitions (given as partition ids: a topic list
         makes kafka-python read their metadata first) to every broker at once, and return
@@ -762,7 +867,11 @@ class AdminSource(LiveSource):
         loop, while the caller goes on with other requests."""
         from concurrent.futures import ThreadPoolExecutor
 
-        wanted = {name: sorted(parts) for name, parts in topic_partitions.items()}
+        wanted = (
+            None
+            if topic_partitions is None  # every partition each broker holds
+            else {name: sorted(parts) for name, parts in topic_partitions.items()}
+        )
         ids = sorted(brokers)
         if not ids:
             return list
@@ -833,24 +942,31 @@ class AdminSource(LiveSource):
         cluster with reassignments in flight is read into objects."""
         captured_at = utc_timestamp(datetime.now(UTC))
         wanted = None if topics is None else list(topics)
-        cluster_id, live = self._live_brokers()
+        wire_read = self._wire_metadata() if self._wire else None
+        if wire_read is not None:  # brokers, racks and partitions in one answer
+            cluster_id, live, wire_topics = wire_read
+        else:
+            cluster_id, live = self._live_brokers()
+        addresses: dict[int, str | None] = {b.id: f"{b.host}:{b.port}" for b in live}
+        early = None
         if self._wire:
             self._open_wire(live)
+            if wanted is None and self.read_sizes:
+                # every partition each broker holds, asked before the metadata is in: the
+                # brokers' answers (the longest wait of a read) come while it is read
+                early = self._log_dirs(None, addresses)
         else:
             # after the first answer: refused credentials are reported by librdkafka at once,
             # while kafka-python would retry them for the whole timeout
             self._start_kafka_python()
-        metadata = self._topics()
+        metadata = wire_topics if wire_read is not None else self._topics()
         names = select_topics(metadata, wanted)
-        log_dirs = (
-            self._log_dirs(
-                {name: metadata[name].keys() for name in names},
-                {b.id: f"{b.host}:{b.port}" for b in live},
-            )
+        log_dirs = early or (
+            self._log_dirs({name: metadata[name].keys() for name in names}, addresses)
             if self.read_sizes
             else list
         )
-        configs, min_isr = self._topic_configs(names)
+        configs_later = self._configs_later(names)
         by_id = {b.id: b for b in live}
         # Asked after DescribeCluster, so its answer is the newer one when a broker was fenced
         # in between; ZooKeeper mode has no fenced brokers (a dead one's registration is gone).
@@ -858,6 +974,7 @@ class AdminSource(LiveSource):
             for broker in self._fenced_brokers():
                 by_id[broker.id] = broker
         moving = self._reassignments(names)
+        configs, min_isr = configs_later()
         answer = log_dirs()
         self._close_wire()
         read = _Read(names, metadata, configs, min_isr, answer)
@@ -876,6 +993,14 @@ class AdminSource(LiveSource):
 
 
 _NO_MOVE: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
+
+
+class _Partition(NamedTuple):
+    """A partition of a Metadata answer, read as librdkafka's PartitionMetadata is."""
+
+    replicas: list[int]
+    isrs: list[int]
+    leader: int
 
 
 class _Read:

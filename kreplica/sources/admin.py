@@ -308,9 +308,6 @@ class AdminSource(LiveSource):
         probe: bool = True,
         read_sizes: bool = True,
     ) -> None:
-        from confluent_kafka import KafkaException
-        from confluent_kafka.admin import AdminClient
-
         if not bootstrap or not bootstrap.strip():
             raise UsageError("--bootstrap-server is empty; pass HOST:PORT[,HOST:PORT]")
         self._bootstrap = bootstrap.strip()
@@ -354,9 +351,21 @@ class AdminSource(LiveSource):
         # could be freed by the cyclic collector on librdkafka's own thread, which aborts
         config.update({"error_cb": self._errors.remember, "logger": _LOG})
         config.setdefault("client.id", "kreplica")
+        self._confluent_config = config
+        self._admin: Any = None
+        self._closed = False
+        # Plain listeners and no client properties to check: a snapshot reads through
+        # kafkawire alone, and confluent-kafka (its import costs more than the read's metadata
+        # request) is started only if something asks for it.
+        if not (self._wire and not self._client_config):
+            self._admin = self._new_admin()
+
+    def _new_admin(self) -> Any:
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
         try:
-            self._admin: Any = AdminClient(config)
-            self._confluent_config = config
+            return AdminClient(self._confluent_config)
         except (KafkaException, ValueError, TypeError) as exc:
             error: Any = exc.args[0] if exc.args else exc
             detail = error.str() if hasattr(error, "str") else str(error)
@@ -366,6 +375,7 @@ class AdminSource(LiveSource):
 
     def close(self) -> None:
         self._admin = None  # confluent-kafka clients are released when dropped
+        self._closed = True
         self._close_wire()
         thread = self._kafka_python_thread
         if thread is not None and thread is not threading.current_thread():
@@ -462,8 +472,10 @@ class AdminSource(LiveSource):
                     ) from None
 
     def _admin_client(self) -> Any:
-        if self._admin is None:
+        if self._closed:
             raise UsageError("this AdminClient source is closed")
+        if self._admin is None:
+            self._admin = self._new_admin()
         return self._admin
 
     def _start_kafka_python(self) -> None:
@@ -656,36 +668,46 @@ class AdminSource(LiveSource):
         )
         return cluster.cluster_id, brokers
 
-    def _wire_metadata(self) -> tuple[str | None, list[Broker], dict[str, Any]] | None:
-        """What _live_brokers and _topics read, from one Metadata request on a connection of
-        kreplica's own to the first bootstrap server that answers (confluent-kafka builds an
-        object per partition); None when none does, or answers what this reader does not
-        take (confluent-kafka then reads it, and names any problem)."""
+    def _wire_brokers(self) -> tuple[BrokerConnection, str | None, list[Broker]] | None:
+        """What _live_brokers reads, from a Metadata request for no topic on a connection of
+        kreplica's own to the first bootstrap server that answers, and that connection (for
+        _wire_topics); None when none does (confluent-kafka then reads, and names any
+        problem)."""
         for address in self._bootstrap.split(","):
             host, colon, port = address.strip().rpartition(":")
             if not colon or not port.isdigit():
                 continue
             try:
-                with BrokerConnection(host.strip("[]"), int(port), self._timeout_s) as conn:
-                    conn.ask_versions()
-                    nodes, cluster_id, controller, topics = conn.describe_metadata()
+                conn = BrokerConnection(host.strip("[]"), int(port), self._timeout_s)
             except kafkawire.WireError:
+                continue
+            try:
+                conn.ask_versions()
+                nodes, cluster_id, controller, _ = conn.describe_metadata(topics=False)
+            except kafkawire.WireError:
+                conn.close()
                 continue
             brokers = [
                 Broker(id=n["node_id"], rack=n["rack"] or None, host=n["host"], port=n["port"])
                 for n in nodes
             ]
             self._controller = next((b for b in brokers if b.id == controller), None)
-            return (
-                cluster_id,
-                brokers,
-                {
-                    name: {p: _Partition(*row) for p, row in parts.items()}
-                    for name, (error, parts) in topics.items()
-                    if not error or parts  # e.g. being deleted: no partitions to report
-                },
-            )
+            return conn, cluster_id, brokers
         return None
+
+    def _wire_topics(self, conn: BrokerConnection) -> dict[str, Any] | None:
+        """What _topics reads, from one Metadata request on `conn` (confluent-kafka builds an
+        object per partition), which it closes; None when the request fails."""
+        try:
+            with conn:
+                _, _, _, topics = conn.describe_metadata()
+        except kafkawire.WireError:
+            return None
+        return {
+            name: {p: _Partition(*row) for p, row in parts.items()}
+            for name, (error, parts) in topics.items()
+            if not error or parts  # e.g. being deleted: no partitions to report
+        }
 
     def zookeeper_mode(self) -> bool:
         """Whether the brokers run in ZooKeeper mode, from a broker's ApiVersions answer (on
@@ -942,9 +964,9 @@ class AdminSource(LiveSource):
         cluster with reassignments in flight is read into objects."""
         captured_at = utc_timestamp(datetime.now(UTC))
         wanted = None if topics is None else list(topics)
-        wire_read = self._wire_metadata() if self._wire else None
-        if wire_read is not None:  # brokers, racks and partitions in one answer
-            cluster_id, live, wire_topics = wire_read
+        boot = self._wire_brokers() if self._wire else None
+        if boot is not None:
+            conn, cluster_id, live = boot
         else:
             cluster_id, live = self._live_brokers()
         addresses: dict[int, str | None] = {b.id: f"{b.host}:{b.port}" for b in live}
@@ -959,7 +981,9 @@ class AdminSource(LiveSource):
             # after the first answer: refused credentials are reported by librdkafka at once,
             # while kafka-python would retry them for the whole timeout
             self._start_kafka_python()
-        metadata = wire_topics if wire_read is not None else self._topics()
+        metadata = self._wire_topics(conn) if boot is not None else None
+        if metadata is None:
+            metadata = self._topics()
         names = select_topics(metadata, wanted)
         log_dirs = early or (
             self._log_dirs({name: metadata[name].keys() for name in names}, addresses)

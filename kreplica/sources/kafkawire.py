@@ -112,9 +112,10 @@ def log_dirs_body(topics: Mapping[str, Sequence[int]] | None, version: int) -> b
     return b"".join(parts)
 
 
-def metadata_body(version: int) -> bytes:
-    """Metadata v4-v8's body: every topic (null), none created, no authorized operations."""
-    return _I32.pack(-1) + (b"\0\0\0" if version >= 8 else b"\0")
+def metadata_body(version: int, *, topics: bool = True) -> bytes:
+    """Metadata v4-v8's body: every topic (null; `topics` False: none, an empty array, for
+    the brokers alone), none created, no authorized operations."""
+    return _I32.pack(-1 if topics else 0) + (b"\0\0\0" if version >= 8 else b"\0")
 
 
 def configs_body(topics: Sequence[str]) -> bytes:
@@ -493,11 +494,12 @@ class BrokerConnection:
         )
         return log_dirs(body, version, broker)
 
-    def describe_metadata(self) -> Metadata:
+    def describe_metadata(self, *, topics: bool = True) -> Metadata:
         version = self.version_of(METADATA, METADATA_VERSIONS)
-        return metadata(
-            self.request(METADATA, version, metadata_body(version), flexible=False), version
+        body = self.request(
+            METADATA, version, metadata_body(version, topics=topics), flexible=False
         )
+        return metadata(body, version)
 
     def describe_topic_configs(
         self, topics: Sequence[str]

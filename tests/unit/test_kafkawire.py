@@ -377,3 +377,14 @@ def test_metadata_decodes_as_kafka_python_does(
         )
         for t in theirs["topics"]
     }
+
+
+@pytest.mark.parametrize("version", [4, 8])
+def test_a_metadata_request_for_the_brokers_alone_is_kafka_pythons(version: int) -> None:
+    request = metadata_module.MetadataRequest(
+        topics=[],
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+    assert kafkawire.metadata_body(version, topics=False) == bytes(request.encode(version=version))

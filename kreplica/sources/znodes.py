@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from kreplica.errors import SourceError
 from kreplica.model import KAFKA_DEFAULT_MIN_ISR, Broker, Partition, Topic
 
@@ -43,9 +45,14 @@ def _json_object(data: bytes | None, path: str) -> dict[str, Any]:
     if not data:
         raise _bad(path, "is empty")
     try:
-        value = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise _bad(path, f"does not hold JSON ({exc})") from None
+        # orjson reads the 20,000 state znodes of a big cluster in a tenth of json's time;
+        # what it refuses (not UTF-8, NaN, a huge integer) json reads, or names
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        try:
+            value = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise _bad(path, f"does not hold JSON ({exc})") from None
     if not isinstance(value, dict):
         raise _bad(path, "does not hold a JSON object")
     return value
@@ -58,6 +65,12 @@ def _int(value: Any, path: str, key: str) -> int:
 
 
 def _int_tuple(value: Any, path: str, key: str) -> tuple[int, ...]:
+    if type(value) is list:  # the usual case, checked without a call per item
+        for item in value:
+            if type(item) is not int:
+                break
+        else:
+            return tuple(value)
     if not isinstance(value, list):
         raise _bad(path, f"has a non-list {key}: {json.dumps(value)}")
     return tuple(_int(v, path, key) for v in value)

@@ -171,3 +171,22 @@ def test_invalid_reassign_znode_says_how_to_clear_it(raw: bytes) -> None:
         parse_reassign_partitions(raw, "/admin/reassign_partitions")
     assert "blocks reassignments" in str(err.value)
     assert "delete /admin/reassign_partitions" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"leader":2,"isr":[2,3],"leader_epoch":NaN}',  # orjson refuses NaN, json reads it
+        b'{"leader":2,"isr":[2,3],"big":100000000000000000000000}',  # over 64 bits
+        '{"leader":2,"isr":[2,3]}'.encode("utf-16"),  # not UTF-8
+        b'{"leader":2,"isr":[3,2],"isr":[2,3]}',  # a key twice: the last one counts
+    ],
+)
+def test_json_orjson_refuses_is_read_as_json_reads_it(raw: bytes) -> None:
+    assert parse_partition_state(raw, "/s") == PartitionState(leader=2, isr=(2, 3))
+
+
+def test_integer_lists_refuse_booleans_and_other_types() -> None:
+    for bad in (b'{"leader":2,"isr":[2,true]}', b'{"leader":2,"isr":[2,"3"]}'):
+        with pytest.raises(SourceError, match="non-integer isr"):
+            parse_partition_state(bad, "/s")

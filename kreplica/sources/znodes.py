@@ -11,8 +11,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from kreplica.errors import SourceError
 from kreplica.model import KAFKA_DEFAULT_MIN_ISR, Broker, Partition, Topic
 
@@ -45,14 +43,9 @@ def _json_object(data: bytes | None, path: str) -> dict[str, Any]:
     if not data:
         raise _bad(path, "is empty")
     try:
-        # orjson reads the 20,000 state znodes of a big cluster in a tenth of json's time;
-        # what it refuses (not UTF-8, NaN, a huge integer) json reads, or names
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        try:
-            value = json.loads(data)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise _bad(path, f"does not hold JSON ({exc})") from None
+        value = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _bad(path, f"does not hold JSON ({exc})") from None
     if not isinstance(value, dict):
         raise _bad(path, "does not hold a JSON object")
     return value

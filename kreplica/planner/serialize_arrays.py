@@ -21,6 +21,7 @@ import numpy.typing as npt
 from kreplica.columns import PAD, ArrayChanges
 
 _START, _PART, _REPS, _DIRS, _ANY = -5, -6, -7, -8, -9
+_KEEP_ROWS = 200_000  # a plan list kept as text for the plan document (a million are not)
 _SEP, _OPEN, _END = b"\x01", b"\x02", b"\x03"
 
 
@@ -114,6 +115,9 @@ class LazyEntries:
         self.changes = changes
         self.after = after
         self.log_dirs = log_dirs
+        # the indented text once written, (indent, text), when small enough to keep: the plan
+        # document holds the reassignment and rollback lists again, two spaces further in
+        self._kept: tuple[int, bytes] | None = None
 
     def as_dicts(self) -> list[dict[str, Any]]:
         """The list of dicts it stands for (what serialize.py writes for an object plan)."""
@@ -140,7 +144,21 @@ class LazyEntries:
 
     def chunks(self, indent: int | None = None) -> Iterator[bytes]:
         """The list's text: `indent` None: compact, keys sorted; else its items indented by
-        `indent` spaces (its closing bracket by indent - 2), Kafka's key order."""
+        `indent` spaces (its closing bracket by indent - 2), Kafka's key order. An indented
+        text of up to _KEEP_ROWS rows is kept, and a deeper one made from it (every line of
+        the list, after the first, further in)."""
+        kept = self._kept
+        if indent is not None and kept is not None and indent >= kept[0]:
+            yield kept[1].replace(b"\n", b"\n" + b" " * (indent - kept[0]))
+            return
+        if indent is None or len(self.changes) > _KEEP_ROWS:
+            yield from self._chunks(indent)
+            return
+        pieces = list(self._chunks(indent))
+        self._kept = (indent, b"".join(pieces))
+        yield from pieces
+
+    def _chunks(self, indent: int | None) -> Iterator[bytes]:
         import orjson
 
         changes = self.changes

@@ -487,6 +487,23 @@ def test_plan_files_and_json_lists_from_arrays_are_what_orjson_writes_for_the_di
     assert orjson.loads(output.dumps(docs["reassignment"], pretty=False))["partitions"]
 
 
+@pytest.mark.parametrize("first", [None, 2, 4])
+def test_a_list_written_once_is_written_the_same_deeper_and_compact(first):
+    """The plan document holds the reassignment and rollback lists the plan files wrote:
+    kept as text, re-indented, byte for byte what writing them afresh gives."""
+    from kreplica.planner.serialize_arrays import LazyEntries
+
+    snap = random_cluster(random.Random(5), brokers=8, racks=3, topics=4, rf=2)
+    plan = make_plan(columnar(snap), [TopicRequest(topic=t.name, rf=3) for t in snap.topics])
+    for after in (True, False):
+        kept = LazyEntries(plan.changes, after=after, log_dirs=after)
+        if first is not None:
+            kept.text(first)
+        for indent in (None, 2, 4, 6):
+            fresh = LazyEntries(plan.changes, after=after, log_dirs=after)
+            assert kept.text(indent) == fresh.text(indent), indent
+
+
 @pytest.mark.parametrize("limit", [1, 2, 3, 5, 8, 1000])
 def test_the_diff_of_an_array_plan_reads_only_up_to_the_limit_and_matches_the_object_rows(limit):
     import dataclasses

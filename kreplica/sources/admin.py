@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import struct
 import threading
 import time
 import warnings
@@ -267,6 +268,10 @@ _CONFIG_SOURCES = {
     8: "GROUP_CONFIG",
 }
 _DYNAMIC_TOPIC_CONFIG = 1
+
+# What a request on kreplica's own connection may raise besides its errors: an answer this
+# reader does not take apart (confluent-kafka then asks, and names any problem).
+_WIRE_FAILURES = (kafkawire.WireError, struct.error, IndexError, ValueError)
 
 
 def _configs_of(
@@ -684,7 +689,7 @@ class AdminSource(LiveSource):
             try:
                 conn.ask_versions()
                 nodes, cluster_id, controller, _ = conn.describe_metadata(topics=False)
-            except kafkawire.WireError:
+            except _WIRE_FAILURES:
                 conn.close()
                 continue
             brokers = [
@@ -701,7 +706,7 @@ class AdminSource(LiveSource):
         try:
             with conn:
                 _, _, _, topics = conn.describe_metadata()
-        except kafkawire.WireError:
+        except _WIRE_FAILURES:
             return None
         return {
             name: {p: _Partition(*row) for p, row in parts.items()}
@@ -818,7 +823,7 @@ class AdminSource(LiveSource):
             try:
                 for future in futures:
                     entries.update(future.result())
-            except kafkawire.WireError:
+            except _WIRE_FAILURES:
                 return self._confluent_configs(names)()
             if any(name not in entries for name in names):
                 return self._confluent_configs(names)()

@@ -16,9 +16,9 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import chain, pairwise, repeat
 from typing import Any, overload
 
 import numpy as np
@@ -32,7 +32,9 @@ I64 = npt.NDArray[np.int64]
 PAD = -1  # an empty slot of the replica matrix (broker ids are >= 0 here)
 NO_LEADER = np.iinfo(np.int64).min  # `leader` None (unknown); -1 stays "offline"
 NO_SIZE = -1  # `size_bytes` None
-ISR_NONE, ISR_SAME, ISR_OTHER = 0, 1, 2  # isr None / equal to replicas / see isr_other
+# isr None / equal to replicas / see isr_other: another set, or (ISR_REORDERED) every replica
+# in another order (brokers report it sorted): in sync, as ISR_SAME, for the planner
+ISR_NONE, ISR_SAME, ISR_OTHER, ISR_REORDERED = 0, 1, 2, 3
 
 _MISSING = ()  # dict.get default for keys that must be absent or an empty list
 _NONE = type(None)
@@ -46,8 +48,10 @@ class PartitionColumns:
     topics: topic shells (name, configs, min.insync.replicas; no partitions), sorted by name;
     start[i]:start[i+1] are topic i's rows. replicas: broker ids, preferred leader first,
     padded with PAD; rf: replicas per row. leader: NO_LEADER when unknown. isr_kind per row
-    (ISR_NONE, ISR_SAME, ISR_OTHER; the other lists in isr_other by row). size: NO_SIZE when
-    unknown."""
+    (ISR_NONE, ISR_SAME, ISR_OTHER, ISR_REORDERED; the other lists in isr_other by row). size:
+    NO_SIZE when
+    unknown. copy_size: the bytes a new replica copies (the leader's own log) when a live read
+    knows it per replica; None: `size`."""
 
     topics: tuple[Topic, ...]
     start: I64
@@ -58,6 +62,7 @@ class PartitionColumns:
     isr_kind: npt.NDArray[np.int8]
     isr_other: dict[int, tuple[int, ...]]
     size: I64
+    copy_size: I64 | None = None
 
     @property
     def rows(self) -> int:
@@ -85,7 +90,7 @@ class PartitionColumns:
             reps = shared.setdefault(reps, reps)
             kind = kinds[j]
             isr = reps if kind == ISR_SAME else None
-            if kind == ISR_OTHER:
+            if kind in (ISR_OTHER, ISR_REORDERED):
                 isr = self.isr_other[lo + j]
             leader = leaders[j]
             size = sizes[j]
@@ -146,9 +151,12 @@ def _build(topics: Sequence[tuple[Topic, Any]]) -> PartitionColumns | None:
         values = field(key, _MISSING)
         if n and (not _types(values) <= {list, tuple} or any(values)):
             return None  # in flight, or not a list
-    for key in ("replica_dirs", "replica_sizes"):
-        if n and _types(field(key)) != {_NONE}:
+    per_replica = [field(key) for key in ("replica_dirs", "replica_sizes")]
+    if n and any(_types(values) != {_NONE} for values in per_replica):
+        if not _per_replica_ok(reps, *per_replica):
             return None
+    else:
+        per_replica = []
     lens = np.fromiter(map(len, reps), dtype=np.int64, count=n)
     if n and int(lens.min()) == 0:
         return None
@@ -193,6 +201,15 @@ def _build(topics: Sequence[tuple[Topic, Any]]) -> PartitionColumns | None:
     size_arr = np.array(sizes, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
     if _NONE not in kinds and n and int(size_arr.min()) < 0:
         return None
+    copy_arr = None
+    if per_replica:  # disk.copy_size: the current leader's own log when listed
+        copy_arr = size_arr.copy()
+        for i, (own, reps_i, lead) in enumerate(zip(per_replica[1], reps, leaders, strict=True)):
+            if own is None:
+                continue
+            now = reps_i[0] if lead == NO_LEADER else lead
+            if now >= 0 and now in reps_i and own[reps_i.index(now)] is not None:
+                copy_arr[i] = own[reps_i.index(now)]
 
     isrs = field("isr")
     if not _types(isrs) <= {list, _NONE}:
@@ -207,7 +224,8 @@ def _build(topics: Sequence[tuple[Topic, Any]]) -> PartitionColumns | None:
         if value and _types(value) != {int}:
             return None
         other_raw[i] = tuple(value)
-        isr_kind[i] = ISR_OTHER
+        reordered = len(value) == len(reps[i]) and sorted(value) == sorted(reps[i])
+        isr_kind[i] = ISR_REORDERED if reordered else ISR_OTHER
 
     # rows sorted by (topic name, partition id), as the object model sorts them
     name_rank = {name: r for r, name in enumerate(sorted(s.name for s, _ in topics))}
@@ -240,7 +258,117 @@ def _build(topics: Sequence[tuple[Topic, Any]]) -> PartitionColumns | None:
         isr_kind=isr_kind[order],
         isr_other=isr_other,
         size=size_arr[order],
+        copy_size=None if copy_arr is None else copy_arr[order],
     )
+
+
+def _per_replica_ok(reps: list[Any], dirs: list[Any], sizes: list[Any]) -> bool:
+    """Every replica_dirs / replica_sizes entry as the object parser accepts it: null, or
+    one entry per replica, a non-empty path / a size >= 0 or null (anything else: the
+    object parser reads the file and names the problem)."""
+    for i, replicas in enumerate(reps):
+        d, z = dirs[i], sizes[i]
+        if d is not None:
+            if type(d) is not list or len(d) != len(replicas):
+                return False
+            if any(v is not None and (type(v) is not str or not v) for v in d):
+                return False
+        if z is not None:
+            if type(z) is not list or len(z) != len(replicas):
+                return False
+            if any(v is not None and (type(v) is not int or v < 0) for v in z):
+                return False
+    return True
+
+
+def live_columns(
+    shells: Sequence[Topic],
+    counts: Sequence[int],
+    pids: Sequence[int],
+    replicas: Sequence[Sequence[int]],
+    leaders: Sequence[int],
+    isrs: Sequence[Sequence[int]],
+    sizes: I64 | None = None,
+    copy_sizes: I64 | None = None,
+) -> PartitionColumns | None:
+    """The columns of what a live source read: rows already in (topic name, partition id)
+    order, `counts[i]` of them for `shells[i]` (sorted by name), a leader (-1: offline) and
+    an ISR each. A row is in sync (ISR_SAME, or ISR_REORDERED) when its ISR holds every
+    replica (brokers report it sorted). `sizes` per row (NO_SIZE unknown), `copy_sizes` the bytes a
+    new replica copies. None when a row is unusual (no replicas, a broker twice, an id out of
+    range, a partition id twice): the caller builds objects."""
+    n = len(pids)
+    if sum(counts) != n or any(a.name >= b.name for a, b in pairwise(shells)):
+        return None
+    try:
+        lens = np.fromiter(map(len, replicas), dtype=np.int64, count=n)
+        if n and int(lens.min()) == 0:
+            return None
+        flat = np.fromiter(chain.from_iterable(replicas), dtype=np.int64, count=int(lens.sum()))
+        pid_arr = np.fromiter(pids, dtype=np.int64, count=n)
+        leader_arr = np.fromiter(leaders, dtype=np.int64, count=n)
+    except (OverflowError, TypeError, ValueError):
+        return None
+    if flat.size and (int(flat.min()) < 0 or int(flat.max()) > _INT32_MAX):
+        return None
+    if n and int(pid_arr.min()) < 0:
+        return None
+    width = int(lens.max()) if n else 1
+    matrix = _ragged(flat, lens, width).astype(np.int32)
+    ordered = np.sort(matrix, axis=1)
+    if (
+        width > 1
+        and n
+        and bool(((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] != PAD)).any())
+    ):
+        return None  # a broker twice in one list
+    start = np.concatenate([[0], np.cumsum(np.asarray(counts, dtype=np.int64))]).astype(np.int64)
+    topic_row = np.repeat(np.arange(len(shells)), np.asarray(counts, dtype=np.int64))
+    if n > 1:
+        same_topic = topic_row[1:] == topic_row[:-1]
+        if bool((same_topic & (pid_arr[1:] <= pid_arr[:-1])).any()):
+            return None  # not in order, or a partition id twice
+    # in sync: as many ISR members as replicas, the same brokers (sorted rows compared)
+    try:
+        isr_lens = np.fromiter(map(len, isrs), dtype=np.int64, count=n)
+        isr_flat = np.fromiter(chain.from_iterable(isrs), dtype=np.int64, count=int(isr_lens.sum()))
+    except (OverflowError, TypeError, ValueError):
+        return None
+    wide = max(width, int(isr_lens.max()) if n else 0)
+    isr_matrix = _ragged(isr_flat, isr_lens, wide)
+    exact = (isr_lens == lens) & (isr_matrix[:, :width] == matrix).all(axis=1)
+    # PAD sorts first: the extra columns of a wider ISR matrix are PAD where lengths match
+    isr_sorted = np.sort(isr_matrix, axis=1)[:, wide - width :]
+    same = (isr_lens == lens) & (isr_sorted == ordered).all(axis=1)
+    isr_kind = np.where(exact, ISR_SAME, np.where(same, ISR_REORDERED, ISR_OTHER)).astype(np.int8)
+    isr_other = {i: tuple(isrs[i]) for i in np.flatnonzero(~exact).tolist()}
+    size = np.full(n, NO_SIZE, dtype=np.int64) if sizes is None else sizes
+    return PartitionColumns(
+        topics=tuple(shells),
+        start=start,
+        partition=pid_arr,
+        replicas=matrix,
+        rf=lens,
+        leader=leader_arr,
+        isr_kind=isr_kind,
+        isr_other=isr_other,
+        size=size,
+        copy_size=copy_sizes,
+    )
+
+
+def _ragged(flat: I64, lens: I64, width: int) -> I64:
+    """Rows of lengths `lens` laid end to end in `flat`, as a (rows, width) matrix padded
+    with PAD."""
+    n = len(lens)
+    if n and int(lens.min()) == width:
+        out: I64 = flat.reshape(n, width)
+        return out
+    matrix = np.full((n, width), PAD, dtype=np.int64)
+    row_of = np.repeat(np.arange(n), lens)
+    offsets = np.repeat(np.cumsum(lens) - lens, lens)
+    matrix[row_of, np.arange(flat.size) - offsets] = flat
+    return matrix
 
 
 def columns_fingerprint(brokers: Sequence[Broker], columns: PartitionColumns) -> str:
@@ -283,10 +411,13 @@ _TOPICS = ClusterSnapshot.__dict__["topics"]  # the dataclass slot under the pro
 class ColumnarSnapshot(ClusterSnapshot):
     """A ClusterSnapshot read into columns: `topics` is built from them on first access (the
     same objects the plain parser builds), `columns` serves the array planner. Constructed
-    with `topics` (dataclasses.replace does that), it is an ordinary snapshot."""
+    with `topics` (dataclasses.replace does that), it is an ordinary snapshot. `maker`
+    builds topic i instead of the columns (a live source: the objects its plain read gives,
+    with what the columns do not hold, such as each replica's log dir)."""
 
-    __slots__ = ("columns",)
+    __slots__ = ("columns", "maker")
     columns: PartitionColumns | None
+    maker: Callable[[int], Topic] | None
 
     def __init__(
         self,
@@ -297,12 +428,14 @@ class ColumnarSnapshot(ClusterSnapshot):
         captured_at: str | None = None,
         *,
         columns: PartitionColumns | None = None,
+        maker: Callable[[int], Topic] | None = None,
     ) -> None:
         object.__setattr__(self, "brokers", brokers)
         object.__setattr__(self, "cluster_id", cluster_id)
         object.__setattr__(self, "source", source)
         object.__setattr__(self, "captured_at", captured_at)
         object.__setattr__(self, "columns", columns if topics is None else None)
+        object.__setattr__(self, "maker", maker if topics is None else None)
         if topics is not None:
             _TOPICS.__set__(self, topics)
         elif columns is None:
@@ -315,7 +448,8 @@ class ColumnarSnapshot(ClusterSnapshot):
         except AttributeError:
             columns = self.columns
             assert columns is not None
-            value = tuple(columns.materialise(i) for i in range(len(columns.topics)))
+            make = self.maker or columns.materialise
+            value = tuple(make(i) for i in range(len(columns.topics)))
             _TOPICS.__set__(self, value)
         return value
 
@@ -333,12 +467,25 @@ class ColumnarSnapshot(ClusterSnapshot):
             return [t.name for t in self.columns.topics]
         return [t.name for t in self.topics]
 
+    def replication_factors(self) -> dict[str, int]:
+        """Each topic's Topic.replication_factor (partition 0's replicas; 0 without
+        partitions), from the columns when no topic was built."""
+        columns = self.columns
+        if columns is None or self.materialised:
+            return {t.name: t.replication_factor for t in self.topics}
+        start = columns.start.tolist()
+        rf = columns.rf.tolist()
+        return {
+            shell.name: rf[start[i]] if start[i] < start[i + 1] else 0
+            for i, shell in enumerate(columns.topics)
+        }
+
     def topic(self, name: str) -> Topic:
         columns = self.columns
         if columns is not None and not self.materialised:
             for i, shell in enumerate(columns.topics):
                 if shell.name == name:
-                    return columns.materialise(i)
+                    return (self.maker or columns.materialise)(i)
         return super().topic(name)
 
     def fingerprint(self) -> str:

@@ -14,6 +14,7 @@ from kreplica.cli.common import (
     parse_log_dirs_mode,
     print_json_data,
     read_cluster,
+    replication_factors,
     require_topics,
     source_spec,
     topic_names,
@@ -40,8 +41,9 @@ def rf_change(opts: Options, *, topics: list[str], rf: int, direction: str) -> N
     snap = read_cluster(spec, columnar=True, sizes=not opts.no_sizes)
     require_topics(snap, topics)
     currents: dict[str, int] = {}
+    factors = replication_factors(snap)
     for name in topics:
-        current = currents[name] = snap.topic(name).replication_factor
+        current = currents[name] = factors[name]
         if direction == "expand" and rf < current:
             raise UsageError(
                 f"expand raises RF, but {name} has RF {current} and --rf is {rf}; "

@@ -81,8 +81,9 @@ def read_cluster(
     sizes: bool = True,
 ) -> ClusterSnapshot:
     """All topics by default: planning balances against the whole cluster's load.
-    `columnar`: a snapshot file is read into columns (kreplica/columns.py) for the array
-    planner; the snapshot's objects are built only if something else reads them.
+    `columnar`: a snapshot file, or a live source that can (`columnar` set), is read into
+    columns (kreplica/columns.py) for the array planner; the snapshot's objects are built
+    only if something else reads them.
     sizes=False: no partition sizes, replica dirs or disk figures (no DescribeLogDirs)."""
     if columnar and sizes and spec.kind == "snapshot" and not topics and spec.snapshot:
         from kreplica.sources.snapshot import load_snapshot_columnar
@@ -92,7 +93,10 @@ def read_cluster(
         return snap
     source = spec.open(read_sizes=sizes)
     try:
-        snap = source.snapshot(list(topics) if topics else None)
+        if columnar and not topics and getattr(source, "columnar", False):
+            snap = source.snapshot(None, columnar=True)
+        else:
+            snap = source.snapshot(list(topics) if topics else None)
     finally:
         source.close()
     # The snapshot lives as long as this process and holds no cycles: keep the cyclic
@@ -116,6 +120,14 @@ def topic_list(snap: ClusterSnapshot) -> list[str]:
     """The snapshot's topic names, in order (a ColumnarSnapshot's without building topics)."""
     names = getattr(snap, "topic_names", None)
     return list(names()) if names is not None else [t.name for t in snap.topics]
+
+
+def replication_factors(snap: ClusterSnapshot) -> dict[str, int]:
+    """Each topic's RF (a ColumnarSnapshot's from its columns, without building topics)."""
+    factors = getattr(snap, "replication_factors", None)
+    if factors is not None:
+        return dict(factors())
+    return {t.name: t.replication_factor for t in snap.topics}
 
 
 def topics_pattern(regex: str | None) -> re.Pattern[str] | None:

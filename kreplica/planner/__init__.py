@@ -10,10 +10,29 @@ Strategies (`PlanOptions.strategy`): "balanced" (default, least-loaded and rack-
 
 from __future__ import annotations
 
-from kreplica.planner.check import check_reassignment
-from kreplica.planner.explain import explain_topic
+from typing import TYPE_CHECKING, Any
+
 from kreplica.planner.options import STRATEGIES, PlanOptions, TopicRequest
 from kreplica.planner.plan import make_plan
+
+if TYPE_CHECKING:
+    from kreplica.planner.check import check_reassignment
+    from kreplica.planner.explain import explain_topic
+
+
+def __getattr__(name: str) -> Any:
+    """explain_topic and check_reassignment imported when first asked for (explain brings
+    Kafka's layouts: a plan command never needs them)."""
+    if name == "explain_topic":
+        from kreplica.planner.explain import explain_topic
+
+        return explain_topic
+    if name == "check_reassignment":
+        from kreplica.planner.check import check_reassignment
+
+        return check_reassignment
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "STRATEGIES",

@@ -2,8 +2,11 @@
 
 make_plan sends a request here when `refusal()` finds nothing outside what this planner does
 (a healthy cluster with racks, RF raised with every new replica on a rack its partition lacks,
-the default strategy without --seed, no disk figures to guard); anything else goes to the
-object planner (plan.py), which keeps every rule for degraded clusters exactly.
+the default strategy without --seed, log dirs left to the brokers); anything else goes to the
+object planner (plan.py), which keeps every rule for degraded clusters exactly. The disk guard
+checks the finished plan (the bytes each broker receives, as disk.finish_plan counts them);
+a plan that would leave a broker under its headroom goes to the object planner too, which
+steers around the full disks or refuses.
 
 Per topic, in name order, as the object planner goes:
 
@@ -108,11 +111,20 @@ def refusal(
 def plan_if_taken(
     snapshot: ClusterSnapshot, requests: Sequence[TopicRequest], options: PlanOptions
 ) -> Plan | None:
-    """The array plan when `refusal` finds nothing, else None (make_plan's dispatch)."""
+    """The array plan when `refusal` finds nothing, else None (make_plan's dispatch). None
+    too when the plan would leave a broker under its disk headroom: the object planner then
+    steers around the full disks, or refuses in its own words."""
     why, setup = _prepare(snapshot, requests, options)
     if why is not None or setup is None:
         return None
-    return plan_arrays(snapshot, requests, options, setup)
+    try:
+        return plan_arrays(snapshot, requests, options, setup)
+    except _DiskOverflow:
+        return None
+
+
+class _DiskOverflow(Exception):
+    """The array plan fills a disk (plan_if_taken hands the request to the object planner)."""
 
 
 def _prepare(
@@ -135,8 +147,6 @@ def _prepare(
         return "a broker without a rack", None
     if len({b.rack for b in snapshot.brokers}) > MAX_RACKS:
         return f"more than {MAX_RACKS} racks", None
-    if DiskGuard.build(snapshot, options.disk_headroom) is not None:
-        return "disk figures to guard", None
     names = [r.topic for r in requests]
     if len(set(names)) != len(names):
         return "a topic asked twice", None
@@ -511,7 +521,7 @@ def plan_arrays(
     rows = np.flatnonzero(changed)
     changes = ArrayChanges(columns, rows, after_ids[rows], rf_after[rows])
     report = report_arrays(snapshot, options, eligible, [r.topic for r in requests], setup, changes)
-    report["disk"] = _disk(snapshot, options, columns, changes)
+    report["disk"] = _disk(snapshot, options, setup, changes)
     findings.extend(_imbalance(report, setup, columns, index, changes))
     return Plan(
         cluster_id=snapshot.cluster_id,
@@ -526,18 +536,39 @@ def plan_arrays(
 def _disk(
     snapshot: ClusterSnapshot,
     options: PlanOptions,
-    columns: PartitionColumns,
+    setup: _Setup,
     changes: ArrayChanges,
 ) -> dict[str, object]:
+    """disk.finish_plan's check and report (log dirs `any`): every new replica's copy (the
+    leader's own log when known, else the partition's largest replica) summed per broker
+    and checked against the guard. _DiskOverflow when a broker would end under its
+    headroom."""
+    columns = setup.columns
     moved = np.unique(changes.topic_index).tolist()
     remote = sorted(
         columns.topics[i].name
         for i in moved
         if str(columns.topics[i].configs.get(REMOTE_STORAGE, "")).lower() == "true"
     )
+    guard = DiskGuard.build(snapshot, options.disk_headroom)
+    if guard is not None:
+        rows = changes.rows
+        after = setup.to_dense(changes.after)
+        before = setup.dense[rows]
+        new = (after >= 0) & ~(after[:, :, None] == before[:, None, :]).any(axis=2)
+        copy = columns.size if columns.copy_size is None else columns.copy_size
+        each = np.repeat(np.maximum(copy[rows], 0), new.sum(axis=1))  # NO_SIZE copies 0
+        incoming = np.zeros(setup.nb, dtype=np.int64)
+        np.add.at(incoming, after[new], each)
+        received = np.bincount(after[new], minlength=setup.nb) > 0
+        ids = setup.ids.tolist()
+        for b in np.flatnonzero(received).tolist():
+            guard.take(ids[b], int(incoming[b]))
+        if guard.first_overflow(per_dir=False) is not None:
+            raise _DiskOverflow
     return disk_report(
         snapshot,
-        None,
+        guard,
         unchecked_reason(snapshot),
         options.disk_headroom,
         options.log_dirs,

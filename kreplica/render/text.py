@@ -312,8 +312,10 @@ def runbook_commands(
     connect = f"--bootstrap-server {shlex.quote(bootstrap)}{auth}"
     base = f"kafka-reassign-partitions.sh {connect}"
     reassignments = plan.reassignments  # a property that filters every change: read it once
-    # Kafka's tool refuses to start beside a reassignment in flight unless told to
-    moving = any(p.reassigning for t in snapshot.topics for p in t.partitions)
+    # Kafka's tool refuses to start beside a reassignment in flight unless told to; a
+    # snapshot in columns holds none (kreplica/columns.py): its topics are not built for this
+    columnar = getattr(snapshot, "columns", None) is not None
+    moving = not columnar and any(p.reassigning for t in snapshot.topics for p in t.partitions)
     additional = " --additional" if moving else ""
     steps: list[tuple[str, str]] = []
     if reassignments:
@@ -335,9 +337,10 @@ def runbook_commands(
             ),
         ]
     # Indexed once: per-topic scans of every topic and every move were quadratic.
-    partitions_of = {t.name: t.partitions for t in snapshot.topics}
-    moved_to = _after_by_topic(reassignments)
-    for topic_name, new in sorted(_after_by_topic(plan.new_partitions).items()):
+    created = _after_by_topic(plan.new_partitions)
+    partitions_of = {t.name: t.partitions for t in snapshot.topics} if created else {}
+    moved_to = _after_by_topic(reassignments) if created else {}
+    for topic_name, new in sorted(created.items()):
         full = {p.partition: p.replicas for p in partitions_of.get(topic_name, ())}
         full |= moved_to.get(topic_name, {})
         full |= new

@@ -48,6 +48,8 @@ class ZooKeeperWithBrokerDisks:
     """--zookeeper with --bootstrap-server: the assignment from ZooKeeper, and from the brokers
     what ZooKeeper does not hold (log dirs, disk figures, partition and replica sizes)."""
 
+    columnar = False  # read into objects (with_log_dirs), whatever the ZooKeeper source can
+
     def __init__(self, zookeeper: AssignmentSource, admin: AssignmentSource) -> None:
         self.zookeeper = zookeeper
         self.admin = admin

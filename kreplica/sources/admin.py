@@ -17,13 +17,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import struct
 import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from kreplica.errors import SourceError, UsageError
 from kreplica.model import Broker, ClusterSnapshot, LogDir, Partition, Topic
@@ -255,10 +256,53 @@ def fenced_brokers(described: Mapping[str, Any]) -> list[Broker]:
     ]
 
 
+# DescribeConfigs' ConfigSource numbers (Kafka's wire values, confluent-kafka's ConfigSource
+# enum) -> their names; a number neither knows is UNKNOWN_<n>.
+_CONFIG_SOURCES = {
+    0: "UNKNOWN_CONFIG",
+    1: "DYNAMIC_TOPIC_CONFIG",
+    2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG",
+    5: "DEFAULT_CONFIG",
+    8: "GROUP_CONFIG",
+}
+_DYNAMIC_TOPIC_CONFIG = 1
+
+# What a request on kreplica's own connection may raise besides its errors: an answer this
+# reader does not take apart (confluent-kafka then asks, and names any problem).
+_WIRE_FAILURES = (kafkawire.WireError, struct.error, IndexError, ValueError)
+
+
+def _configs_of(
+    entries: Mapping[str, Sequence[tuple[str, str | None, int]]],
+) -> tuple[dict[str, dict[str, str]], dict[str, tuple[int, str]]]:
+    """Per topic, from its DescribeConfigs entries (name, value, source number): its
+    overrides, sorted by name, and its effective min.insync.replicas with where it comes
+    from (min_isr_from_config)."""
+    out: dict[str, dict[str, str]] = {}
+    min_isr: dict[str, tuple[int, str]] = {}
+    for name, listed in entries.items():
+        by_key = {key: (value, source) for key, value, source in listed}
+        out[name] = {
+            key: value
+            for key, (value, source) in sorted(by_key.items())
+            if source == _DYNAMIC_TOPIC_CONFIG and value is not None
+        }
+        entry = by_key.get("min.insync.replicas")
+        if entry is not None:
+            value, source = entry
+            effective = min_isr_from_config(value, _CONFIG_SOURCES.get(source, f"UNKNOWN_{source}"))
+            if effective is not None:
+                min_isr[name] = effective
+    return out, min_isr
+
+
 class AdminSource(LiveSource):
     """Reads a cluster through its brokers. `bootstrap` is HOST:PORT[,HOST:PORT...]."""
 
     source_name = "admin"
+    columnar = True  # snapshot(columnar=True) reads into columns
 
     def __init__(
         self,
@@ -269,9 +313,6 @@ class AdminSource(LiveSource):
         probe: bool = True,
         read_sizes: bool = True,
     ) -> None:
-        from confluent_kafka import KafkaException
-        from confluent_kafka.admin import AdminClient
-
         if not bootstrap or not bootstrap.strip():
             raise UsageError("`bootstrap_server` is empty; give HOST:PORT[,HOST:PORT]")
         self._bootstrap = bootstrap.strip()
@@ -292,6 +333,7 @@ class AdminSource(LiveSource):
         # broker id -> a connection that has its ApiVersions answer; kafka-python otherwise
         self._wire = plain_listener(self._client_config)
         self._wire_conns: dict[int, Future[BrokerConnection]] = {}
+        self._wire_addresses: dict[int, tuple[str, int]] = {}
         self._controller: Broker | None = None
         self._kafka_python_config = kafka_python_config(
             self._bootstrap, self._client_config, timeout_s
@@ -314,9 +356,21 @@ class AdminSource(LiveSource):
         # could be freed by the cyclic collector on librdkafka's own thread, which aborts
         config.update({"error_cb": self._errors.remember, "logger": _LOG})
         config.setdefault("client.id", "kreplica")
+        self._confluent_config = config
+        self._admin: Any = None
+        self._closed = False
+        # Plain listeners and no client properties to check: a snapshot reads through
+        # kafkawire alone, and confluent-kafka (its import costs more than the read's metadata
+        # request) is started only if something asks for it.
+        if not (self._wire and not self._client_config):
+            self._admin = self._new_admin()
+
+    def _new_admin(self) -> Any:
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
         try:
-            self._admin: Any = AdminClient(config)
-            self._confluent_config = config
+            return AdminClient(self._confluent_config)
         except (KafkaException, ValueError, TypeError) as exc:
             error: Any = exc.args[0] if exc.args else exc
             detail = error.str() if hasattr(error, "str") else str(error)
@@ -326,6 +380,7 @@ class AdminSource(LiveSource):
 
     def close(self) -> None:
         self._admin = None  # confluent-kafka clients are released when dropped
+        self._closed = True
         self._close_wire()
         thread = self._kafka_python_thread
         if thread is not None and thread is not threading.current_thread():
@@ -422,8 +477,10 @@ class AdminSource(LiveSource):
                     ) from None
 
     def _admin_client(self) -> Any:
-        if self._admin is None:
+        if self._closed:
             raise UsageError("this AdminClient source is closed")
+        if self._admin is None:
+            self._admin = self._new_admin()
         return self._admin
 
     def _start_kafka_python(self) -> None:
@@ -550,6 +607,7 @@ class AdminSource(LiveSource):
 
         self._close_wire()
         listed = [b for b in brokers if b.host and b.port]
+        self._wire_addresses = {b.id: (b.host or "", b.port or 9092) for b in listed}
         if not listed:
             return
         pool = ThreadPoolExecutor(len(listed), thread_name_prefix="kreplica-wire")
@@ -614,6 +672,47 @@ class AdminSource(LiveSource):
             (b for b in brokers if controller is not None and b.id == controller.id), None
         )
         return cluster.cluster_id, brokers
+
+    def _wire_brokers(self) -> tuple[BrokerConnection, str | None, list[Broker]] | None:
+        """What _live_brokers reads, from a Metadata request for no topic on a connection of
+        kreplica's own to the first bootstrap server that answers, and that connection (for
+        _wire_topics); None when none does (confluent-kafka then reads, and names any
+        problem)."""
+        for address in self._bootstrap.split(","):
+            host, colon, port = address.strip().rpartition(":")
+            if not colon or not port.isdigit():
+                continue
+            try:
+                conn = BrokerConnection(host.strip("[]"), int(port), self._timeout_s)
+            except kafkawire.WireError:
+                continue
+            try:
+                conn.ask_versions()
+                nodes, cluster_id, controller, _ = conn.describe_metadata(topics=False)
+            except _WIRE_FAILURES:
+                conn.close()
+                continue
+            brokers = [
+                Broker(id=n["node_id"], rack=n["rack"] or None, host=n["host"], port=n["port"])
+                for n in nodes
+            ]
+            self._controller = next((b for b in brokers if b.id == controller), None)
+            return conn, cluster_id, brokers
+        return None
+
+    def _wire_topics(self, conn: BrokerConnection) -> dict[str, Any] | None:
+        """What _topics reads, from one Metadata request on `conn` (confluent-kafka builds an
+        object per partition), which it closes; None when the request fails."""
+        try:
+            with conn:
+                _, _, _, topics = conn.describe_metadata()
+        except _WIRE_FAILURES:
+            return None
+        return {
+            name: {p: _Partition(*row) for p, row in parts.items()}
+            for name, (error, parts) in topics.items()
+            if not error or parts  # e.g. being deleted: no partitions to report
+        }
 
     def zookeeper_mode(self) -> bool:
         """Whether the brokers run in ZooKeeper mode, from a broker's ApiVersions answer (on
@@ -689,36 +788,68 @@ class AdminSource(LiveSource):
         min.insync.replicas with its source: DescribeConfigs on a TOPIC resource lists every
         config with where its value comes from (the answering broker's view of broker-level
         values)."""
+        return self._configs_later(names)()
+
+    def _configs_later(
+        self, names: list[str]
+    ) -> Callable[[], tuple[dict[str, dict[str, str]], dict[str, tuple[int, str]]]]:
+        """Send DescribeConfigs for these topics and return what waits for the answers
+        (_topic_configs'). On kreplica's own connections the topics are split over the
+        brokers, each asked for its share at once (in threads); confluent-kafka otherwise, or
+        when a broker's answer is not one this reader takes (it then names the problem)."""
+        if not names:
+            return lambda: ({}, {})
+        ids = sorted(self._wire_conns)
+        if not ids:
+            return self._confluent_configs(names)
+        from concurrent.futures import ThreadPoolExecutor
+
+        share = [names[i :: len(ids)] for i in range(len(ids))]
+        where = dict(self._wire_addresses)
+
+        def ask(broker_id: int, topics: list[str]) -> Any:
+            # a connection of its own: the broker's other one is busy with DescribeLogDirs
+            host, port = where[broker_id]
+            with BrokerConnection(host, port, self._timeout_s) as conn:
+                conn.ask_versions()
+                return conn.describe_topic_configs(topics)
+
+        pool = ThreadPoolExecutor(len(ids), thread_name_prefix="kreplica-configs")
+        futures = [pool.submit(ask, b, part) for b, part in zip(ids, share, strict=True) if part]
+        pool.shutdown(wait=False)
+
+        def answers() -> tuple[dict[str, dict[str, str]], dict[str, tuple[int, str]]]:
+            entries: dict[str, list[tuple[str, str | None, int]]] = {}
+            try:
+                for future in futures:
+                    entries.update(future.result())
+            except _WIRE_FAILURES:
+                return self._confluent_configs(names)()
+            if any(name not in entries for name in names):
+                return self._confluent_configs(names)()
+            return _configs_of({name: entries[name] for name in names})
+
+        return answers
+
+    def _confluent_configs(
+        self, names: list[str]
+    ) -> Callable[[], tuple[dict[str, dict[str, str]], dict[str, tuple[int, str]]]]:
         from confluent_kafka.admin import (  # type: ignore[attr-defined]
             ConfigResource,
-            ConfigSource,
             ResourceType,
         )
 
-        if not names:
-            return {}, {}
         resources = [ConfigResource(ResourceType.TOPIC, name) for name in names]
         futures = self._admin_client().describe_configs(resources, request_timeout=self._timeout_s)
-        out: dict[str, dict[str, str]] = {}
-        min_isr: dict[str, tuple[int, str]] = {}
-        for resource, future in futures.items():
-            entries = self._result(future, f"describe the configs of topic {resource.name!r}")
-            out[resource.name] = {
-                key: entry.value
-                for key, entry in sorted(entries.items())
-                if entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
-                and entry.value is not None
-            }
-            entry = entries.get("min.insync.replicas")
-            if entry is not None:
-                try:
-                    source_name = ConfigSource(entry.source).name
-                except ValueError:
-                    source_name = f"UNKNOWN_{entry.source}"
-                effective = min_isr_from_config(entry.value, source_name)
-                if effective is not None:
-                    min_isr[resource.name] = effective
-        return out, min_isr
+
+        def answers() -> tuple[dict[str, dict[str, str]], dict[str, tuple[int, str]]]:
+            entries = {}
+            for resource, future in futures.items():
+                got = self._result(future, f"describe the configs of topic {resource.name!r}")
+                entries[resource.name] = [(k, e.value, e.source) for k, e in got.items()]
+            return _configs_of(entries)
+
+        return answers
 
     def _reassignments(
         self, names: list[str]
@@ -750,7 +881,9 @@ class AdminSource(LiveSource):
         return self._log_dirs(topic_partitions, dict.fromkeys(brokers))()
 
     def _log_dirs(
-        self, topic_partitions: Mapping[str, Iterable[int]], brokers: Mapping[int, str | None]
+        self,
+        topic_partitions: Mapping[str, Iterable[int]] | None,
+        brokers: Mapping[int, str | None],
     ) -> Callable[[], list[Mapping[str, Any]]]:
         """Send DescribeLogDirs for these partitions (given as partition ids: a topic list
         makes kafka-python read their metadata first) to every broker at once, and return
@@ -761,7 +894,11 @@ class AdminSource(LiveSource):
         loop, while the caller goes on with other requests."""
         from concurrent.futures import ThreadPoolExecutor
 
-        wanted = {name: sorted(parts) for name, parts in topic_partitions.items()}
+        wanted = (
+            None
+            if topic_partitions is None  # every partition each broker holds
+            else {name: sorted(parts) for name, parts in topic_partitions.items()}
+        )
         ids = sorted(brokers)
         if not ids:
             return list
@@ -824,27 +961,41 @@ class AdminSource(LiveSource):
 
         return answers
 
-    def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
+    def snapshot(
+        self, topics: Iterable[str] | None = None, *, columnar: bool = False
+    ) -> ClusterSnapshot:
+        """Brokers and topics (all when None). `columnar`: the partitions in columns
+        (kreplica/columns.py, for the array planner), the objects built only if read; a
+        cluster with reassignments in flight is read into objects."""
         captured_at = utc_timestamp(datetime.now(UTC))
         wanted = None if topics is None else list(topics)
-        cluster_id, live = self._live_brokers()
+        boot = self._wire_brokers() if self._wire else None
+        if boot is not None:
+            conn, cluster_id, live = boot
+        else:
+            cluster_id, live = self._live_brokers()
+        addresses: dict[int, str | None] = {b.id: f"{b.host}:{b.port}" for b in live}
+        early = None
         if self._wire:
             self._open_wire(live)
+            if wanted is None and self.read_sizes:
+                # every partition each broker holds, asked before the metadata is in: the
+                # brokers' answers (the longest wait of a read) come while it is read
+                early = self._log_dirs(None, addresses)
         else:
             # after the first answer: refused credentials are reported by librdkafka at once,
             # while kafka-python would retry them for the whole timeout
             self._start_kafka_python()
-        metadata = self._topics()
+        metadata = self._wire_topics(conn) if boot is not None else None
+        if metadata is None:
+            metadata = self._topics()
         names = select_topics(metadata, wanted)
-        log_dirs = (
-            self._log_dirs(
-                {name: metadata[name].keys() for name in names},
-                {b.id: f"{b.host}:{b.port}" for b in live},
-            )
+        log_dirs = early or (
+            self._log_dirs({name: metadata[name].keys() for name in names}, addresses)
             if self.read_sizes
             else list
         )
-        configs, min_isr = self._topic_configs(names)
+        configs_later = self._configs_later(names)
         by_id = {b.id: b for b in live}
         # Asked after DescribeCluster, so its answer is the newer one when a broker was fenced
         # in between; ZooKeeper mode has no fenced brokers (a dead one's registration is gone).
@@ -852,43 +1003,226 @@ class AdminSource(LiveSource):
             for broker in self._fenced_brokers():
                 by_id[broker.id] = broker
         moving = self._reassignments(names)
-        index = LogDirs(log_dirs())
-        no_move: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
-        result = []
-        for name in names:
-            parts = []
-            for number, info in sorted(metadata[name].items()):
-                adding, removing = moving.get((name, number), no_move)
-                parts.append(
-                    index.partition(
-                        name,
-                        number,
-                        tuple(info.replicas),
-                        info.leader if info.leader >= 0 else -1,
-                        tuple(sorted(info.isrs)),
-                        adding,
-                        removing,
-                    )
-                )
-            effective, source = min_isr.get(name, (None, None))
-            result.append(
-                Topic(
-                    name=name,
-                    partitions=tuple(parts),
-                    configs=configs.get(name, {}),
-                    effective_min_isr=effective,
-                    min_isr_source=source,
-                )
-            )
+        configs, min_isr = configs_later()
+        answer = log_dirs()
         self._close_wire()
-        snapshot = assemble_snapshot(
+        read = _Read(names, metadata, configs, min_isr, answer)
+        if columnar and not moving:
+            snap = read.columnar(by_id, cluster_id, self.source_name, captured_at)
+            if snap is not None:
+                return snap
+        index = LogDirs(answer)
+        return assemble_snapshot(
             brokers=[index.broker(by_id[k]) for k in sorted(by_id)],
-            topics=result,
+            topics=[read.topic(name, index, moving) for name in names],
             cluster_id=cluster_id,
             source=self.source_name,
             captured_at=captured_at,
         )
-        return snapshot
+
+
+_NO_MOVE: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
+
+
+class _Partition(NamedTuple):
+    """A partition of a Metadata answer, read as librdkafka's PartitionMetadata is."""
+
+    replicas: list[int]
+    isrs: list[int]
+    leader: int
+
+
+class _Read:
+    """What one snapshot read: topic names, librdkafka's partition metadata per topic,
+    configs, min.insync.replicas and the DescribeLogDirs answer; made into topic objects, or
+    into columns (the objects then made only when something reads them)."""
+
+    def __init__(
+        self,
+        names: list[str],
+        metadata: Mapping[str, Mapping[int, Any]],
+        configs: Mapping[str, dict[str, str]],
+        min_isr: Mapping[str, tuple[int, str]],
+        answer: list[Mapping[str, Any]],
+    ) -> None:
+        self.names = names
+        self.metadata = metadata
+        self.configs = configs
+        self.min_isr = min_isr
+        self.answer = answer
+
+    def topic(
+        self,
+        name: str,
+        index: LogDirs,
+        moving: Mapping[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]],
+    ) -> Topic:
+        parts = []
+        for number, info in sorted(self.metadata[name].items()):
+            adding, removing = moving.get((name, number), _NO_MOVE)
+            parts.append(
+                index.partition(
+                    name,
+                    number,
+                    tuple(info.replicas),
+                    info.leader if info.leader >= 0 else -1,
+                    tuple(sorted(info.isrs)),
+                    adding,
+                    removing,
+                )
+            )
+        return dataclasses.replace(self.shell(name), partitions=tuple(parts))
+
+    def shell(self, name: str) -> Topic:
+        effective, source = self.min_isr.get(name, (None, None))
+        return Topic(
+            name=name,
+            partitions=(),
+            configs=self.configs.get(name, {}),
+            effective_min_isr=effective,
+            min_isr_source=source,
+        )
+
+    def columnar(
+        self,
+        by_id: Mapping[int, Broker],
+        cluster_id: str | None,
+        source: str,
+        captured_at: str,
+    ) -> ClusterSnapshot | None:
+        """The snapshot in columns, equal to the object read once built (None: something
+        unusual, read into objects). No reassignment may be in flight."""
+        import numpy as np
+
+        from kreplica.columns import PAD, ColumnarSnapshot, live_columns
+
+        order = sorted(self.names)
+        counts: list[int] = []
+        pids: list[int] = []
+        replicas: list[list[int]] = []
+        leaders: list[int] = []
+        isrs: list[list[int]] = []
+        # row of (topic, partition): start + partition when a topic's ids are 0..n-1
+        where: dict[str, tuple[int, int, dict[int, int] | None]] = {}
+        for name in order:
+            parts = self.metadata[name]
+            numbers = sorted(parts)
+            start = len(pids)
+            dense = numbers == list(range(len(numbers)))
+            where[name] = (
+                start,
+                len(numbers),
+                None if dense else {p: start + j for j, p in enumerate(numbers)},
+            )
+            counts.append(len(numbers))
+            pids.extend(numbers)
+            for number in numbers:
+                info = parts[number]
+                replicas.append(info.replicas)
+                leaders.append(info.leader if info.leader >= 0 else -1)
+                isrs.append(info.isrs)
+        sizes = copies = None
+        if self.answer:
+            sizes, copies = _sizes(self.answer, where, len(pids), leaders)
+        columns = live_columns(
+            [self.shell(name) for name in order],
+            counts,
+            pids,
+            replicas,
+            leaders,
+            isrs,
+            sizes,
+            copies,
+        )
+        if columns is None:
+            return None
+        dirs = broker_log_dirs(self.answer)
+        disks = broker_disks(self.answer)
+        brokers = {
+            k: dataclasses.replace(b, log_dirs=dirs[k], disks=disks.get(k)) if k in dirs else b
+            for k, b in by_id.items()
+        }
+        # replicas on brokers neither live nor fenced: dead (as assemble_snapshot adds them)
+        held = np.unique(columns.replicas[columns.replicas != PAD]).tolist()
+        for b in held:
+            brokers.setdefault(b, Broker(id=b, alive=False))
+        index: list[LogDirs] = []
+
+        def make(i: int) -> Topic:
+            if not index:  # where each replica lives: read only once a topic is built
+                index.append(LogDirs(self.answer))
+            return self.topic(order[i], index[0], {})
+
+        return ColumnarSnapshot(
+            tuple(brokers[k] for k in sorted(brokers)),
+            cluster_id=cluster_id,
+            source=source,
+            captured_at=captured_at,
+            columns=columns,
+            maker=make,
+        )
+
+
+def _sizes(
+    answer: Iterable[Mapping[str, Any]],
+    where: Mapping[str, tuple[int, int, dict[int, int] | None]],
+    rows: int,
+    leaders: list[int],
+) -> tuple[Any, Any]:
+    """Per row, the largest replica's size (NO_SIZE when no broker listed one) and the
+    bytes a new replica copies (disk.copy_size: the leader's own log when listed, else the
+    largest), from the DescribeLogDirs answer."""
+    import numpy as np
+
+    from kreplica.columns import NO_SIZE
+
+    at: list[int] = []
+    on: list[int] = []
+    sized: list[int] = []
+    for broker in answer:
+        if "broker" not in broker:
+            continue
+        broker_id = int(broker["broker"])
+        for log_dir in broker.get("log_dirs") or []:
+            if log_dir.get("error_code", 0):
+                continue
+            for topic in log_dir.get("topics") or []:
+                found = where.get(topic.get("name"))
+                if found is None:
+                    continue
+                start, count, lookup = found
+                for partition in topic.get("partitions") or []:
+                    if partition.get("is_future_key"):
+                        continue
+                    number = partition["partition_index"]
+                    if lookup is None:
+                        if not 0 <= number < count:
+                            continue
+                        row = start + number
+                    else:
+                        row = lookup.get(number, -1)
+                        if row < 0:
+                            continue
+                    at.append(row)
+                    on.append(broker_id)
+                    sized.append(int(partition.get("partition_size", 0)))
+    row_arr = np.array(at, dtype=np.int64)
+    on_arr = np.array(on, dtype=np.int64)
+    size_arr = np.array(sized, dtype=np.int64)
+    if len(row_arr):  # one replica per broker: a later dir's listing replaces an earlier one
+        key = row_arr * (int(on_arr.max()) - int(on_arr.min()) + 1) + (on_arr - int(on_arr.min()))
+        _, last = np.unique(key[::-1], return_index=True)
+        keep = np.sort(len(key) - 1 - last)
+        row_arr, on_arr, size_arr = row_arr[keep], on_arr[keep], size_arr[keep]
+    low = np.iinfo(np.int64).min
+    size = np.full(rows, low, dtype=np.int64)
+    np.maximum.at(size, row_arr, size_arr)
+    size[size == low] = NO_SIZE
+    copy = size.copy()
+    leader_arr = np.array(leaders, dtype=np.int64)
+    own = on_arr == leader_arr[row_arr]
+    copy[row_arr[own]] = size_arr[own]
+    return size, copy
 
 
 def _close_connection(future: Future[BrokerConnection]) -> None:

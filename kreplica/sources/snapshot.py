@@ -64,21 +64,31 @@ def parse_snapshot_columnar(data: Any, *, origin: str = "snapshot") -> ClusterSn
         )
         if len({b.id for b in brokers}) != len(brokers):
             return None
-        shells = [
-            _topic_shell(t, origin, f"topics[{i}]")
-            for i, t in enumerate(_list(root.get("topics", []), origin, "topics"))
-        ]
+        raw_topics = _list(root.get("topics", []), origin, "topics")
+        shells = [_topic_shell(t, origin, f"topics[{i}]") for i, t in enumerate(raw_topics)]
         if len({s.name for s, _ in shells}) != len(shells):
             return None
         columns = build_columns(shells)
         if columns is None:
             return None
+        maker = None
+        if columns.copy_size is not None:
+            # per-replica dirs and sizes are not in the columns: a topic is built from its
+            # JSON by the object parser (the same objects, nothing left to refuse)
+            where = {s.name: i for i, (s, _) in enumerate(shells)}
+            names = [t.name for t in columns.topics]
+
+            def maker(i: int) -> Topic:
+                j = where[names[i]]
+                return _parse_topic(raw_topics[j], origin, f"topics[{j}]")
+
         return ColumnarSnapshot(
             brokers,
             cluster_id=_opt_str(root.get("cluster_id"), origin, "cluster_id"),
             source=_opt_str(root.get("source"), origin, "source"),
             captured_at=_opt_str(root.get("captured_at"), origin, "captured_at"),
             columns=columns,
+            maker=maker,
         )
     except InputError:
         return None  # the object parser raises it again, after the checks that come first

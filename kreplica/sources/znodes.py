@@ -58,6 +58,12 @@ def _int(value: Any, path: str, key: str) -> int:
 
 
 def _int_tuple(value: Any, path: str, key: str) -> tuple[int, ...]:
+    if type(value) is list:  # the usual case, checked without a call per item
+        for item in value:
+            if type(item) is not int:
+                break
+        else:
+            return tuple(value)
     if not isinstance(value, list):
         raise _bad(path, f"has a non-list {key}: {json.dumps(value)}")
     return tuple(_int(v, path, key) for v in value)

@@ -204,3 +204,187 @@ def test_a_silent_broker_is_a_timeout_and_a_closed_one_an_error() -> None:
             assert not isinstance(info.value, kafkawire.WireTimeout)
     with pytest.raises(kafkawire.WireError, match="cannot connect"):
         kafkawire.BrokerConnection("127.0.0.1", port, 1)
+
+
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
+def test_a_log_dirs_request_for_every_partition_is_kafka_pythons(version: int) -> None:
+    assert kafkawire.log_dirs_body(None, version) == bytes(Request(topics=None).encode(version))
+
+
+Configs = admin.DescribeConfigsRequest
+ConfigsAnswer = admin.DescribeConfigsResponse
+ConfigResult = ConfigsAnswer.DescribeConfigsResult
+ConfigEntry = ConfigResult.DescribeConfigsResourceResult
+
+config_entries = st.builds(
+    dict,
+    name=names,
+    value=st.none() | names,
+    read_only=st.booleans(),
+    config_source=st.sampled_from([0, 1, 2, 3, 4, 5, 6, 8]),
+    is_sensitive=st.booleans(),
+)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_configs_request_body_is_kafka_pythons(version: int) -> None:
+    topics = ["orders", "événements"]
+    request = Configs(
+        resources=[
+            Configs.DescribeConfigsResource(
+                resource_type=2, resource_name=t, configuration_keys=None
+            )
+            for t in topics
+        ],
+        include_synonyms=False,
+    )
+    assert kafkawire.configs_body(topics) == bytes(request.encode(version=version))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    topics=st.dictionaries(names, st.lists(config_entries, max_size=5), max_size=4),
+    version=st.integers(1, 2),
+    synonyms=st.booleans(),
+)
+def test_configs_decode_as_kafka_python_does(
+    topics: dict[str, list[dict[str, Any]]], version: int, synonyms: bool
+) -> None:
+    synonym = ConfigEntry.DescribeConfigsSynonym(name="s", value="v", source=4)
+    answer = ConfigsAnswer(
+        throttle_time_ms=0,
+        results=[
+            ConfigResult(
+                error_code=0,
+                error_message=None,
+                resource_type=2,
+                resource_name=name,
+                configs=[ConfigEntry(**e, synonyms=[synonym] if synonyms else []) for e in entries],
+            )
+            for name, entries in topics.items()
+        ],
+    )
+    body = bytes(answer.encode(version=version))
+    theirs = ConfigsAnswer.decode(body, version=version).to_dict()["results"]
+    assert kafkawire.topic_configs(body) == {
+        r["resource_name"]: [(c["name"], c["value"], c["config_source"]) for c in r["configs"]]
+        for r in theirs
+    }
+
+
+def test_a_topic_the_broker_will_not_describe_is_a_wire_error() -> None:
+    answer = ConfigsAnswer(
+        throttle_time_ms=0,
+        results=[
+            ConfigResult(
+                error_code=29,  # TOPIC_AUTHORIZATION_FAILED: confluent-kafka then names it
+                error_message="denied",
+                resource_type=2,
+                resource_name="secret",
+                configs=[],
+            )
+        ],
+    )
+    with pytest.raises(kafkawire.WireError, match="secret"):
+        kafkawire.topic_configs(bytes(answer.encode(version=1)))
+
+
+metadata_module = pytest.importorskip("kafka.protocol.metadata")
+MetadataAnswer = metadata_module.MetadataResponse
+MetaBroker = MetadataAnswer.MetadataResponseBroker
+MetaTopic = MetadataAnswer.MetadataResponseTopic
+MetaPartition = MetaTopic.MetadataResponsePartition
+
+ids = st.lists(st.integers(-1, 2**31 - 1), max_size=4)
+meta_partitions = st.builds(
+    dict,
+    error_code=st.sampled_from([0, 5]),
+    partition_index=st.integers(0, 2**31 - 1),
+    leader_id=st.integers(-1, 2**31 - 1),
+    leader_epoch=st.integers(-1, 99),
+    replica_nodes=ids,
+    isr_nodes=ids,
+    offline_replicas=ids,
+)
+
+
+@pytest.mark.parametrize("version", [4, 5, 6, 7, 8])
+def test_metadata_request_body_is_kafka_pythons(version: int) -> None:
+    request = metadata_module.MetadataRequest(
+        topics=None,
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+    assert kafkawire.metadata_body(version) == bytes(request.encode(version=version))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    brokers=st.lists(
+        st.builds(
+            dict,
+            node_id=st.integers(0, 99),
+            host=names,
+            port=st.integers(1, 65535),
+            rack=st.none() | names,
+        ),
+        max_size=3,
+    ),
+    topics=st.dictionaries(
+        names,
+        st.tuples(st.sampled_from([0, 3, 17]), st.lists(meta_partitions, max_size=4)),
+        max_size=4,
+    ),
+    cluster_id=st.none() | names,
+    version=st.integers(4, 8),
+)
+def test_metadata_decodes_as_kafka_python_does(
+    brokers: list[dict[str, Any]],
+    topics: dict[str, tuple[int, list[dict[str, Any]]]],
+    cluster_id: str | None,
+    version: int,
+) -> None:
+    answer = MetadataAnswer(
+        throttle_time_ms=0,
+        brokers=[MetaBroker(**b) for b in brokers],
+        cluster_id=cluster_id,
+        controller_id=3,
+        topics=[
+            MetaTopic(
+                error_code=error,
+                name=name,
+                is_internal=False,
+                partitions=[MetaPartition(**p) for p in parts],
+            )
+            for name, (error, parts) in topics.items()
+        ],
+    )
+    body = bytes(answer.encode(version=version))
+    theirs = MetadataAnswer.decode(body, version=version).to_dict()
+    got_brokers, got_cluster, controller, got_topics = kafkawire.metadata(body, version)
+    assert got_brokers == [
+        {k: b[k] for k in ("node_id", "host", "port", "rack")} for b in theirs["brokers"]
+    ]
+    assert (got_cluster, controller) == (theirs["cluster_id"], theirs["controller_id"])
+    assert got_topics == {
+        t["name"]: (
+            t["error_code"],
+            {
+                p["partition_index"]: (p["replica_nodes"], p["isr_nodes"], p["leader_id"])
+                for p in t["partitions"]
+            },
+        )
+        for t in theirs["topics"]
+    }
+
+
+@pytest.mark.parametrize("version", [4, 8])
+def test_a_metadata_request_for_the_brokers_alone_is_kafka_pythons(version: int) -> None:
+    request = metadata_module.MetadataRequest(
+        topics=[],
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+    assert kafkawire.metadata_body(version, topics=False) == bytes(request.encode(version=version))

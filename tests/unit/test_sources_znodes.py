@@ -171,3 +171,53 @@ def test_invalid_reassign_znode_says_how_to_clear_it(raw: bytes) -> None:
         parse_reassign_partitions(raw, "/admin/reassign_partitions")
     assert "blocks reassignments" in str(err.value)
     assert "delete /admin/reassign_partitions" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"leader":2,"isr":[2,3],"leader_epoch":NaN}',  # orjson refuses NaN, json reads it
+        b'{"leader":2,"isr":[2,3],"big":100000000000000000000000}',  # over 64 bits
+        '{"leader":2,"isr":[2,3]}'.encode("utf-16"),  # not UTF-8
+        b'{"leader":2,"isr":[3,2],"isr":[2,3]}',  # a key twice: the last one counts
+    ],
+)
+def test_json_orjson_refuses_is_read_as_json_reads_it(raw: bytes) -> None:
+    """The ZooKeeper source reads state znodes with orjson, and gives what
+    parse_partition_state gives for anything else."""
+    from kreplica.sources.zookeeper import _partition_state
+
+    assert _partition_state(raw, "/s") == parse_partition_state(raw, "/s")
+    assert _partition_state(raw, "/s") == PartitionState(leader=2, isr=(2, 3))
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"version":1,"leader":2,"leader_epoch":0,"controller_epoch":1,"isr":[2,3,1]}',
+        b'{"leader":-1,"isr":[]}',
+        b'{"leader":true,"isr":[1]}',
+        b'{"leader":1,"isr":[1,false]}',
+        b'{"leader":1}',
+        b"[1]",
+        b"not json",
+        b"",
+    ],
+)
+def test_the_zookeeper_sources_state_reader_is_parse_partition_state(raw: bytes) -> None:
+    from kreplica.sources.zookeeper import _partition_state
+
+    try:
+        expected = parse_partition_state(raw, "/brokers/topics/t/partitions/0/state")
+    except SourceError as exc:
+        with pytest.raises(SourceError) as got:
+            _partition_state(raw, "/brokers/topics/t/partitions/0/state")
+        assert str(got.value) == str(exc)
+        return
+    assert _partition_state(raw, "/brokers/topics/t/partitions/0/state") == expected
+
+
+def test_integer_lists_refuse_booleans_and_other_types() -> None:
+    for bad in (b'{"leader":2,"isr":[2,true]}', b'{"leader":2,"isr":[2,"3"]}'):
+        with pytest.raises(SourceError, match="non-integer isr"):
+            parse_partition_state(bad, "/s")

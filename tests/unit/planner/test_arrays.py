@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 
@@ -81,6 +82,8 @@ def test_columns_give_the_objects_and_fingerprint_of_the_object_parser(seed, rf)
     assert isinstance(col, ColumnarSnapshot) and not col.materialised
     assert col.fingerprint() == plain.fingerprint()
     assert col.topic_names() == [t.name for t in plain.topics]
+    assert col.replication_factors() == {t.name: t.replication_factor for t in plain.topics}
+    assert not col.materialised
     assert col.topics == plain.topics
     assert col.materialised
 
@@ -109,7 +112,55 @@ def test_mixed_replica_counts_and_odd_topic_order_keep_fingerprint_and_objects()
     plain = parse_snapshot(data)
     col = parse_snapshot_columnar(data)
     assert col is not None
+    assert col.replication_factors() == {"alpha": 0, "mid": 2, "zeta": 3}
     assert col.fingerprint() == plain.fingerprint()
+    assert col.topics == plain.topics
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000))
+def test_per_replica_dirs_and_sizes_stay_in_columns_with_the_object_parsers_topics(seed):
+    """A snapshot a live read wrote (each replica's dir and size): columns, whose copy sizes
+    are what the disk guard counts from the objects, and topics the object parser builds."""
+    from kreplica.columns import NO_SIZE
+    from kreplica.model import PartitionChange
+    from kreplica.planner.disk import copy_size
+
+    rng = random.Random(seed)
+    snap = random_cluster(rng, brokers=rng.randint(3, 9), racks=3, topics=3, rf=2)
+    topics = []
+    for t in snap.topics:
+        parts = []
+        for p in t.partitions:
+            sizes = tuple(rng.choice([None, rng.randrange(9000)]) for _ in p.replicas)
+            known = [z for z in sizes if z is not None]
+            parts.append(
+                dataclasses.replace(
+                    p,
+                    replica_dirs=tuple(rng.choice([None, "/a", "/b"]) for _ in p.replicas),
+                    replica_sizes=sizes,
+                    size_bytes=max(known) if known else p.size_bytes,
+                    leader=rng.choice([p.leader, -1, None]),
+                )
+            )
+        topics.append(dataclasses.replace(t, partitions=tuple(parts)))
+    snap = dataclasses.replace(snap, topics=tuple(topics))
+    data = json.loads(json.dumps(snapshot_to_dict(snap)))
+    plain = parse_snapshot(data)
+    col = parse_snapshot_columnar(data)
+    assert isinstance(col, ColumnarSnapshot) and col.columns is not None
+    assert col.fingerprint() == plain.fingerprint()
+    copies = col.columns.copy_size
+    assert copies is not None
+    rows = [p for t in plain.topics for p in t.partitions]
+    for row, part in enumerate(rows):
+        change = PartitionChange(part.topic, part.partition, part.replicas, (), part.size_bytes)
+        assert max(int(copies[row]), 0) == copy_size(part, change)
+        assert int(col.columns.size[row]) == (
+            NO_SIZE if part.size_bytes is None else part.size_bytes
+        )
+    assert not col.materialised
+    assert col.topic(plain.topics[-1].name) == plain.topics[-1]
     assert col.topics == plain.topics
 
 
@@ -121,7 +172,10 @@ def test_mixed_replica_counts_and_odd_topic_order_keep_fingerprint_and_objects()
         {"partition": -1, "replicas": [1]},
         {"partition": 0, "replicas": [1, True]},
         {"partition": 0, "replicas": [1], "adding_replicas": [2]},  # in flight
-        {"partition": 0, "replicas": [1], "replica_dirs": ["/d"]},
+        {"partition": 0, "replicas": [1], "replica_dirs": ["/d", "/e"]},  # one per replica
+        {"partition": 0, "replicas": [1], "replica_dirs": [""]},
+        {"partition": 0, "replicas": [1], "replica_sizes": [-1]},
+        {"partition": 0, "replicas": [1], "replica_sizes": [True]},
         {"partition": 0, "replicas": [1], "size_bytes": -3},
         {"partition": 0, "replicas": [1], "isr": [1, "x"]},
         {"partition": 0, "replicas": [2**40]},
@@ -161,6 +215,24 @@ def test_a_healthy_rf_raise_goes_to_the_array_planner_and_builds_no_partition_ob
     assert getattr(plan.changes, "columnar", False)
     output.dumps({"r": reassignment_json(plan, lazy=True), "b": rollback_json(plan, lazy=True)})
     assert not col.materialised
+
+
+def test_an_isr_of_every_replica_in_another_order_is_in_sync_for_the_array_planner():
+    """Brokers report the ISR sorted: a snapshot a live read wrote lists it so. Such a row is
+    in sync (the array planner takes it); an ISR missing a replica is not."""
+    snap, requests = _plain_rf_up()
+    data = json.loads(json.dumps(snapshot_to_dict(snap)))
+    for t in data["topics"]:
+        for p in t["partitions"]:
+            p["isr"] = sorted(p["replicas"], reverse=True)
+    plain = parse_snapshot(data)
+    col = parse_snapshot_columnar(data)
+    assert arrays.refusal(col, requests, PlanOptions()) is None
+    assert col.topics == plain.topics
+    data["topics"][0]["partitions"][0]["isr"] = data["topics"][0]["partitions"][0]["isr"][:1]
+    col = parse_snapshot_columnar(data)
+    assert arrays.refusal(col, requests, PlanOptions()) == "replicas out of sync"
+    assert col.topics == parse_snapshot(data).topics
 
 
 @pytest.mark.parametrize(
@@ -209,20 +281,7 @@ def test_a_healthy_rf_raise_goes_to_the_array_planner_and_builds_no_partition_ob
             ),
             "a broker without a rack",
         ),
-        (
-            lambda s, r, o: (
-                ClusterSnapshot(
-                    tuple(
-                        Broker(b.id, b.rack, disks=(LogDir("/d", 10**12, 10**11),))
-                        for b in s.brokers
-                    ),
-                    s.topics,
-                ),
-                r,
-                o,
-            ),
-            "disk figures to guard",
-        ),
+        (lambda s, r, o: (s, r, PlanOptions(log_dirs="balanced")), "log dirs named"),
         (lambda s, r, o: (s, [TopicRequest(topic=r[0].topic, rf=9)], o), "more new replicas"),
     ],
 )
@@ -244,6 +303,68 @@ def test_the_object_planner_takes_every_other_case_and_plans_it_as_before(change
     assert tuple(plan.changes) == tuple(expected.changes)
     assert plan.report == expected.report
     assert plan.findings == expected.findings
+
+
+def _with_disks(snap: ClusterSnapshot, usable: dict[int, int], total: int) -> ClusterSnapshot:
+    return ClusterSnapshot(
+        tuple(
+            Broker(b.id, b.rack, disks=(LogDir("/d", total, usable[b.id]),)) for b in snap.brokers
+        ),
+        snap.topics,
+        cluster_id=snap.cluster_id,
+    )
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 100_000), room=st.integers(0, 60_000), headroom=st.integers(0, 30))
+def test_disk_figures_are_guarded_on_arrays_or_left_to_the_object_planner(seed, room, headroom):
+    _disk_case(seed, room, headroom)
+
+
+def test_the_disk_cases_meet_array_plans_fallbacks_and_refusals():
+    met = {_disk_case(seed, room, 0) for seed in range(12) for room in (0, 8_000, 200_000)}
+    assert met >= {"arrays", "objects", "refused"}
+
+
+def _disk_case(seed: int, room: int, headroom: int) -> str:
+    """Brokers with disk figures: the array planner takes the request, and its disk report
+    (bytes arriving per broker, free after, under headroom) is the object planner's for the
+    same plan's copies; when its plan would fill a disk the object planner plans it, with its
+    steering or its refusal, word for word."""
+    from kreplica.planner.disk import Headroom
+
+    rng = random.Random(seed)
+    snap = random_cluster(rng, brokers=rng.randint(6, 9), racks=3, topics=3, rf=2)
+    total = 10**6
+    usable = {b.id: rng.randrange(room + 1) + total * headroom // 100 for b in snap.brokers}
+    disky = _with_disks(snap, usable, total)
+    col = columnar(disky)
+    requests = [TopicRequest(topic=t.name, rf=3) for t in snap.topics]
+    options = PlanOptions(disk_headroom=Headroom(float(headroom)))
+    if arrays.refusal(col, requests, options) is not None:
+        return "not arrays"  # a rack missing: the dispatch tests
+    try:
+        expected = make_plan(disky, requests, options)
+    except Exception as exc:  # no placement fits: the same refusal from the columns
+        with pytest.raises(type(exc)) as got:
+            make_plan(col, requests, options)
+        assert str(got.value) == str(exc)
+        return "refused"
+    plan = make_plan(col, requests, options)
+    if not getattr(plan.changes, "columnar", False):  # the array plan filled a disk
+        assert tuple(plan.changes) == tuple(expected.changes)
+        assert plan.report == expected.report
+        return "objects"
+    assert plan.report["disk"]["checked"] is True
+    # the object planner's guard over the array plan's changes gives the same report
+    from kreplica.model import Plan
+    from kreplica.planner.disk import finish_plan
+
+    objects = Plan(None, "x", "balanced", tuple(plan.changes), {}, ())
+    assert finish_plan(objects, disky, options.disk_headroom).report["disk"] == plan.report["disk"]
+    arriving = plan.report["disk"]["brokers"]
+    assert not any(b["under_headroom"] for b in arriving.values() if b["incoming_bytes"])
+    return "arrays"
 
 
 # --- the same plan quality as the object planner ---------------------------------------------
@@ -364,6 +485,23 @@ def test_plan_files_and_json_lists_from_arrays_are_what_orjson_writes_for_the_di
         assert output.dumps(doc, pretty=False) == output.dumps(plain, pretty=False)
         assert output.dumps(doc, pretty=True) == output.dumps(plain, pretty=True)
     assert orjson.loads(output.dumps(docs["reassignment"], pretty=False))["partitions"]
+
+
+@pytest.mark.parametrize("first", [None, 2, 4])
+def test_a_list_written_once_is_written_the_same_deeper_and_compact(first):
+    """The plan document holds the reassignment and rollback lists the plan files wrote:
+    kept as text, re-indented, byte for byte what writing them afresh gives."""
+    from kreplica.planner.serialize_arrays import LazyEntries
+
+    snap = random_cluster(random.Random(5), brokers=8, racks=3, topics=4, rf=2)
+    plan = make_plan(columnar(snap), [TopicRequest(topic=t.name, rf=3) for t in snap.topics])
+    for after in (True, False):
+        kept = LazyEntries(plan.changes, after=after, log_dirs=after)
+        if first is not None:
+            kept.text(first)
+        for indent in (None, 2, 4, 6):
+            fresh = LazyEntries(plan.changes, after=after, log_dirs=after)
+            assert kept.text(indent) == fresh.text(indent), indent
 
 
 @pytest.mark.parametrize("limit", [1, 2, 3, 5, 8, 1000])

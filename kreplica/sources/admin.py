@@ -272,6 +272,8 @@ _DYNAMIC_TOPIC_CONFIG = 1
 # What a request on kreplica's own connection may raise besides its errors: an answer this
 # reader does not take apart (confluent-kafka then asks, and names any problem).
 _WIRE_FAILURES = (kafkawire.WireError, struct.error, IndexError, ValueError)
+# how often librdkafka refreshes its metadata (brokers and the controller) when idle
+_METADATA_REFRESH = "topic.metadata.refresh.interval.ms"
 
 
 def _configs_of(
@@ -369,8 +371,12 @@ class AdminSource(LiveSource):
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
+        # An apply's client may idle for minutes while kreplica's own connections read: without
+        # a periodic refresh it kept a killed controller's id and timed out on every request
+        # that goes to the controller (the user's setting, if any, wins)
+        config = {_METADATA_REFRESH: "5000", **self._confluent_config}
         try:
-            return AdminClient(self._confluent_config)
+            return AdminClient(config)
         except (KafkaException, ValueError, TypeError) as exc:
             error: Any = exc.args[0] if exc.args else exc
             detail = error.str() if hasattr(error, "str") else str(error)
@@ -673,6 +679,20 @@ class AdminSource(LiveSource):
         )
         return cluster.cluster_id, brokers
 
+    def live_broker_ids(self) -> set[int]:
+        """The brokers the cluster lists as up now: from a Metadata request on a connection of
+        kreplica's own where it can (any broker answers it, where librdkafka's DescribeCluster
+        waited for a controller and timed out while a killed ZooKeeper-mode controller was
+        being replaced), else DescribeCluster."""
+        if self._closed:
+            raise UsageError("this AdminClient source is closed")
+        boot = self._wire_brokers() if self._wire else None
+        if boot is None:
+            return {b.id for b in self._live_brokers()[1]}
+        conn, _, brokers = boot
+        conn.close()
+        return {b.id for b in brokers}
+
     def _wire_brokers(self) -> tuple[BrokerConnection, str | None, list[Broker]] | None:
         """What _live_brokers reads, from a Metadata request for no topic on a connection of
         kreplica's own to the first bootstrap server that answers, and that connection (for
@@ -967,6 +987,8 @@ class AdminSource(LiveSource):
         """Brokers and topics (all when None). `columnar`: the partitions in columns
         (kreplica/columns.py, for the array planner), the objects built only if read; a
         cluster with reassignments in flight is read into objects."""
+        if self._closed:  # the wire path below opens connections of its own
+            raise UsageError("this AdminClient source is closed")
         captured_at = utc_timestamp(datetime.now(UTC))
         wanted = None if topics is None else list(topics)
         boot = self._wire_brokers() if self._wire else None

@@ -94,8 +94,13 @@ class KafkaCluster:
         return float(self.source.timeout_s)
 
     def live_broker_ids(self) -> set[int]:
-        """The brokers the cluster lists as up now (AdminSource.live_broker_ids)."""
-        return set(self.source.live_broker_ids())
+        """The brokers the cluster lists as up now (DescribeCluster: the controller's view; a
+        broker's Metadata answer may still list a broker just killed)."""
+        described = self.source.call(
+            self.source.confluent_admin().describe_cluster(request_timeout=self.source.timeout_s),
+            "describe the cluster",
+        )
+        return {int(node.id) for node in described.nodes}
 
     def _live_broker_configs(self, *, together: bool) -> Iterator[tuple[int, Mapping[str, Any]]]:
         """Each live broker's configs, whatever their source, in broker order; a broker that

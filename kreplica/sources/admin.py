@@ -679,20 +679,6 @@ class AdminSource(LiveSource):
         )
         return cluster.cluster_id, brokers
 
-    def live_broker_ids(self) -> set[int]:
-        """The brokers the cluster lists as up now: from a Metadata request on a connection of
-        kreplica's own where it can (any broker answers it, where librdkafka's DescribeCluster
-        waited for a controller and timed out while a killed ZooKeeper-mode controller was
-        being replaced), else DescribeCluster."""
-        if self._closed:
-            raise UsageError("this AdminClient source is closed")
-        boot = self._wire_brokers() if self._wire else None
-        if boot is None:
-            return {b.id for b in self._live_brokers()[1]}
-        conn, _, brokers = boot
-        conn.close()
-        return {b.id for b in brokers}
-
     def _wire_brokers(self) -> tuple[BrokerConnection, str | None, list[Broker]] | None:
         """What _live_brokers reads, from a Metadata request for no topic on a connection of
         kreplica's own to the first bootstrap server that answers, and that connection (for

@@ -185,20 +185,21 @@ def _clock(moment: float) -> str:
 def test_a_window_that_closes_mid_run_starts_no_wave_until_it_opens(
     op: Operator, kafka: Kafka
 ) -> None:
-    """Two waves of one partition each at 100 KB/s, 1.5 MiB each: a replication quota lets
-    about ten seconds' worth through at once and holds the rest to the rate, so the first wave
-    lasts 12-20 s whatever the machine's load. The window closes 9 s after the start (in the
-    first wave, even when a loaded machine takes seconds to start it) and opens 20 s later: the
-    second wave waits for it."""
+    """Two waves of one partition each at 50 KB/s, 1.5 MiB each: a replication quota lets
+    about ten seconds' worth through at once and holds the rest to the rate, so each wave lasts
+    11-13 s whatever the machine's load (at 100 KB/s, 5 s: a fast machine finished the first
+    before the window closed). The window closes 10 s after the start (in the first wave, even
+    when a loaded machine takes seconds to start it) and opens 36 s after it: the second wave
+    waits for it."""
     topic = f"windowed-{op.info.mode}"
     create_topics(op.info.bootstrap_servers, [TopicSpec(topic, partitions=2, replication_factor=1)])
     for partition in (0, 1):  # either may go first
         produce(op.info.bootstrap_servers, topic, 1536 * 1024, partition=partition)
     _ok(op.run("expand", "-t", topic, "--rf", "2", "--dry-run", "--out", "w.json", *op.source))
     now = time.time()
-    closes, opens = math.floor(now) + 9, math.floor(now) + 29
+    closes, opens = math.floor(now) + 10, math.floor(now) + 36
     window = f"{_clock(opens)}-{_clock(closes)}"  # open but for [closes, opens)
-    args = ["--throttle", "100KB/s", "--max-partitions", "1", "--controller-settle", "0"]
+    args = ["--throttle", "50KB/s", "--max-partitions", "1", "--controller-settle", "0"]
     window_args = ["--window", window, "--window-tz", "UTC"]
     proc = _ok(op.run("apply", "w.json", *op.source, *args, *window_args))
     events = op.journal("w.json")

@@ -14,8 +14,9 @@ next:
   findings per cluster and code are compared (`same`): the baseline is an independent
   re-implementation of the checks.
 - `plan`: `fleet plan --rf 3` beside `serial`: the same clusters planned one after another in
-  this process with the project's library (`plan_cluster`, what each Spark task runs), the
-  reassignments compared byte for byte with the files Spark's tasks wrote.
+  this process with the project's library (`plan_text`, what each Spark task runs per file:
+  the CLI's snapshot reader and planner), the reassignments compared byte for byte with the
+  files Spark's tasks wrote.
 
 The first fleet is also audited by the CLI in a fresh process (`kreplica fleet audit`, the
 session's start-up included: the fixed cost a user waits for). Each figure is printed with the
@@ -40,8 +41,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from kreplica.fleet.adapter import cluster_key, plan_cluster
+from kreplica.fleet.adapter import cluster_key
 from kreplica.fleet.job import build_session, load_fleet_policy, run_audit, run_plan
+from kreplica.fleet.plantask import plan_text
 from kreplica.fleet.policy import Policy, policy_from_dict
 from kreplica.fleet.report import safe_name
 from kreplica.fleet.synth import write_fleet
@@ -131,12 +133,13 @@ def two_process_audit(folder: Path, policy: Policy) -> dict[str, dict[str, int]]
 
 
 def _serial_plans(folder: Path, policy: Policy) -> dict[str, str | None]:
-    """Every cluster planned in turn in this process: cluster key -> reassignment JSON."""
+    """Every cluster planned in turn in this process, each file read and planned by what each
+    Spark task runs per file (`plan_text`: the CLI's reader and planner): cluster key ->
+    reassignment JSON."""
     plans: dict[str, str | None] = {}
     for path in sorted(folder.glob("*.json")):
-        snapshot = parse_snapshot_text(path.read_text(encoding="utf-8"), origin=str(path))
-        key = cluster_key(snapshot, path.stem)
-        plans[key] = plan_cluster(snapshot, policy, key=key, file=str(path))["reassignment"]
+        row = plan_text(str(path), path.read_text(encoding="utf-8"), policy)
+        plans[row["cluster_id"]] = row["reassignment"]
     return plans
 
 

@@ -23,8 +23,6 @@ _META = [
     T.StructField("file", T.StringType()),
     T.StructField("error", T.StringType()),
 ]
-# `fleet plan`: the snapshot's text travels on to the planning task, which parses it itself
-TEXT_ROW = T.StructType([*_META, T.StructField("text", T.StringType())])
 BROKER = T.StructType(
     [
         T.StructField("id", T.IntegerType()),
@@ -163,18 +161,12 @@ def list_inputs(spark: SparkSession, path: str) -> Listed:
 
 
 def parse_snapshots(
-    texts: DataFrame,
-    policy: Policy,
-    *,
-    layouts: bool = True,
-    audit: bool = True,
-    files: int = 0,
+    texts: DataFrame, policy: Policy, *, layouts: bool = True, files: int = 0
 ) -> DataFrame:
-    """One row per file, parsed once by the CLI's snapshot reader in Python tasks and handed
-    to Spark as Arrow batches: cluster_id, file, error (a file that does not parse), then the
-    cluster's tables (`audit`, PARSED_ROW) or the file's text (TEXT_ROW, for `fleet plan`)."""
+    """One row per file (PARSED_ROW), parsed once by the CLI's snapshot reader in Python
+    tasks and handed to Spark as Arrow batches: cluster_id, file, error (a file that does not
+    parse), then the cluster's tables."""
     shipped = policy.to_dict()
-    schema = PARSED_ROW if audit else TEXT_ROW
 
     def parse(batches: Any) -> Any:
         import pyarrow as pa
@@ -183,26 +175,26 @@ def parse_snapshots(
         from kreplica.fleet.records import PARTITION_FIELDS, record_row
 
         pol = policy_from_dict(shipped)
-        arrow = to_arrow_schema(schema)
-        part_type = arrow.field("partitions").type if audit else None
+        arrow = to_arrow_schema(PARSED_ROW)
+        part_type = arrow.field("partitions").type
         for batch in batches:
             for file, text in zip(
                 batch.column("file").to_pylist(), batch.column("text").to_pylist(), strict=True
             ):
-                row = record_row(file, text, pol, layouts=layouts, audit=audit)
+                row = record_row(file, text, pol, layouts=layouts)
                 meta = [pa.array([row[k]], pa.string()) for k in ("cluster_id", "file", "error")]
-                if not audit:
-                    body = [pa.array([text if row["error"] is None else None], pa.string())]
-                else:
-                    body = _record_arrays(pa, arrow, part_type, row["record"], PARTITION_FIELDS)
+                body = _record_arrays(pa, arrow, part_type, row["record"], PARTITION_FIELDS)
                 yield pa.RecordBatch.from_arrays(meta + body, schema=arrow)
 
-    # Small files land in one input split: spread them, a file or so per task (up to
-    # MAX_TASKS), so the cores take big and small clusters as they come and none waits on a
-    # task holding several big ones (parsing and explaining, and planning after it).
+    return spread_files(texts, files).mapInArrow(parse, PARSED_ROW)
+
+
+def spread_files(texts: DataFrame, files: int) -> DataFrame:
+    """Small files land in one input split: spread them, a file or so per task (up to
+    MAX_TASKS), so the cores take big and small clusters as they come and none waits on a
+    task holding several big ones (parsing and explaining, or planning)."""
     cores = texts.sparkSession.sparkContext.defaultParallelism
-    spread = min(max(files, cores * 2), max(MAX_TASKS, cores * 2))
-    return texts.repartition(spread).mapInArrow(parse, schema)
+    return texts.repartition(min(max(files, cores * 2), max(MAX_TASKS, cores * 2)))
 
 
 def _record_arrays(

@@ -21,6 +21,7 @@ from kreplica.fleet.frames import (
     Frames,
     Listed,
     explode_snapshots,
+    file_tasks,
     list_inputs,
     parse_snapshots,
     read_texts,
@@ -131,17 +132,20 @@ def load(
     spark: SparkSession, input_path: str, policy: Policy, *, layouts: bool, progress: Progress
 ) -> Loaded:
     texts, listed = _inputs(spark, input_path)
-    snapshots = parse_snapshots(texts, policy, layouts=layouts, files=len(listed.files)).persist()
     # the one job that parses: what the summary and the charts need of each cluster comes back
     # with the file's name (no later job for it), its partitions stay in Spark
     sizes = ("n_brokers", "n_brokers_down", "n_topics", "n_partitions")
-    try:
-        meta = [
-            r.asDict(recursive=True)
-            for r in snapshots.select("cluster_id", "file", "error", *sizes, "brokers").collect()
-        ]
-    except Exception as exc:
-        raise _read_failed(input_path, exc) from None
+    with file_tasks(spark, listed):
+        snapshots = parse_snapshots(texts, policy, layouts=layouts, listed=listed).persist()
+        try:
+            meta = [
+                r.asDict(recursive=True)
+                for r in snapshots.select(
+                    "cluster_id", "file", "error", *sizes, "brokers"
+                ).collect()
+            ]
+        except Exception as exc:
+            raise _read_failed(input_path, exc) from None
     resolved = resolve(meta, listed, input_path, progress)
     kept = set(resolved.first.values())
     good = snapshots.where(F.col("error").isNull())
@@ -282,7 +286,7 @@ def plan_frame(
     policy: Policy,
     settings: PlanSettings,
     *,
-    files: int = 0,
+    listed: Listed | None = None,
     write_to: str | None = None,
 ) -> DataFrame:
     """One row per snapshot file (`read_texts`): the file read once and planned in the same
@@ -319,7 +323,7 @@ def plan_frame(
                             row[column] = None
                 yield pa.RecordBatch.from_pylist([{c: row.get(c) for c in columns}], schema=arrow)
 
-    return spread_files(texts, files).mapInArrow(plan_batches, PLAN_ROW)
+    return spread_files(texts, listed).mapInArrow(plan_batches, PLAN_ROW)
 
 
 def plan(
@@ -338,7 +342,7 @@ def plan(
         texts,
         policy,
         settings,
-        files=len(listed.files),
+        listed=listed,
         write_to=str(local) if local is not None else None,
     )
     found: list[dict[str, Any]] = []
@@ -346,7 +350,9 @@ def plan(
     # tasks at once); a Hadoop URI: plans stream to the driver, which stages them through
     # Hadoop's FileSystem (the executors' Python has no Hadoop client)
     try:
-        for found_row in frame.collect() if local is not None else frame.toLocalIterator():
+        with file_tasks(spark, listed):
+            rows_in = frame.collect() if local is not None else frame.toLocalIterator()
+        for found_row in rows_in:
             row = found_row.asDict()
             texts_of = {column: row.pop(column) for column, _ in PLAN_FILES}
             if local is None and row["has_plan"]:

@@ -236,7 +236,7 @@ def test_plan_rows_reaching_the_driver_carry_no_plan_text(
 
     policy = load_fleet_policy(None, rf=3, min_insync=None)
     texts = read_texts(spark, str(tiny_fleet / "synth-*.json"))
-    rows = plan_frame(texts, policy, PlanSettings(), files=2, write_to=str(tmp_path)).collect()
+    rows = plan_frame(texts, policy, PlanSettings(), write_to=str(tmp_path)).collect()
     assert len(rows) == 2 and all(r["has_plan"] and r["skip"] is None for r in rows)
     for row in rows:
         assert all(row[column] is None for column, _ in PLAN_FILES)

@@ -226,11 +226,12 @@ def parse_snapshots(
     return spread_files(texts, listed).mapInArrow(parse, PARSED_ROW)
 
 
-def spread_files(texts: DataFrame, listed: Listed | None) -> DataFrame:
-    """Snapshot files as `file_tasks` packs them; other rows (Parquet, or no listing): spread
-    a row or so per task (up to MAX_TASKS), so the cores take big and small clusters as they
-    come and none waits on a task holding several big ones."""
-    if listed is not None and listed.bytes:
+def spread_files(texts: DataFrame, listed: Listed | None, *, packed: bool = False) -> DataFrame:
+    """`packed`: snapshot files as `file_tasks` packs them (`fleet plan`). Else, and for
+    other rows (Parquet), spread a row or so per task (up to MAX_TASKS), so the cores take
+    big and small clusters as they come and none waits on a task holding several big ones
+    (the audit: measured so, at 0.94x two plain processes on 1M partitions)."""
+    if packed and listed is not None and listed.bytes:
         return texts
     cores = texts.sparkSession.sparkContext.defaultParallelism
     rows = len(listed.files) if listed is not None else 0

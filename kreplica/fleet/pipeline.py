@@ -135,17 +135,14 @@ def load(
     # the one job that parses: what the summary and the charts need of each cluster comes back
     # with the file's name (no later job for it), its partitions stay in Spark
     sizes = ("n_brokers", "n_brokers_down", "n_topics", "n_partitions")
-    with file_tasks(spark, listed):
-        snapshots = parse_snapshots(texts, policy, layouts=layouts, listed=listed).persist()
-        try:
-            meta = [
-                r.asDict(recursive=True)
-                for r in snapshots.select(
-                    "cluster_id", "file", "error", *sizes, "brokers"
-                ).collect()
-            ]
-        except Exception as exc:
-            raise _read_failed(input_path, exc) from None
+    snapshots = parse_snapshots(texts, policy, layouts=layouts, listed=listed).persist()
+    try:
+        meta = [
+            r.asDict(recursive=True)
+            for r in snapshots.select("cluster_id", "file", "error", *sizes, "brokers").collect()
+        ]
+    except Exception as exc:
+        raise _read_failed(input_path, exc) from None
     resolved = resolve(meta, listed, input_path, progress)
     kept = set(resolved.first.values())
     good = snapshots.where(F.col("error").isNull())
@@ -323,7 +320,7 @@ def plan_frame(
                             row[column] = None
                 yield pa.RecordBatch.from_pylist([{c: row.get(c) for c in columns}], schema=arrow)
 
-    return spread_files(texts, listed).mapInArrow(plan_batches, PLAN_ROW)
+    return spread_files(texts, listed, packed=True).mapInArrow(plan_batches, PLAN_ROW)
 
 
 def plan(

@@ -14,13 +14,16 @@ next:
   findings per cluster and code are compared (`same`): the baseline is an independent
   re-implementation of the checks.
 - `plan`: `fleet plan --rf 3` beside `serial`: the same clusters planned one after another in
-  this process with the project's library (`plan_cluster`, what each Spark task runs), the
-  reassignments compared byte for byte with the files Spark's tasks wrote.
+  this process with the project's library (`plan_text`, what each Spark task runs per file:
+  the CLI's snapshot reader and planner), the reassignments compared byte for byte with the
+  files Spark's tasks wrote.
 
 The first fleet is also audited by the CLI in a fresh process (`kreplica fleet audit`, the
 session's start-up included: the fixed cost a user waits for). Each figure is printed with the
 machine's 1-minute load average when it was taken (a load above the core count slows every
-figure). Peak memory: the driver's Python (max RSS) and the local JVM (VmHWM).
+figure), and the CPU seconds each side used (this process and its children: the JVM, Spark's
+Python workers, the pool's processes; a figure the load does not bend). Peak memory: the
+driver's Python (max RSS) and the local JVM (VmHWM).
 """
 
 from __future__ import annotations
@@ -40,8 +43,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from kreplica.fleet.adapter import cluster_key, plan_cluster
+from kreplica.fleet.adapter import cluster_key
 from kreplica.fleet.job import build_session, load_fleet_policy, run_audit, run_plan
+from kreplica.fleet.plantask import plan_text
 from kreplica.fleet.policy import Policy, policy_from_dict
 from kreplica.fleet.report import safe_name
 from kreplica.fleet.synth import write_fleet
@@ -131,12 +135,13 @@ def two_process_audit(folder: Path, policy: Policy) -> dict[str, dict[str, int]]
 
 
 def _serial_plans(folder: Path, policy: Policy) -> dict[str, str | None]:
-    """Every cluster planned in turn in this process: cluster key -> reassignment JSON."""
+    """Every cluster planned in turn in this process, each file read and planned by what each
+    Spark task runs per file (`plan_text`: the CLI's reader and planner): cluster key ->
+    reassignment JSON."""
     plans: dict[str, str | None] = {}
     for path in sorted(folder.glob("*.json")):
-        snapshot = parse_snapshot_text(path.read_text(encoding="utf-8"), origin=str(path))
-        key = cluster_key(snapshot, path.stem)
-        plans[key] = plan_cluster(snapshot, policy, key=key, file=str(path))["reassignment"]
+        row = plan_text(str(path), path.read_text(encoding="utf-8"), policy)
+        plans[row["cluster_id"]] = row["reassignment"]
     return plans
 
 
@@ -163,11 +168,35 @@ def _jvm_peak_mib(spark: Any) -> float | None:
     return None
 
 
-def _timed(fn: Any) -> tuple[Any, float, float]:
+def _tree_cpu() -> float:
+    """CPU seconds of this process and its descendants (the JVM, Spark's Python workers,
+    the pool's processes), from /proc: on a shared machine a figure the load does not bend."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    cpu: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+        cpu[int(entry)] = sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
+    todo, total = [os.getpid()], 0.0
+    while todo:
+        pid = todo.pop()
+        total += cpu.get(pid, 0.0)
+        todo += children.get(pid, [])
+    return total
+
+
+def _timed(fn: Any) -> tuple[Any, float, float, float]:
     load = _load()
+    cpu = _tree_cpu()
     t = time.perf_counter()
     value = fn()
-    return value, time.perf_counter() - t, load
+    return value, time.perf_counter() - t, load, _tree_cpu() - cpu
 
 
 def _cold_cli(folder: Path, out: Path, master: str) -> tuple[float, float, int]:
@@ -210,7 +239,7 @@ def main() -> None:
             f"{fleets[0][0]} partitions / {fleets[0][1]} cluster(s): {cold_s:.1f} s "
             f"(exit {code}, load {cold_load:.1f})"
         )
-    spark, startup, start_load = _timed(
+    spark, startup, start_load, _ = _timed(
         lambda: build_session(
             args.master, app_name="kreplica-bench-fleet", conf={"spark.driver.memory": args.memory}
         )
@@ -228,7 +257,7 @@ def main() -> None:
         try:
             snaps = work / "snapshots"
             write_fleet(snaps, clusters, size, seed=args.seed)
-            fig: dict[str, tuple[Any, float, float]] = {}
+            fig: dict[str, tuple[Any, float, float, float]] = {}
 
             def spark_audit(out: Path = work / "audit", snaps: Path = snaps) -> Any:
                 return run_audit(spark, str(snaps), str(out), policy_audit)
@@ -258,6 +287,7 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
         a, b, p, s = (fig[k][1] for k in ("audit", "base", "plan", "serial"))
         loads = [fig[k][2] for k in ("audit", "base", "plan", "serial")]
+        cpus = [fig[k][3] for k in ("audit", "base", "plan", "serial")]
         row = {
             "partitions": size,
             "clusters": clusters,
@@ -272,6 +302,10 @@ def main() -> None:
             "plan_over_serial": round(p / s, 2),
             "plans_identical": same_plans,
             "loadavg_1m": [round(x, 1) for x in loads],
+            "cpu_s": {
+                k: round(x, 1)
+                for k, x in zip(("audit", "two_process", "plan", "serial_plan"), cpus, strict=True)
+            },
             "driver_python_peak_mib": round(_python_peak_mib()),
             "jvm_peak_mib": round(_jvm_peak_mib(spark) or 0),
         }
@@ -281,6 +315,11 @@ def main() -> None:
             f"{'yes' if same_findings else 'NO':>5} {p:>8.1f} {s:>8.1f} {p / s:>6.2f} "
             f"{'yes' if same_plans else 'NO':>5} {row['driver_python_peak_mib']:>7} "
             f"{row['jvm_peak_mib']:>7}  " + "/".join(f"{x:.1f}" for x in loads),
+            flush=True,
+        )
+        print(
+            "    CPU s (this process and its children: JVM, Python workers, pool) "
+            + " / ".join(f"{k} {v}" for k, v in row["cpu_s"].items()),  # type: ignore[attr-defined]
             flush=True,
         )
     if args.json:

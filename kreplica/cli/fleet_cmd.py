@@ -96,11 +96,12 @@ def _say(fmt: Output) -> Any:
     return say
 
 
-def _spark(master: str, say: Any) -> Any:
+def _spark(master: str, say: Any, input_path: str) -> Any:
     from kreplica.fleet.job import build_session
+    from kreplica.fleet.preflight import local_input_bytes
 
     say(f"starting Spark ({master})")
-    return build_session(master)
+    return build_session(master, input_bytes=local_input_bytes(input_path))
 
 
 def _strip(doc: dict[str, Any]) -> dict[str, Any]:
@@ -133,7 +134,7 @@ def audit(
     pol = load_fleet_policy(str(policy) if policy else None, rf=rf, min_insync=min_insync)
     out_dir = preflight(master, out)
     say = _say(fmt)
-    spark = _spark(master, say)
+    spark = _spark(master, say, input_path)
     _report("audit", fmt, run_audit(spark, input_path, out_dir, pol, worst=worst, progress=say))
 
 
@@ -187,7 +188,7 @@ def plan(
         raise UsageError("nothing to plan: give --rf N or a --policy file with rf targets")
     out_dir = preflight(master, out)
     say = _say(fmt)
-    spark = _spark(master, say)
+    spark = _spark(master, say, input_path)
     settings = PlanSettings(force=force, skip_in_flight=skip_in_flight, replace_dead=replace_dead)
     _report("plan", fmt, run_plan(spark, input_path, out_dir, pol, settings=settings, progress=say))
 

@@ -6,6 +6,7 @@ user's Hadoop jars for that file system must be on Spark's classpath). Spark's o
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,32 @@ class OutFiles:
             write_local(self.out.local, rel, data)
             return
         self._remote(lambda: self._write_remote(rel, data), rel)
+
+    def remove(self, rel: str) -> None:
+        """Remove `rel` (a file or a folder, with what it holds) if it is there."""
+        if self.out.local is not None:
+            path = self.out.local / rel
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+            return
+        self._remote(lambda: self._fs.delete(self._path(rel), True), rel)
+
+    def move(self, rel: str, to: str) -> None:
+        """Rename `rel` to `to` (which must not exist) in one step, its parent made first."""
+        if self.out.local is not None:
+            target = self.out.local / to
+            target.parent.mkdir(parents=True, exist_ok=True)
+            (self.out.local / rel).rename(target)
+            return
+
+        def rename() -> None:
+            self._fs.mkdirs(self._path(to).getParent())
+            if not self._fs.rename(self._path(rel), self._path(to)):
+                raise UsageError(f"--out {self.uri(to)!r}: cannot move {rel} there")
+
+        self._remote(rename, to)
 
     def mark_done(self, command: str, counts: dict[str, Any]) -> None:
         """The success marker: written after everything else, so its presence means the run

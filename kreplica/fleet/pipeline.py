@@ -14,24 +14,27 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.window import Window
 
-from kreplica.errors import InputError, SourceError, UsageError
+from kreplica.errors import InputError, KreplicaError, SourceError, UsageError
 from kreplica.fleet import report
 from kreplica.fleet.adapter import PLAN_FILES, SUMMARY_KEYS, PlanSettings
 from kreplica.fleet.frames import (
     Frames,
+    Listed,
     explode_snapshots,
+    file_tasks,
     list_inputs,
     parse_snapshots,
     read_texts,
+    spread_files,
 )
 from kreplica.fleet.outfiles import OutFiles, first_line
+from kreplica.fleet.plantask import STAGING, staged_folder
 from kreplica.fleet.policy import Policy
 from kreplica.fleet.records import short_name
 from kreplica.fleet.transforms import (
     FINDING_COLUMNS,
     FINDINGS_SCHEMA,
     LEVEL_RANK,
-    broker_load,
     cluster_summary,
 )
 from kreplica.fleet.transforms import audit as audit_frames
@@ -42,39 +45,50 @@ TOP_FINDINGS = 10
 
 @dataclass
 class Loaded:
-    snapshots: DataFrame  # readable, one per cluster: PARSED_ROW (audit) or TEXT_ROW (plan)
+    snapshots: DataFrame  # readable, one per cluster (PARSED_ROW)
     persisted: DataFrame  # every parsed file (unpersisted when done)
     skipped: list[dict[str, str]]  # {file, error}
     clusters: int
+    # per cluster read, counted while parsing: its size (brokers, brokers_down, topics,
+    # partitions) and its brokers' load (for the charts); a few numbers per broker
+    sizes: list[dict[str, Any]]
+    brokers: dict[str, list[dict[str, Any]]]
 
 
-def load(
-    spark: SparkSession,
-    input_path: str,
-    policy: Policy,
-    *,
-    layouts: bool,
-    audit: bool,
-    progress: Progress,
-) -> Loaded:
+@dataclass
+class Resolved:
+    """What the files read came to: the file kept per cluster, and every file skipped."""
+
+    first: dict[str, str]  # cluster_id -> the file read for it (the first by name)
+    duplicates: list[str]  # files of a cluster read from an earlier file: skipped
+    skipped: list[dict[str, str]]  # {file, error}, by file
+
+
+def _inputs(spark: SparkSession, input_path: str) -> tuple[DataFrame, Listed]:
     try:
         texts = read_texts(spark, input_path)
     except Exception as exc:  # AnalysisException: path does not exist, not Parquet, ...
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UsageError(f"--input {input_path!r}: Spark cannot read it ({text})") from None
-    listed = list_inputs(spark, input_path)
+    return texts, list_inputs(spark, input_path)
+
+
+def _read_failed(input_path: str, exc: Exception) -> Exception:
+    """What a Spark job over the snapshots failing to read them means, in one line."""
+    if "Path does not exist" in str(exc) or "PATH_NOT_FOUND" in str(exc):
+        return UsageError(f"--input {input_path!r} matches no snapshot files")
+    return SourceError(
+        f"--input {input_path!r}: Spark could not read the snapshots ({first_line(exc)})"
+    )
+
+
+def resolve(
+    meta: list[dict[str, Any]], listed: Listed, input_path: str, progress: Progress
+) -> Resolved:
+    """From each file read ({cluster_id, file, error}) and the files listed: the file kept per
+    cluster, and the files skipped (not a snapshot, a second file for a cluster, empty,
+    unreadable), each said through `progress`. No snapshot at all is an error."""
     empty = [short_name(f) for f in listed.empty]
-    snapshots = parse_snapshots(
-        texts, policy, layouts=layouts, audit=audit, files=len(listed.files)
-    ).persist()
-    try:
-        meta = snapshots.select("cluster_id", "file", "error").collect()
-    except Exception as exc:
-        if "Path does not exist" in str(exc) or "PATH_NOT_FOUND" in str(exc):
-            raise UsageError(f"--input {input_path!r} matches no snapshot files") from None
-        raise SourceError(
-            f"--input {input_path!r}: Spark could not read the snapshots ({first_line(exc)})"
-        ) from None
     skipped = [{"file": r["file"], "error": r["error"]} for r in meta if r["error"] is not None]
     first: dict[str, str] = {}
     duplicates: list[str] = []
@@ -106,19 +120,53 @@ def load(
         )
     if not meta:
         raise UsageError(f"--input {input_path!r} matches no snapshot files")
-    for s in sorted(skipped, key=lambda s: s["file"]):
+    skipped.sort(key=lambda s: s["file"])
+    for s in skipped:
         progress(f"skipped: {s['error']}")
-    good = snapshots.where(F.col("error").isNull())
-    if duplicates:
-        good = good.where(~F.col("file").isin(duplicates))
     files = len(meta) + len(empty) + len(unread)
     progress(f"read {files} snapshot(s): {len(first)} cluster(s), {len(skipped)} skipped")
+    return Resolved(first=first, duplicates=duplicates, skipped=skipped)
+
+
+def load(
+    spark: SparkSession, input_path: str, policy: Policy, *, layouts: bool, progress: Progress
+) -> Loaded:
+    texts, listed = _inputs(spark, input_path)
+    # the one job that parses: what the summary and the charts need of each cluster comes back
+    # with the file's name (no later job for it), its partitions stay in Spark
+    sizes = ("n_brokers", "n_brokers_down", "n_topics", "n_partitions")
+    snapshots = parse_snapshots(texts, policy, layouts=layouts, listed=listed).persist()
+    try:
+        meta = [
+            r.asDict(recursive=True)
+            for r in snapshots.select("cluster_id", "file", "error", *sizes, "brokers").collect()
+        ]
+    except Exception as exc:
+        raise _read_failed(input_path, exc) from None
+    resolved = resolve(meta, listed, input_path, progress)
+    kept = set(resolved.first.values())
+    good = snapshots.where(F.col("error").isNull())
+    if resolved.duplicates:
+        good = good.where(~F.col("file").isin(resolved.duplicates))
+    read = sorted((r for r in meta if r["error"] is None and r["file"] in kept), key=_cluster)
     return Loaded(
         snapshots=good,
         persisted=snapshots,
-        skipped=sorted(skipped, key=lambda s: s["file"]),
-        clusters=len(first),
+        skipped=resolved.skipped,
+        clusters=len(resolved.first),
+        sizes=[{"cluster_id": r["cluster_id"], **{k[2:]: r[k] for k in sizes}} for r in read],
+        brokers={
+            r["cluster_id"]: [
+                {"cluster_id": r["cluster_id"], "broker": b.pop("id"), **b}
+                for b in r["brokers"] or []
+            ]
+            for r in read
+        },
     )
+
+
+def _cluster(row: dict[str, Any]) -> str:
+    return str(row["cluster_id"])
 
 
 def _finding_dict(row: Any) -> dict[str, Any]:
@@ -135,7 +183,7 @@ def audit(
     layouts: bool,
     progress: Progress,
 ) -> dict[str, Any]:
-    loaded = load(spark, input_path, policy, layouts=layouts, audit=True, progress=progress)
+    loaded = load(spark, input_path, policy, layouts=layouts, progress=progress)
     # the exploded tables, built once and kept: every check reads them
     # the parsed rows (cached, a file per task) read by a few tasks: the checks' stages are
     # small, and a task per file would be mostly overhead
@@ -147,7 +195,6 @@ def audit(
         partitions=frames.partitions.persist(),
         clusters=frames.clusters,
     )
-    load_df = broker_load(frames)
     (
         audit_frames(frames)
         .repartition("cluster_id")
@@ -159,7 +206,7 @@ def audit(
     progress(f"wrote findings to {out.shown('findings')} (Parquet, partitioned by cluster_id)")
     # the summary and the charts read the findings written, not the checks again
     findings = spark.read.schema(FINDINGS_SCHEMA).parquet(out.uri("findings"))
-    summary_rows = cluster_summary(findings, frames)
+    summary_rows = cluster_summary(findings, loaded.sizes)
     ranked = [r["cluster_id"] for r in summary_rows if r["errors"] or r["warnings"]]
     charted = ranked[:worst]
     top: dict[str, list[dict[str, Any]]] = {}
@@ -177,12 +224,10 @@ def audit(
         )
         for r in sorted(window_rows, key=lambda r: (r["cluster_id"], r["n"])):
             top.setdefault(r["cluster_id"], []).append(_finding_dict(r))
-        loads: dict[str, list[dict[str, Any]]] = {}
-        for r in load_df.where(F.col("cluster_id").isin(charted)).collect():
-            loads.setdefault(r["cluster_id"], []).append(r.asDict())
         for cluster_id in charted:
             name = f"charts/{report.safe_name(cluster_id)}.png"
-            out.write_bytes(name, report.broker_chart(cluster_id, loads.get(cluster_id, [])))
+            chart = report.broker_chart(cluster_id, loaded.brokers.get(cluster_id, []))
+            out.write_bytes(name, chart)
             top.setdefault(cluster_id, [])
         progress(f"charted the {len(charted)} worst cluster(s) in {out.shown('charts')}")
     clusters = []
@@ -220,6 +265,7 @@ PLAN_ROW = T.StructType(
     [
         T.StructField("cluster_id", T.StringType()),
         T.StructField("file", T.StringType()),
+        T.StructField("skip", T.StringType()),  # a file that is not a snapshot: why
         T.StructField("status", T.StringType()),
         T.StructField("error_code", T.StringType()),
         T.StructField("error", T.StringType()),
@@ -233,45 +279,48 @@ PLAN_ROW = T.StructType(
 
 
 def plan_frame(
-    snapshots: DataFrame, policy: Policy, settings: PlanSettings, *, write_to: str | None = None
+    texts: DataFrame,
+    policy: Policy,
+    settings: PlanSettings,
+    *,
+    listed: Listed | None = None,
+    write_to: str | None = None,
 ) -> DataFrame:
-    """One plan row per cluster: the adapter, run on each cluster's whole snapshot (so
-    cluster-wide balance sees every topic), clusters planned in parallel tasks. With
-    `write_to` (a local folder every executor sees: local and single-machine masters), each
-    task writes its clusters' plan files there and the rows carry only the summary numbers,
-    so no plan passes through the driver."""
+    """One row per snapshot file (`read_texts`): the file read once and planned in the same
+    task (`plantask.plan_text`: the CLI's reader and planner, the whole cluster at once so
+    cluster-wide balance sees every topic), files spread a cluster or so per task. With
+    `write_to` (a local --out every executor sees: local and single-machine masters), each
+    task writes its plan files under `write_to`'s staging folder and the row carries only the
+    summary numbers, so no plan passes through the driver; else the row carries the files'
+    text."""
     shipped = policy.to_dict()
     columns = [f.name for f in PLAN_ROW.fields]
 
     def plan_batches(batches: Any) -> Any:
-        import pandas as pd
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_schema
 
-        from kreplica.fleet.adapter import plan_cluster
         from kreplica.fleet.outfiles import write_local
+        from kreplica.fleet.plantask import plan_text, staged_folder
         from kreplica.fleet.policy import policy_from_dict
-        from kreplica.sources.snapshot import parse_snapshot_text
 
         pol = policy_from_dict(shipped)
-        for pdf in batches:
-            rows = []
-            for cluster_id, file, text in zip(
-                pdf["cluster_id"], pdf["file"], pdf["text"], strict=True
+        arrow = to_arrow_schema(PLAN_ROW)
+        for batch in batches:
+            for file, text in zip(
+                batch.column("file").to_pylist(), batch.column("text").to_pylist(), strict=True
             ):
-                snapshot = parse_snapshot_text(text, origin=file)
-                row = plan_cluster(snapshot, pol, key=cluster_id, file=file, settings=settings)
-                row["has_plan"] = row["reassignment"] is not None
-                if write_to is not None:
-                    folder = f"plans/{report.safe_name(cluster_id)}"
+                row = plan_text(file, text, pol, settings)
+                row["has_plan"] = row.get("reassignment") is not None
+                if write_to is not None and row["has_plan"]:
                     for column, name in PLAN_FILES:
                         if row[column] is not None:
-                            write_local(Path(write_to), f"{folder}/{name}", row[column].encode())
+                            rel = f"{staged_folder(row['file'])}/{name}"
+                            write_local(Path(write_to), rel, row[column].encode("utf-8"))
                             row[column] = None
-                rows.append(row)
-            yield pd.DataFrame(rows, columns=columns)
+                yield pa.RecordBatch.from_pylist([{c: row.get(c) for c in columns}], schema=arrow)
 
-    # one row is one whole cluster (a second file for a cluster was skipped by `load`), so the
-    # parsed snapshots' own partitions are the tasks: no shuffle of the snapshots' text
-    return snapshots.select("cluster_id", "file", "text").mapInPandas(plan_batches, PLAN_ROW)
+    return spread_files(texts, listed, packed=True).mapInArrow(plan_batches, PLAN_ROW)
 
 
 def plan(
@@ -283,25 +332,51 @@ def plan(
     settings: PlanSettings,
     progress: Progress,
 ) -> dict[str, Any]:
-    loaded = load(spark, input_path, policy, layouts=False, audit=False, progress=progress)
+    texts, listed = _inputs(spark, input_path)
     local = out.out.local
+    out.remove(STAGING)  # a run that stopped half-way
     frame = plan_frame(
-        loaded.snapshots, policy, settings, write_to=str(local) if local is not None else None
+        texts,
+        policy,
+        settings,
+        listed=listed,
+        write_to=str(local) if local is not None else None,
     )
-    rows: list[dict[str, Any]] = []
+    found: list[dict[str, Any]] = []
     # a local --out: the tasks wrote the files and the driver collects summary rows (all
-    # tasks at once); a Hadoop URI: plans stream to the driver, which writes them through
+    # tasks at once); a Hadoop URI: plans stream to the driver, which stages them through
     # Hadoop's FileSystem (the executors' Python has no Hadoop client)
-    found = frame.collect() if local is not None else frame.toLocalIterator()
-    for found_row in found:
-        row = found_row.asDict()
+    try:
+        with file_tasks(spark, listed):
+            rows_in = frame.collect() if local is not None else frame.toLocalIterator()
+        for found_row in rows_in:
+            row = found_row.asDict()
+            texts_of = {column: row.pop(column) for column, _ in PLAN_FILES}
+            if local is None and row["has_plan"]:
+                for column, name in PLAN_FILES:
+                    if texts_of[column] is not None:
+                        out.write_text(f"{staged_folder(row['file'])}/{name}", texts_of[column])
+            found.append(row)
+    except Exception as exc:
+        if isinstance(exc, KreplicaError):
+            raise
+        raise _read_failed(input_path, exc) from None
+    meta = [{"cluster_id": r["cluster_id"], "file": r["file"], "error": r["skip"]} for r in found]
+    resolved = resolve(meta, listed, input_path, progress)
+    kept = set(resolved.first.values())
+    rows: list[dict[str, Any]] = []
+    for row in found:
+        if row["file"] not in kept or row["cluster_id"] is None:
+            continue
+        # plans/<cluster>/ is this run's plan, or nothing when the cluster has none now
         folder = f"plans/{report.safe_name(row['cluster_id'])}"
-        for column, name in PLAN_FILES:
-            text = row.pop(column)
-            if text is not None:
-                out.write_text(f"{folder}/{name}", text)
+        out.remove(folder)
+        if row["has_plan"]:
+            out.move(staged_folder(row["file"]), folder)
+        del row["skip"]
         row["files"] = out.shown(folder) if row.pop("has_plan") else None
         rows.append(row)
+    out.remove(STAGING)
     rows.sort(key=lambda r: r["cluster_id"])
     ok = [r for r in rows if r["status"] == "ok"]
     totals: dict[str, Any] = {
@@ -322,7 +397,7 @@ def plan(
         clusters=len(rows),
         with_changes=sum(1 for r in ok if (r["partitions_changed"] or r["partitions_created"])),
         errors=sum(1 for r in rows if r["status"] == "error"),
-        skipped=len(loaded.skipped),
+        skipped=len(resolved.skipped),
     )
     doc: dict[str, Any] = {
         "kreplica_fleet_plan": 1,
@@ -331,15 +406,14 @@ def plan(
         "settings": vars(settings),
         "totals": totals,
         "clusters": rows,
-        "skipped": loaded.skipped,
+        "skipped": resolved.skipped,
     }
     progress(f"planned {len(rows)} cluster(s): plans in {out.shown('plans')}")
     out.write_text("plan-summary.json", report.json_text(doc))
     markdown = report.plan_markdown(doc)
     out.write_text("plan-summary.md", markdown)
     progress(f"wrote {out.shown('plan-summary.json')} and {out.shown('plan-summary.md')}")
-    _done(out, "plan", totals, loaded.skipped, refused=totals["errors"])
-    loaded.persisted.unpersist()
+    _done(out, "plan", totals, resolved.skipped, refused=totals["errors"])
     return {**doc, "markdown": markdown}
 
 

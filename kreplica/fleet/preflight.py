@@ -5,6 +5,8 @@ a Java stack trace."""
 
 from __future__ import annotations
 
+import glob
+import os
 import re
 import socket
 import tempfile
@@ -149,3 +151,23 @@ def _writable(path: Path, shown: str) -> None:
         raise UsageError(
             f"--out {shown!r} cannot be written ({reason}); give a folder you can write"
         ) from None
+
+
+def local_input_bytes(value: str) -> int | None:
+    """The bytes of the snapshot files a local --input names (a folder: its *.json files, or
+    its Parquet files for a Parquet dataset; a glob; a file), or None when that is not known
+    before Spark starts (a remote URI, nothing there yet)."""
+    try:
+        path = local_path(value, "--input")
+    except UsageError:
+        return None
+    if path is None:
+        return None
+    if path.is_dir():
+        found = [str(p) for p in path.rglob("*.parquet")] or glob.glob(str(path / "*.json"))
+    else:
+        found = glob.glob(str(path))
+    try:
+        return sum(os.path.getsize(f) for f in found if os.path.isfile(f)) if found else None
+    except OSError:
+        return None

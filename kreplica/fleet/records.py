@@ -18,7 +18,7 @@ from kreplica.fleet.adapter import cluster_key
 from kreplica.fleet.policy import Policy
 from kreplica.model import ClusterSnapshot, Topic
 from kreplica.planner.explain import layout_verdict
-from kreplica.sources.snapshot import parse_snapshot_text
+from kreplica.sources.snapshot import parse_snapshot_text, parse_snapshot_text_columnar
 
 
 def file_stem(file: str) -> str:
@@ -34,11 +34,16 @@ def short_name(file: str) -> str:
     return file
 
 
-def parse_record(file: str, text: str) -> tuple[ClusterSnapshot | None, str | None]:
-    """The snapshot in `text`, or the one-line reason it cannot be read."""
+def parse_record(
+    file: str, text: str, *, columnar: bool = False
+) -> tuple[ClusterSnapshot | None, str | None]:
+    """The snapshot in `text`, or the one-line reason it cannot be read. `columnar`: as
+    `kreplica plan --snapshot` reads it (partitions in arrays for the array planner when it
+    can be; the same snapshot and the same errors either way)."""
     origin = short_name(file)
+    parse = parse_snapshot_text_columnar if columnar else parse_snapshot_text
     try:
-        return parse_snapshot_text(text, origin=origin), None
+        return parse(text, origin=origin), None
     except KreplicaError as exc:
         return None, exc.message
     except (ValueError, RecursionError) as exc:
@@ -165,15 +170,13 @@ def fleet_record(
     }
 
 
-def record_row(
-    file: str, text: str, policy: Policy, *, layouts: bool = True, audit: bool = True
-) -> dict[str, Any]:
+def record_row(file: str, text: str, policy: Policy, *, layouts: bool = True) -> dict[str, Any]:
     """One parsed snapshot: cluster, file, and the one-line error of a file that does not
-    parse, else (`audit`) its `fleet_record` under "record"."""
+    parse, else its `fleet_record` under "record"."""
     snapshot, error = parse_record(file, text)
     origin = short_name(file)
     if snapshot is None:
         return {"cluster_id": None, "file": origin, "error": error, "record": None}
     key = cluster_key(snapshot, file_stem(origin))
-    record = fleet_record(snapshot, policy, key, layouts=layouts) if audit else None
+    record = fleet_record(snapshot, policy, key, layouts=layouts)
     return {"cluster_id": key, "file": origin, "error": None, "record": record}

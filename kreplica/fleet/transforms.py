@@ -8,6 +8,7 @@ partition (an example), value, expected, message.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from functools import reduce
 from typing import Any
 
@@ -265,15 +266,6 @@ def topic_findings(frames: Frames) -> DataFrame:
     )
 
 
-def broker_load(frames: Frames) -> DataFrame:
-    """Per broker of every cluster: replicas, leaders (now) and bytes, counted when the
-    snapshot was parsed; brokers holding nothing included, and brokers the snapshot does not
-    list that hold replicas (not alive)."""
-    return frames.brokers.select(
-        "cluster_id", "broker", "rack", "alive", "draining", "replicas", "leaders", "bytes"
-    )
-
-
 def broker_findings(frames: Frames) -> DataFrame:
     """Replicas on dead or unknown brokers, on brokers being drained, and skew."""
     load = frames.brokers
@@ -379,11 +371,14 @@ def audit(frames: Frames) -> DataFrame:
     return reduce(DataFrame.unionByName, [check(frames) for check in CHECKS])
 
 
-def cluster_summary(findings: DataFrame, frames: Frames) -> list[dict[str, Any]]:
+def cluster_summary(
+    findings: DataFrame, sizes: Iterable[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
     """Per cluster: brokers, topics, partitions, findings by level and code, partitions
     affected by errors; worst first (errors, then partitions in error, then warnings). One
-    small aggregation (a row per cluster, level and code) reaches the driver, with the
-    clusters' sizes counted while parsing."""
+    small aggregation (a row per cluster, level and code) reaches the driver; `sizes` are the
+    clusters' (cluster_id, brokers, brokers_down, topics, partitions), counted while
+    parsing."""
     counts = (
         findings.groupBy("cluster_id", "level", "code")
         .agg(
@@ -393,7 +388,7 @@ def cluster_summary(findings: DataFrame, frames: Frames) -> list[dict[str, Any]]
         .collect()
     )
     rows: dict[str, dict[str, Any]] = {}
-    for r in frames.clusters.collect():
+    for r in sizes:
         if not (r["topics"] or r["brokers"]):
             continue  # nothing to count
         rows[r["cluster_id"]] = {

@@ -34,16 +34,21 @@ def load_snapshot_columnar(path: str | Path) -> ClusterSnapshot:
     plain kind, else exactly what load_snapshot returns (its checks and messages)."""
     p = Path(path)
     text = read_user_file(p, "snapshot file", fix="check the path")
-    origin = str(p)
     with gc_paused():  # millions of acyclic objects: see kreplica/gcpause.py
-        data = decode_json(
-            text, origin, fix="write it with `kreplica snapshot -o FILE` or fix the file"
-        )
-        del text
-        snapshot = parse_snapshot_columnar(data, origin=origin)
-        if snapshot is not None:
-            return snapshot
-        return parse_snapshot(data, origin=origin)
+        return parse_snapshot_text_columnar(text, origin=str(p))
+
+
+def parse_snapshot_text_columnar(text: str, *, origin: str = "snapshot") -> ClusterSnapshot:
+    """`parse_snapshot_text` for the array path (see `load_snapshot_columnar`): the same
+    snapshot, or the same error, in columns when it can be."""
+    data = decode_json(
+        text, origin, fix="write it with `kreplica snapshot -o FILE` or fix the file"
+    )
+    del text
+    snapshot = parse_snapshot_columnar(data, origin=origin)
+    if snapshot is not None:
+        return snapshot
+    return parse_snapshot(data, origin=origin)
 
 
 def parse_snapshot_columnar(data: Any, *, origin: str = "snapshot") -> ClusterSnapshot | None:

@@ -9,7 +9,7 @@ import pytest
 
 from kreplica.fleet.frames import Frames, explode_snapshots, parse_snapshots
 from kreplica.fleet.policy import parse_policy
-from kreplica.fleet.transforms import audit, broker_load, cluster_summary
+from kreplica.fleet.transforms import audit, cluster_summary
 
 pytestmark = pytest.mark.spark
 
@@ -71,9 +71,11 @@ def findings(spark: Any) -> dict[tuple[str, str], list[dict[str, Any]]]:
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in found.collect():
         out.setdefault((r["cluster_id"], r["code"]), []).append(r.asDict())
-    summary = {r["cluster_id"]: r for r in cluster_summary(found, frames)}
+    sizes = [r.asDict() for r in frames.clusters.collect()]
+    summary = {r["cluster_id"]: r for r in cluster_summary(found, sizes)}
     out[("summary", "")] = [summary["bad"], summary["good"]]
-    load = {(r["cluster_id"], r["broker"]): r.asDict() for r in broker_load(frames).collect()}
+    # each broker's load, counted while parsing
+    load = {(r["cluster_id"], r["broker"]): r.asDict() for r in frames.brokers.collect()}
     out[("load", "")] = [load[("bad", 1)], load[("bad", 4)]]
     for df in (found, frames.brokers, frames.topics, frames.partitions):
         df.unpersist()

@@ -191,22 +191,55 @@ def test_plan_exits_9_naming_a_refused_cluster_and_tasks_write_the_plans(
         assert (remote / rel).read_bytes() == (out / rel).read_bytes()
 
 
+def test_plan_a_second_file_for_a_cluster_is_skipped_and_the_first_ones_plan_kept(
+    spark: Any, tiny_fleet: Path, tmp_path: Path
+) -> None:
+    """Every file is planned in its own task; the plan kept for a cluster is its first
+    file's (by name), the later file's is dropped, and a stale plan folder is replaced."""
+    from kreplica.fleet.job import load_fleet_policy, run_plan
+    from kreplica.fleet.plantask import STAGING, plan_text
+    from kreplica.fleet.policy import Policy
+
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    first = tiny_fleet / "synth-0000.json"
+    (fleet / first.name).write_bytes(first.read_bytes())
+    again = json.loads(first.read_text())
+    again["topics"] = again["topics"][1:]  # another plan, if it were kept
+    (fleet / "zz-again.json").write_text(json.dumps(again))
+    out = tmp_path / "out"
+    (out / "plans" / "synth-0000").mkdir(parents=True)
+    (out / "plans" / "synth-0000" / "new_partitions.json").write_text("[]\n")  # stale
+    doc = run_plan(spark, str(fleet), str(out), load_fleet_policy(None, rf=3, min_insync=None))
+    assert [r["cluster_id"] for r in doc["clusters"]] == ["synth-0000"]
+    [skipped] = doc["skipped"]
+    assert (
+        skipped["file"].endswith("zz-again.json")
+        and "cluster synth-0000 again" in (skipped["error"])
+    )
+    expected = plan_text(str(first), first.read_text(), Policy(rf=3))
+    folder = out / "plans" / "synth-0000"
+    assert sorted(p.name for p in folder.iterdir()) == ["plan.json", "reassignment.json"]
+    assert (folder / "reassignment.json").read_text() == expected["reassignment"]
+    assert not (out / STAGING).exists()
+
+
 def test_plan_rows_reaching_the_driver_carry_no_plan_text(
     spark: Any, tiny_fleet: Path, tmp_path: Path
 ) -> None:
     """With a local --out the tasks write the plan files; the driver gets numbers only."""
     from kreplica.fleet.adapter import PLAN_FILES, PlanSettings
+    from kreplica.fleet.frames import read_texts
     from kreplica.fleet.job import load_fleet_policy
-    from kreplica.fleet.pipeline import load, plan_frame
+    from kreplica.fleet.pipeline import plan_frame
+    from kreplica.fleet.plantask import staged_folder
 
     policy = load_fleet_policy(None, rf=3, min_insync=None)
-    loaded = load(spark, str(tiny_fleet / "synth-*.json"), policy, layouts=False,
-                  audit=False, progress=lambda _: None)  # fmt: skip
-    rows = plan_frame(loaded.snapshots, policy, PlanSettings(), write_to=str(tmp_path)).collect()
-    loaded.persisted.unpersist()
-    assert len(rows) == 2 and all(r["has_plan"] for r in rows)
+    texts = read_texts(spark, str(tiny_fleet / "synth-*.json"))
+    rows = plan_frame(texts, policy, PlanSettings(), write_to=str(tmp_path)).collect()
+    assert len(rows) == 2 and all(r["has_plan"] and r["skip"] is None for r in rows)
     for row in rows:
         assert all(row[column] is None for column, _ in PLAN_FILES)
-        folder = tmp_path / "plans" / row["cluster_id"]
+        folder = tmp_path / staged_folder(row["file"])
         assert json.loads((folder / "plan.json").read_text())["cluster_id"] == row["cluster_id"]
         assert (folder / "reassignment.json").is_file()

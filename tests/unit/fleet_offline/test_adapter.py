@@ -114,3 +114,29 @@ def test_replace_dead_is_passed_to_the_planner() -> None:
         snapshot, Policy(rf=3), key="d", settings=dataclasses.replace(base, replace_dead=True)
     )
     assert fixed["status"] == "ok", fixed["error"]
+
+
+def test_plan_text_writes_the_clis_plan_files_byte_for_byte(tmp_path: Path) -> None:
+    """What each `fleet plan` task runs per file gives `kreplica plan --out`'s files: the
+    reassignment and the plan document, the same bytes."""
+    from kreplica.fleet.plantask import plan_text
+
+    compared = 0
+    for snapshot in synth_fleet(3, 900, seed=11):
+        path = tmp_path / f"{snapshot.cluster_id}.json"
+        write_snapshot(snapshot, path)
+        out = tmp_path / f"{snapshot.cluster_id}-plan.json"
+        code = run(["plan", "--snapshot", str(path), "--topics", ".*", "--rf", "3",
+                    "--dry-run", "--out", str(out), "--output", "json"])  # fmt: skip
+        row = plan_text(str(path), path.read_text(encoding="utf-8"), Policy(rf=3))
+        assert row["skip"] is None and row["cluster_id"] == snapshot.cluster_id
+        if code != 0:
+            assert row["status"] == "error" and row["reassignment"] is None
+            continue
+        assert row["reassignment"] == out.read_text(encoding="utf-8")
+        kreplica = out.with_name(f"{out.stem}.kreplica.json")
+        assert row["plan_document"] == kreplica.read_text(encoding="utf-8")
+        compared += 1
+    assert compared >= 2
+    bad = plan_text("file:/x/broken.json", '{"kreplica_snapshot": 1, "brokers": [', Policy(rf=3))
+    assert bad["cluster_id"] is None and bad["skip"].startswith("/x/broken.json is not valid JSON")

@@ -293,3 +293,23 @@ def test_spark_submit_entry_point_checks_first_too(tmp_path: Path) -> None:
     )
     assert json.loads(proc.stdout) == [ExitCode.USAGE, []]
     assert proc.stderr == f"error: --out '{blocker}' is a file; give a folder\n"
+
+
+def test_a_small_local_fleet_gets_a_jvm_for_a_short_run(tmp_path: Path) -> None:
+    from kreplica.fleet.job import SMALL_INPUT_BYTES, SMALL_JVM, session_settings
+    from kreplica.fleet.preflight import local_input_bytes
+
+    (tmp_path / "a.json").write_text("x" * 100)
+    (tmp_path / "b.json").write_text("y" * 20)
+    (tmp_path / "notes.txt").write_text("z" * 1000)
+    assert local_input_bytes(str(tmp_path)) == 120  # a folder: its *.json files
+    assert local_input_bytes(str(tmp_path / "a*.json")) == 100
+    assert local_input_bytes(tmp_path.as_uri()) == 120
+    assert local_input_bytes(str(tmp_path / "none-*.json")) is None
+    assert local_input_bytes("s3a://bucket/snaps/") is None
+    small = session_settings("local[2]", input_bytes=120)
+    assert small["spark.driver.defaultJavaOptions"] == SMALL_JVM
+    assert small["spark.sql.codegen.wholeStage"] == "false"
+    for master, size in (("local[2]", SMALL_INPUT_BYTES), ("local[2]", None),
+                         ("spark://h:7077", 120), (None, 120)):  # fmt: skip
+        assert "spark.driver.defaultJavaOptions" not in session_settings(master, input_bytes=size)

@@ -21,7 +21,7 @@ import struct
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -107,13 +107,12 @@ def broker_disks(log_dirs: Iterable[Mapping[str, Any]]) -> dict[int, tuple[LogDi
     return out
 
 
-def replica_placement(
+def current_replicas(
     log_dirs: Iterable[Mapping[str, Any]],
-) -> dict[tuple[str, int], dict[int, tuple[str, int]]]:
-    """(topic, partition) → {broker: (its dir, its replica's size)}, from kafka-python's
-    describe_log_dirs result. Future replicas (a dir move in progress) are skipped: the
-    replica still lives, and is still read, in its current dir."""
-    out: dict[tuple[str, int], dict[int, tuple[str, int]]] = {}
+) -> Iterator[tuple[int, str, str, int, int]]:
+    """(broker, dir, topic, partition, size) of each replica in kafka-python's
+    describe_log_dirs result, from the dirs that answered. Future replicas (a dir move in
+    progress) are skipped: the replica still lives, and is still read, in its current dir."""
     for broker in log_dirs:
         if "broker" not in broker:
             continue
@@ -121,14 +120,23 @@ def replica_placement(
         for log_dir in broker.get("log_dirs") or []:
             if log_dir.get("error_code", 0):
                 continue
+            path = log_dir["log_dir"]
             for topic in log_dir.get("topics") or []:
                 name = topic.get("name")
                 for partition in topic.get("partitions") or []:
                     if partition.get("is_future_key"):
                         continue
-                    key = (name, partition["partition_index"])
                     size = int(partition.get("partition_size", 0))
-                    out.setdefault(key, {})[broker_id] = (log_dir["log_dir"], size)
+                    yield broker_id, path, name, partition["partition_index"], size
+
+
+def replica_placement(
+    log_dirs: Iterable[Mapping[str, Any]],
+) -> dict[tuple[str, int], dict[int, tuple[str, int]]]:
+    """(topic, partition) → {broker: (its dir, its replica's size)} (current_replicas)."""
+    out: dict[tuple[str, int], dict[int, tuple[str, int]]] = {}
+    for broker_id, path, name, number, size in current_replicas(log_dirs):
+        out.setdefault((name, number), {})[broker_id] = (path, size)
     return out
 
 
@@ -1187,33 +1195,22 @@ def _sizes(
     at: list[int] = []
     on: list[int] = []
     sized: list[int] = []
-    for broker in answer:
-        if "broker" not in broker:
+    for broker_id, _, name, number, replica_size in current_replicas(answer):
+        found = where.get(name)
+        if found is None:
             continue
-        broker_id = int(broker["broker"])
-        for log_dir in broker.get("log_dirs") or []:
-            if log_dir.get("error_code", 0):
+        start, count, lookup = found
+        if lookup is None:
+            if not 0 <= number < count:
                 continue
-            for topic in log_dir.get("topics") or []:
-                found = where.get(topic.get("name"))
-                if found is None:
-                    continue
-                start, count, lookup = found
-                for partition in topic.get("partitions") or []:
-                    if partition.get("is_future_key"):
-                        continue
-                    number = partition["partition_index"]
-                    if lookup is None:
-                        if not 0 <= number < count:
-                            continue
-                        row = start + number
-                    else:
-                        row = lookup.get(number, -1)
-                        if row < 0:
-                            continue
-                    at.append(row)
-                    on.append(broker_id)
-                    sized.append(int(partition.get("partition_size", 0)))
+            row = start + number
+        else:
+            row = lookup.get(number, -1)
+            if row < 0:
+                continue
+        at.append(row)
+        on.append(broker_id)
+        sized.append(replica_size)
     row_arr = np.array(at, dtype=np.int64)
     on_arr = np.array(on, dtype=np.int64)
     size_arr = np.array(sized, dtype=np.int64)

@@ -155,24 +155,35 @@ def wait_for_leaders(
     timeout_s: float = 60,
     client_config: Mapping[str, Any] | None = None,
 ) -> None:
-    """Wait until each topic has the given number of partitions, each with a leader."""
+    """Wait until each topic has the given number of partitions, each with a leader, in the
+    metadata of every broker (on a plain listener; else of the one librdkafka asks). A
+    ZooKeeper-mode controller tells the brokers in turn: a broker asked first may not know
+    a topic that another already serves."""
     if not partitions_by_topic:
         return
+    from kreplica.sources.kafkawire import plain_listener
+
     admin = _admin(bootstrap, client_config)
+    every_broker = plain_listener(client_config)
     deadline = time.monotonic() + timeout_s
     missing: list[str] = []
     while True:
         try:
             metadata = admin.list_topics(timeout=5)
-            missing = []
-            for topic, count in partitions_by_topic.items():
-                meta = metadata.topics.get(topic)
-                if meta is None or meta.error is not None:
-                    missing.append(topic)
-                    continue
-                leaders = {p: part.leader for p, part in meta.partitions.items()}
-                if len(leaders) != count or any(lead < 0 for lead in leaders.values()):
-                    missing.append(topic)
+            seen = {
+                name: {p: part.leader for p, part in meta.partitions.items()}
+                for name, meta in metadata.topics.items()
+                if meta.error is None
+            }
+            missing = _without_leaders(seen, partitions_by_topic)
+            if not missing and every_broker:
+                for broker in metadata.brokers.values():
+                    missing += [
+                        f"{topic} (on broker {broker.id})"
+                        for topic in _without_leaders(
+                            _leaders_seen_by(broker.host, broker.port), partitions_by_topic
+                        )
+                    ]
         except Exception as exc:  # not answering yet; the deadline bounds this
             missing = [f"(metadata: {exc})"]
         if not missing:
@@ -182,6 +193,32 @@ def wait_for_leaders(
                 f"topics {missing} have no leader for every partition after {timeout_s:.0f}s"
             )
         time.sleep(0.2)
+
+
+def _without_leaders(
+    seen: Mapping[str, Mapping[int, int]], partitions_by_topic: Mapping[str, int]
+) -> list[str]:
+    """The topics of `partitions_by_topic` not seen with that many partitions, each led."""
+    missing = []
+    for topic, count in partitions_by_topic.items():
+        leaders = seen.get(topic)
+        if leaders is None or len(leaders) != count or min(leaders.values(), default=0) < 0:
+            missing.append(topic)
+    return missing
+
+
+def _leaders_seen_by(host: str, port: int) -> dict[str, dict[int, int]]:
+    """Partition -> leader of each topic in one broker's own metadata."""
+    from kreplica.sources.kafkawire import BrokerConnection
+
+    with BrokerConnection(host, port, timeout_s=5) as conn:
+        conn.ask_versions()
+        _, _, _, topics = conn.describe_metadata()
+    return {
+        name: {index: leader for index, (_, _, leader) in parts.items()}
+        for name, (error, parts) in topics.items()
+        if error == 0
+    }
 
 
 # --------------------------------------------------------------------------- the fixture

@@ -80,7 +80,9 @@ class ExitCode(IntEnum):
     NOT_IMPLEMENTED = 8  # the command exists but this part is not built yet
     PARTIAL = 9  # a fleet run finished without part of its input (named in its summary)
     UNSAFE_CANCEL = 10  # cancel refused: partitions would fall under min.insync.replicas
-    UNSETTLED = 11  # apply refused: mid-migration to KRaft, new controller, under-replicated
+    # apply refused: mid-migration to KRaft, new controller, under-replicated; or stopped
+    # before a wave because a broker did not apply the throttle
+    UNSETTLED = 11
     INTERRUPTED = 130  # Ctrl-C
 
 
@@ -164,3 +166,11 @@ class ClusterUnsettled(KreplicaError):
 
     exit_code = ExitCode.UNSETTLED
     code = "cluster-unsettled"
+
+
+class ThrottleNotApplied(ClusterUnsettled):
+    """Apply stopped before submitting: a broker did not report the throttle rate kreplica set
+    within the wait (kreplica.executor.throttle_confirm); the throttles kreplica set come off
+    unless moves of the plan are running."""
+
+    code = "throttle-not-applied"

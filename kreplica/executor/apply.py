@@ -3,7 +3,9 @@
     snapshot, in flight, journal  ->  preflight (refuse with nothing written)
     journal "start"
     throttles: Kafka's lists for the moving partitions, merged with what is set; the previous
-               values go to the journal first ("throttle-set"), so they can always be restored
+               values go to the journal first ("throttle-set"), so they can always be restored;
+               then every broker must report the rate kreplica set ("throttle-confirmed") or
+               the apply stops before the first wave (kreplica.executor.throttle_confirm)
     for each wave (plan_waves; with replica_at_a_time, one replica per partition per round):
         journal "submit", then submit; poll until every partition has its target replicas and
         nothing of it is in flight; journal "complete" per partition and "wave-done"
@@ -388,7 +390,10 @@ class Applier(Waiting, DirMoves):
                     "throttled brokers instead",
                 }
             )
-        for resource, values in sorted(fitted.items()):
+        # the topic lists first, the broker rates last: a broker applies config changes in the
+        # order they were written, so one that reports the new rate has the lists too
+        # (kreplica.executor.throttle_confirm)
+        for resource, values in sorted(fitted.items(), key=lambda i: (i[0][0] != "topic", i[0])):
             kind, name = resource
             previous = {
                 k: v
@@ -415,6 +420,10 @@ class Applier(Waiting, DirMoves):
                 "topics": len(topics),
                 "brokers": len(brokers),
             }
+        )
+        self._confirm_throttles(
+            {name: dict(values) for (kind, name), values in fitted.items() if kind == "broker"},
+            "moves",
         )
 
     def restore_throttles(self) -> None:

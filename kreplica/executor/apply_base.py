@@ -8,12 +8,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from kreplica.errors import (
     ExitCode,
     KreplicaError,
+    ThrottleNotApplied,
 )
+from kreplica.executor import events as ev
 from kreplica.executor.canary import Canary
 from kreplica.executor.dirmoves import DirKey, ReplicaLog
 from kreplica.executor.events import Emit
@@ -24,6 +26,8 @@ from kreplica.executor.pace import (
     PaceController,
 )
 from kreplica.executor.planfile import PlanFile
+from kreplica.executor.throttle_confirm import describe_missing, wait_applied
+from kreplica.executor.throttle_records import journal_throttles
 from kreplica.model import ClusterSnapshot
 
 Key = tuple[str, int]
@@ -160,3 +164,80 @@ class ApplierState:
                 return None
             total += copy
         return total
+
+    def _live_split(self, brokers: Iterable[str]) -> tuple[list[str], list[int]]:
+        """(the live ones, the down ones): a down broker cannot be asked, and reads its
+        configs when it starts. A cluster that cannot tell (a test's) has them all live."""
+        live_of = getattr(self.cluster, "live_broker_ids", None)
+        names = sorted(brokers, key=lambda b: (len(b), b))
+        if live_of is None:
+            return names, []
+        try:
+            live = {str(b) for b in live_of()}
+        except KreplicaError:
+            return names, []
+        return [b for b in names if b in live], sorted(int(b) for b in names if b not in live)
+
+    def _confirm_throttles(
+        self, wanted: Mapping[str, Mapping[str, str]], what: Literal["moves", "dirs"]
+    ) -> None:
+        """Before submitting: wait until every live broker in `wanted` (broker id -> the rate
+        configs kreplica just wrote) reports them, so no move starts unthrottled; refuse
+        (ThrottleNotApplied, exit 11) when one does not within `throttle_confirm_s`. One
+        DescribeConfigs round on a healthy cluster."""
+        if not wanted:
+            return
+        live, down = self._live_split(wanted)
+        result = wait_applied(
+            lambda names: self.cluster.configs("broker", names),
+            {b: wanted[b] for b in live},
+            timeout_s=self.options.throttle_confirm_s,
+            now=self.clock.now,
+            sleep=self.clock.sleep,
+        )
+        if not result.confirmed:
+            self._put_back_unapplied(result.missing, wanted)
+            first = sorted(result.missing, key=lambda b: (len(b), b))[0]
+            rate = next(iter(wanted[first].values()), "?")
+            failed = f"; reading it failed: {result.last_error}" if result.last_error else ""
+            raise ThrottleNotApplied(
+                f"broker {first} has not applied the throttle kreplica set after "
+                f"{self.options.throttle_confirm_s:g} s ({describe_missing(result.missing, rate)}"
+                f"{failed}): nothing more was submitted, and the throttles kreplica set are "
+                "restored unless moves of this plan are running; look at the broker (its log; "
+                "in ZooKeeper mode its ZooKeeper session), then apply again with `resume`"
+            )
+        event: ev.ThrottleConfirmed = {
+            "event": "throttle-confirmed",
+            "what": what,
+            "brokers": [int(b) for b in live],
+            "seconds": round(result.seconds, 3),
+            "rounds": result.rounds,
+        }
+        if down:
+            event["down"] = down
+        self.journal.append(event)
+        self.emit(event)
+
+    def _put_back_unapplied(
+        self, missing: Iterable[str], wanted: Mapping[str, Mapping[str, str]]
+    ) -> None:
+        """A broker that never applied kreplica's rate still reports what was there before, so
+        the restore (which compares with what brokers report) would leave kreplica's value
+        stored for the broker to apply later: write what was there before explicitly (it
+        applies the two in order). Best effort: what cannot be written is journalled."""
+        previous, _ = journal_throttles(self.journal.read())
+        for broker in missing:
+            before = previous.get(("broker", broker), {})
+            try:
+                self.cluster.alter_configs(
+                    "broker", broker, {key: before.get(key) for key in wanted[broker]}
+                )
+            except KreplicaError as exc:
+                self.emit(
+                    {
+                        "event": "warning",
+                        "message": f"broker {broker}: the rate kreplica set could not be taken "
+                        f"back ({exc}); `kreplica throttles --clear` restores it",
+                    }
+                )

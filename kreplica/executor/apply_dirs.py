@@ -84,6 +84,7 @@ class DirMoves(ApplierState):
         names = [str(b) for b in sorted(brokers)]
         existing = self.cluster.configs("broker", names)
         _, already_ours = journal_throttles(self.journal.read())
+        written: dict[str, dict[str, str]] = {}
         for name in names:
             before = existing.get(name, {})
             if before.get(ALTER_DIRS_RATE) == str(rate):
@@ -102,7 +103,9 @@ class DirMoves(ApplierState):
                 }
             )
             self.cluster.alter_configs("broker", name, values)
+            written[name] = values
         self.emit({"event": "dir-throttle-set", "rate": rate, "brokers": len(names)})
+        self._confirm_throttles(written, "dirs")
 
     def _move_dirs(self, wave: int, todo: Mapping[DirKey, str]) -> list[DirKey]:
         """AlterReplicaLogDirs for every replica still to move, with the broker throttle for

@@ -5,6 +5,7 @@ from the canary's latency and the ISR (kreplica.executor.pace)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,6 +35,7 @@ from kreplica.executor.pace import (
     p99,
 )
 from kreplica.executor.preflight import Preflight
+from kreplica.executor.throttle_confirm import check_once, describe_missing
 from kreplica.executor.throttles import (
     FOLLOWER_RATE,
     LEADER_RATE,
@@ -42,8 +44,26 @@ from kreplica.executor.window import budget_wait
 from kreplica.model import ClusterSnapshot
 
 
+@dataclass
+class _RateCheck:
+    """A --pace auto rate written and not yet reported by every broker."""
+
+    rate: int
+    pending: dict[str, dict[str, str]]  # broker -> the rate configs it does not report yet
+    down: list[int]
+    since: float  # when it was written (the clock's now)
+    brokers: list[str] = field(default_factory=list)
+    rounds: int = 0
+    warned: bool = False
+
+    def __post_init__(self) -> None:
+        self.brokers = list(self.pending)
+
+
 class Pacing(ApplierState):
     """Windows, the byte budget and --pace auto."""
+
+    _rate_check: _RateCheck | None = None
 
     def _moment(self) -> datetime:
         return datetime.fromtimestamp(self.clock.wall(), tz=self.options.window_tz)
@@ -157,6 +177,7 @@ class Pacing(ApplierState):
         written to the brokers, journalled and shown with its reason."""
         if self._pace is None:
             return
+        self._check_rate()
         now = self.clock.now()
         elapsed = now - self._pace_at
         if elapsed < self.options.pace_interval_s:
@@ -221,6 +242,7 @@ class Pacing(ApplierState):
         """The leader and follower rates on every broker kreplica throttles (the journal keeps
         what was there before the first one, for the restore)."""
         values = {LEADER_RATE: str(rate), FOLLOWER_RATE: str(rate)}
+        written: dict[str, dict[str, str]] = {}
         for name in self._rate_brokers:
             self.journal.append(
                 {
@@ -235,6 +257,50 @@ class Pacing(ApplierState):
                 self.cluster.alter_configs("broker", name, values)
             except BrokerDown as exc:  # its rate stays; the restore still covers it
                 self.emit({"event": "warning", "message": f"pace: {exc}"})
+            else:
+                written[name] = values
+        live, down = self._live_split(written)
+        # confirmed on the next ticks, without waiting here: the moves run on at the old rate
+        # (a throttle all the same) until a broker applies the new one
+        self._rate_check = _RateCheck(rate, {b: written[b] for b in live}, down, self.clock.now())
+
+    def _check_rate(self) -> None:
+        """One DescribeConfigs round for the brokers that have not reported the last pace rate
+        yet: journalled once they all do; a warning (once) when one has not after
+        `throttle_confirm_s`. Never waits."""
+        check = self._rate_check
+        if check is None:
+            return
+        check.rounds += 1
+        missing, error = check_once(
+            lambda names: self.cluster.configs("broker", names), check.pending
+        )
+        check.pending = {b: check.pending[b] for b in missing}
+        waited = self.clock.now() - check.since
+        if not check.pending:
+            self._rate_check = None
+            event: ev.ThrottleConfirmed = {
+                "event": "throttle-confirmed",
+                "what": "pace",
+                "brokers": [int(b) for b in sorted(check.brokers, key=lambda b: (len(b), b))],
+                "seconds": round(waited, 3),
+                "rounds": check.rounds,
+            }
+            if check.down:
+                event["down"] = check.down
+            self.journal.append(event)
+            self.emit(event)
+        elif waited >= self.options.throttle_confirm_s and not check.warned:
+            check.warned = True
+            failed = f"; reading it failed: {error}" if error else ""
+            self.emit(
+                {
+                    "event": "warning",
+                    "message": f"pace: the rate {check.rate} is not in effect after "
+                    f"{waited:.0f} s: {describe_missing(missing, str(check.rate))}{failed}; "
+                    "the moves go on at the rate the broker has",
+                }
+            )
 
     def _stop_pace(self) -> None:
         if self._canary is None:

@@ -2,10 +2,10 @@
 progress (Shown), one TypedDict per kind (kreplica.executor.journal.EventKind).
 
 A few kinds are both written and shown as they are (the window's, the pace's, wave-done,
-leftover-throttles, elect); `throttle-set`, `finish` and `throttle-restored` are written with
-one shape (what the journal needs to restore and resume) and shown with another (what a person
-reads). Reading a journal gives plain dicts (a file may hold anything: journal.fold checks
-what it uses).
+leftover-throttles, elect, throttle-confirmed); `throttle-set`, `finish` and
+`throttle-restored` are written with one shape (what the journal needs to restore and resume)
+and shown with another (what a person reads). Reading a journal gives plain dicts (a file may
+hold anything: journal.fold checks what it uses).
 """
 
 from __future__ import annotations
@@ -61,6 +61,19 @@ class LeftoverThrottles(TypedDict):
     event: Literal["leftover-throttles"]
     when: Literal["start", "end"]
     configs: list[dict[str, str]]  # {kind, name, config, value}
+
+
+class ThrottleConfirmed(TypedDict):
+    """Every broker kreplica wrote a rate to reports it (kreplica.executor.throttle_confirm):
+    the throttle is in effect. Before the first wave ("moves"), before moves between log dirs
+    ("dirs"), and after a --pace auto change ("pace", which does not wait for it)."""
+
+    event: Literal["throttle-confirmed"]
+    what: Literal["moves", "dirs", "pace"]
+    brokers: list[int]
+    seconds: float  # from the last write to the answer that showed every rate
+    rounds: int  # DescribeConfigs rounds it took
+    down: NotRequired[list[int]]  # not asked: down (a broker reads its configs when it starts)
 
 
 class Elect(TypedDict):
@@ -253,7 +266,16 @@ class FinishShown(TypedDict):
 
 
 # the kinds both journalled and shown
-_Both = WindowWait | WindowOpen | PaceStart | Pace | WaveDone | LeftoverThrottles | Elect
+_Both = (
+    WindowWait
+    | WindowOpen
+    | PaceStart
+    | Pace
+    | WaveDone
+    | LeftoverThrottles
+    | Elect
+    | ThrottleConfirmed
+)
 Record = (
     _Both
     | Start

@@ -19,6 +19,9 @@ Event types and their keys (keys not listed are kept and ignored by `state`):
   "broker"), `name` (topic name or broker id as a string), `values` {config: value set},
   `previous` {config: value before, or null/absent when it was not set}. When the same config is
   set again before a restore (a resume, a new rate), the first previous value is the one kept.
+* `throttle-confirmed`: every live broker kreplica wrote a rate to reports it (the throttle is
+  in effect). `what` ("moves": before the first wave; "dirs": before moves between log dirs;
+  "pace": after a --pace auto change), `brokers` [ids], `seconds`, `rounds`, optional `down`.
 * `submit`: written BEFORE a partition's reassignment is submitted. `topic`, `partition`,
   `after` (target replicas of this submission; with replica-at-a-time, of this step), optional
   `before`, `wave`.
@@ -90,6 +93,7 @@ EventKind = Literal[
     "stall",
     "start",
     "submit",
+    "throttle-confirmed",
     "throttle-pending",
     "throttle-restored",
     "throttle-set",

@@ -33,6 +33,9 @@ class ApplyOptions:
     allow_under_replicated: bool = False
     controller_settle_s: float = 60.0
     stall_timeout_s: float = 300.0
+    # how long apply waits for every throttled broker to report a rate it set before a wave
+    # (kreplica.executor.throttle_confirm); then it stops, nothing more submitted
+    throttle_confirm_s: float = 30.0
     poll_interval_s: float = 2.0
     resume: bool = False
     # bytes/s for copies between log dirs of one broker (replica.alter.log.dirs.io.max.bytes.

@@ -124,6 +124,18 @@ class ProgressPrinter:
             f"{plural(int(e['topics']), 'topic')} on {plural(int(e['brokers']), 'broker')}"
         )
 
+    def _on_throttle_confirmed(self, e: dict[str, Any]) -> None:
+        seconds = float(e.get("seconds") or 0.0)
+        if e.get("what") == "pace" and seconds < 5:
+            return  # a pace change in effect at once: its `pace` line said enough
+        brokers = ", ".join(map(str, e.get("brokers") or [])) or "none"
+        down = e.get("down") or []
+        later = f"; down, so at their start: {', '.join(map(str, down))}" if down else ""
+        self._print(
+            f"throttle in effect: broker(s) {brokers} report the rate kreplica set "
+            f"(after {seconds:.1f} s){later}"
+        )
+
     def _on_dir_throttle_set(self, e: dict[str, Any]) -> None:
         self._print(
             f"throttle {format_bytes(int(e['rate']))}/s set for copies between log dirs on "

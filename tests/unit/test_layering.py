@@ -18,6 +18,7 @@ PURE_MODULES = [
     "kreplica.executor",
     "kreplica.executor.moves",
     "kreplica.executor.throttles",
+    "kreplica.executor.throttle_confirm",
     "kreplica.executor.waves",
     "kreplica.executor.journal",
     "kreplica.executor.status",

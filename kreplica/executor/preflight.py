@@ -60,6 +60,12 @@ def _live_in_sync(part: Partition, live: Collection[int]) -> int:
     return sum(1 for b in part.in_sync if b in live)
 
 
+def _mid_move(before: Sequence[int], target: Sequence[int]) -> tuple[int, ...]:
+    """The replicas Kafka shows while moving `before` to `target` (both modes): the target's,
+    then the ones it removes."""
+    return (*target, *(b for b in before if b not in target))
+
+
 def preflight(
     snapshot: ClusterSnapshot,
     plan: PlanFile,
@@ -118,6 +124,11 @@ def preflight(
             result.done.append(key)
             continue
         was = plan.before.get(key)
+        if key in submitted and was is not None and part.replicas == _mid_move(was, target):
+            # our move, submitted before an interruption: mid-way, or just done and read from
+            # a broker whose metadata still shows it moving (the controller no longer lists it)
+            result.waiting.append(key)
+            continue
         if was is not None and was != part.replicas:
             drifted.append(f"{key[0]}-{key[1]} was {list(was)} and is now {list(part.replicas)}")
             continue

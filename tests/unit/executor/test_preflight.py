@@ -88,6 +88,19 @@ def test_moves_in_flight_are_refused_with_6_unless_ours_or_additional():
     assert [m.key for m in preflight(snap, plan, {("t", 1)}, additional=True).todo] == [("t", 0)]
 
 
+def test_our_move_seen_mid_way_but_not_listed_in_flight_is_waited_for_not_drift():
+    # a resume reads the replicas from a broker whose metadata still shows the move (target,
+    # then the replica it removes), while the controller no longer lists it as in flight
+    snap = _snapshot({0: (2, 1, 3), 1: (2, 1, 3)})
+    plan = _plan({0: (2, 1), 1: (2, 1)}, {0: (1, 3), 1: (1, 3)})
+    result = preflight(snap, plan, set(), submitted={("t", 0), ("t", 1)})
+    assert result.waiting == [("t", 0), ("t", 1)]
+    assert result.todo == [] and result.done == []
+    # not submitted by this plan's apply: somebody else's change
+    text = _refusal(ExitCode.STALE_PLAN, snap, plan, set(), submitted={("t", 0)})
+    assert "t-1 was [1, 3] and is now [2, 1, 3]" in text and "t-0" not in text
+
+
 def test_a_dead_target_broker_is_refused_with_4():
     snap = _snapshot({0: (1, 2)}, dead=(3,))
     text = _refusal(ExitCode.INFEASIBLE, snap, _plan({0: (1, 2, 3)}, {0: (1, 2)}), set())

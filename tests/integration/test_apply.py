@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -43,6 +41,7 @@ from kreplica import sandbox
 from kreplica.sandbox import SandboxInfo
 from kreplica.testing import TopicSpec, create_topics
 from tests.integration.conftest import private_cluster, produce
+from tests.support.cli import kreplica_argv, kreplica_env, run_kreplica
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -174,13 +173,8 @@ def kafka(cluster: SandboxInfo) -> Iterator[Kafka]:
 
 
 def _env(cwd: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "NO_COLOR": "1",
-        "COLUMNS": "160",
-        "KREPLICA_POLL_INTERVAL": "0.3",
-        "KREPLICA_STATE_DIR": str(cwd / "state"),
-    }
+    """What the runner adds to the test's environment: quick polls, a state folder per test."""
+    return {"KREPLICA_POLL_INTERVAL": "0.3", "KREPLICA_STATE_DIR": str(cwd / "state")}
 
 
 @dataclass
@@ -195,20 +189,9 @@ class Operator:
     def source(self) -> list[str]:
         return ["--bootstrap-server", self.info.bootstrap_servers]
 
-    def command(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "kreplica", *args]
-
     def run(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
         started = time.monotonic()
-        proc = subprocess.run(
-            self.command(*args),
-            cwd=self.cwd,
-            env=_env(self.cwd),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        proc = run_kreplica(*args, cwd=self.cwd, env=_env(self.cwd), columns=160, timeout=timeout)
         self.log.append(
             f"[{proc.returncode}] kreplica {' '.join(args[:6])} ({time.monotonic() - started:.1f}s)"
         )
@@ -216,9 +199,9 @@ class Operator:
 
     def start(self, *args: str) -> subprocess.Popen[str]:
         return subprocess.Popen(
-            self.command(*args),
+            kreplica_argv(*args),
             cwd=self.cwd,
-            env=_env(self.cwd),
+            env=kreplica_env(_env(self.cwd), columns=160),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -41,7 +41,7 @@ from kreplica import sandbox
 from kreplica.sandbox import SandboxInfo
 from kreplica.testing import TopicSpec, create_topics
 from tests.integration.conftest import private_cluster, produce
-from tests.support.cli import kreplica_argv, kreplica_env, run_kreplica
+from tests.support.cli import collect_lines, kreplica_argv, kreplica_env, run_kreplica
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -586,7 +586,7 @@ def test_broker_down_mid_move_stalls_then_completes(op: Operator, kafka: Kafka) 
     )  # fmt: skip
     assert _plan(op.cwd / "s.json") == {(topic, 0): [4, receiver]}
     apply = op.start("apply", "s.json", "--throttle", "2MB/s", "--stall-timeout", "3", *op.source)
-    lines = _collect_lines(apply)
+    lines = collect_lines(apply)
     down_line = f"broker(s) {receiver} are down"
     stopped = False
     try:
@@ -609,8 +609,7 @@ def test_broker_down_mid_move_stalls_then_completes(op: Operator, kafka: Kafka) 
         if apply.poll() is None:
             apply.kill()
         apply.wait()
-    time.sleep(0.5)  # the reader threads take the last lines
-    text = "".join(lines)
+    text = "".join(lines.complete())  # the readers take the last lines
     stalls = [line.rstrip() for line in lines if "stalled:" in line]
     op.log += stalls
     assert apply.returncode == 0, text
@@ -620,19 +619,6 @@ def test_broker_down_mid_move_stalls_then_completes(op: Operator, kafka: Kafka) 
     assert_as_planned(op, kafka, "s.json")
     assert_no_throttles(op, kafka, [topic])
     print("\n".join(op.log))
-
-
-def _collect_lines(proc: subprocess.Popen[str]) -> list[str]:
-    """Every line proc prints on stdout and stderr, appended as it comes (reader threads)."""
-    lines: list[str] = []
-
-    def read(stream: Any) -> None:
-        for line in stream:
-            lines.append(line)
-
-    for stream in (proc.stdout, proc.stderr):
-        threading.Thread(target=read, args=(stream,), daemon=True).start()
-    return lines
 
 
 def _nothing_written(op: Operator, kafka: Kafka, plan: str, topic: str, was: Any) -> None:

@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 KREPLICA = (sys.executable, "-m", "kreplica")
@@ -64,3 +66,32 @@ def run_kreplica(
         timeout=timeout,
         check=False,
     )
+
+
+class OutputLines(list[str]):
+    """Every line a child prints on stdout and stderr, appended as it comes (reader threads,
+    so that a full pipe never blocks the child). `complete` waits for the readers to reach
+    the end of both streams: after the child exits, instead of a sleep."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.readers: list[threading.Thread] = []
+
+    def complete(self, timeout_s: float = 60) -> OutputLines:
+        for reader in self.readers:
+            reader.join(timeout_s)
+        return self
+
+
+def collect_lines(proc: subprocess.Popen[str]) -> OutputLines:
+    lines = OutputLines()
+
+    def read(stream: Any) -> None:
+        for line in stream:
+            lines.append(line)
+
+    for stream in (proc.stdout, proc.stderr):
+        reader = threading.Thread(target=read, args=(stream,), daemon=True)
+        reader.start()
+        lines.readers.append(reader)
+    return lines

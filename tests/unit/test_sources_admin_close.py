@@ -5,7 +5,7 @@ real cluster would not show a socket left open."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -21,7 +21,7 @@ TOPICS = {"orders": (0, {0: ([1, 2], [1, 2], 1), 1: ([2, 3], [2, 3], 2)})}
 class FakeConnection:
     """A broker that answers ApiVersions and Metadata, and records whether it was closed."""
 
-    made: list[FakeConnection] = []
+    made: ClassVar[list[FakeConnection]] = []
 
     def __init__(self, host: str, port: int, timeout_s: float) -> None:
         self.address = (host, port)

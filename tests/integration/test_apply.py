@@ -42,6 +42,7 @@ from kreplica.sandbox import SandboxInfo
 from kreplica.testing import TopicSpec, create_topics
 from tests.integration.conftest import private_cluster, produce
 from tests.support.cli import collect_lines, kreplica_argv, kreplica_env, run_kreplica
+from tests.support.polling import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -371,6 +372,7 @@ class LoadProducer(threading.Thread):
         self.stop = threading.Event()
         self.sent = 0
         self.acked: list[int] = []
+        self.acked_partitions: set[int] = set()
         self.failed: list[str] = []
         self.unflushed = 0
 
@@ -379,6 +381,16 @@ class LoadProducer(threading.Thread):
             self.failed.append(str(err))
         else:
             self.acked.append(int(msg.value()[:10]))
+            self.acked_partitions.add(msg.partition())
+
+    def wait_every_partition(self, partitions: int, timeout_s: float = 60) -> None:
+        """Until a record is acked on each of the topic's partitions (a move that starts
+        then finds records everywhere), instead of a sleep that assumes a speed."""
+        wanted = set(range(partitions))
+        got = eventually(
+            lambda: set(self.acked_partitions), lambda a: a >= wanted, timeout_s=timeout_s
+        )
+        assert got >= wanted, (sorted(got), self.failed[-3:])
 
     def run(self) -> None:
         pad = b"." * 190
@@ -459,7 +471,7 @@ def test_rf_up_under_load_loses_nothing(op: Operator, kafka: Kafka) -> None:
     load.start()
     started = time.monotonic()
     try:
-        time.sleep(2)  # records on every partition before the move starts
+        load.wait_every_partition(6)  # records on every partition before the move starts
         proc = op.run(
             "expand", "-t", topic, "--rf", "3", "--yes", "--out", "load.json",
             "--throttle", "5MB/s", *op.source, timeout=120,

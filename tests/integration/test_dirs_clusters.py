@@ -131,7 +131,7 @@ def test_drain_dir_under_acks_all_load_keeps_every_record(
     load.start()
     started = time.monotonic()
     try:
-        time.sleep(1.5)  # records on every partition before the moves start
+        load.wait_every_partition(6)  # records on every partition before the moves start
         proc = _kreplica(
             tmp_path, "drain-dir", "--broker", str(broker), "--dir", path, "--yes",
             "--out", "drain.json", "--throttle", "10MB/s", "--output", "json",

@@ -138,7 +138,3 @@ def first_line(exc: BaseException) -> str:
 
 def _utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def as_local(path: Path) -> OutDir:
-    return OutDir(uri=path.as_uri(), local=path)

@@ -56,9 +56,6 @@ class Circulation:
         self.arcs.append(Arc(tail, head, cap, lower, flow, cost))
         return len(self.arcs) - 1
 
-    def total_cost(self) -> int:
-        return sum(a.cost(a.flow) for a in self.arcs if a.cost is not None)
-
     def _residual(self) -> list[list[tuple[int, int, int, int]]]:
         """Per node: (head, marginal cost, arc index, +1 forward / -1 backward)."""
         out: list[list[tuple[int, int, int, int]]] = [[] for _ in range(self.size)]

@@ -55,7 +55,7 @@ class ZooKeeperWithBrokerDisks:
         self.admin = admin
 
     def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
-        from kreplica.sources.admin import with_log_dirs
+        from kreplica.sources.logdirs import with_log_dirs
 
         snapshot = self.zookeeper.snapshot(topics)
         if not getattr(self.admin, "read_sizes", True):

@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -43,6 +41,8 @@ from kreplica import sandbox
 from kreplica.sandbox import SandboxInfo
 from kreplica.testing import TopicSpec, create_topics
 from tests.integration.conftest import private_cluster, produce
+from tests.support.cli import collect_lines, kreplica_argv, kreplica_env, run_kreplica
+from tests.support.polling import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -174,13 +174,8 @@ def kafka(cluster: SandboxInfo) -> Iterator[Kafka]:
 
 
 def _env(cwd: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "NO_COLOR": "1",
-        "COLUMNS": "160",
-        "KREPLICA_POLL_INTERVAL": "0.3",
-        "KREPLICA_STATE_DIR": str(cwd / "state"),
-    }
+    """What the runner adds to the test's environment: quick polls, a state folder per test."""
+    return {"KREPLICA_POLL_INTERVAL": "0.3", "KREPLICA_STATE_DIR": str(cwd / "state")}
 
 
 @dataclass
@@ -195,20 +190,9 @@ class Operator:
     def source(self) -> list[str]:
         return ["--bootstrap-server", self.info.bootstrap_servers]
 
-    def command(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "kreplica", *args]
-
     def run(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
         started = time.monotonic()
-        proc = subprocess.run(
-            self.command(*args),
-            cwd=self.cwd,
-            env=_env(self.cwd),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        proc = run_kreplica(*args, cwd=self.cwd, env=_env(self.cwd), columns=160, timeout=timeout)
         self.log.append(
             f"[{proc.returncode}] kreplica {' '.join(args[:6])} ({time.monotonic() - started:.1f}s)"
         )
@@ -216,9 +200,9 @@ class Operator:
 
     def start(self, *args: str) -> subprocess.Popen[str]:
         return subprocess.Popen(
-            self.command(*args),
+            kreplica_argv(*args),
             cwd=self.cwd,
-            env=_env(self.cwd),
+            env=kreplica_env(_env(self.cwd), columns=160),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -388,6 +372,7 @@ class LoadProducer(threading.Thread):
         self.stop = threading.Event()
         self.sent = 0
         self.acked: list[int] = []
+        self.acked_partitions: set[int] = set()
         self.failed: list[str] = []
         self.unflushed = 0
 
@@ -396,6 +381,16 @@ class LoadProducer(threading.Thread):
             self.failed.append(str(err))
         else:
             self.acked.append(int(msg.value()[:10]))
+            self.acked_partitions.add(msg.partition())
+
+    def wait_every_partition(self, partitions: int, timeout_s: float = 60) -> None:
+        """Until a record is acked on each of the topic's partitions (a move that starts
+        then finds records everywhere), instead of a sleep that assumes a speed."""
+        wanted = set(range(partitions))
+        got = eventually(
+            lambda: set(self.acked_partitions), lambda a: a >= wanted, timeout_s=timeout_s
+        )
+        assert got >= wanted, (sorted(got), self.failed[-3:])
 
     def run(self) -> None:
         pad = b"." * 190
@@ -476,7 +471,7 @@ def test_rf_up_under_load_loses_nothing(op: Operator, kafka: Kafka) -> None:
     load.start()
     started = time.monotonic()
     try:
-        time.sleep(2)  # records on every partition before the move starts
+        load.wait_every_partition(6)  # records on every partition before the move starts
         proc = op.run(
             "expand", "-t", topic, "--rf", "3", "--yes", "--out", "load.json",
             "--throttle", "5MB/s", *op.source, timeout=120,
@@ -603,7 +598,7 @@ def test_broker_down_mid_move_stalls_then_completes(op: Operator, kafka: Kafka) 
     )  # fmt: skip
     assert _plan(op.cwd / "s.json") == {(topic, 0): [4, receiver]}
     apply = op.start("apply", "s.json", "--throttle", "2MB/s", "--stall-timeout", "3", *op.source)
-    lines = _collect_lines(apply)
+    lines = collect_lines(apply)
     down_line = f"broker(s) {receiver} are down"
     stopped = False
     try:
@@ -626,8 +621,7 @@ def test_broker_down_mid_move_stalls_then_completes(op: Operator, kafka: Kafka) 
         if apply.poll() is None:
             apply.kill()
         apply.wait()
-    time.sleep(0.5)  # the reader threads take the last lines
-    text = "".join(lines)
+    text = "".join(lines.complete())  # the readers take the last lines
     stalls = [line.rstrip() for line in lines if "stalled:" in line]
     op.log += stalls
     assert apply.returncode == 0, text
@@ -637,19 +631,6 @@ def test_broker_down_mid_move_stalls_then_completes(op: Operator, kafka: Kafka) 
     assert_as_planned(op, kafka, "s.json")
     assert_no_throttles(op, kafka, [topic])
     print("\n".join(op.log))
-
-
-def _collect_lines(proc: subprocess.Popen[str]) -> list[str]:
-    """Every line proc prints on stdout and stderr, appended as it comes (reader threads)."""
-    lines: list[str] = []
-
-    def read(stream: Any) -> None:
-        for line in stream:
-            lines.append(line)
-
-    for stream in (proc.stdout, proc.stderr):
-        threading.Thread(target=read, args=(stream,), daemon=True).start()
-    return lines
 
 
 def _nothing_written(op: Operator, kafka: Kafka, plan: str, topic: str, was: Any) -> None:

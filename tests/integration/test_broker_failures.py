@@ -37,11 +37,11 @@ from tests.integration.test_apply import (
     Kafka,
     LoadProducer,
     Operator,
-    _collect_lines,
     _envelope,
     _ok,
     consume_all,
 )
+from tests.support.cli import collect_lines
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
 
@@ -271,7 +271,7 @@ def test_throttles_come_off_a_receiving_broker_that_died(op: Operator, kafka: Ka
     load = LightProducer(op.info.bootstrap_servers, topic)
     load.start()
     apply = op.start("apply", plan, "--throttle", "20KB/s", *_source(op))
-    lines = _collect_lines(apply)
+    lines = collect_lines(apply)
     try:
         op.wait_journal(plan, "submit", apply)
         kafka.wait("the moves in flight", lambda: {(topic, 0), (topic, 1)} <= _in_flight(op.info))
@@ -285,8 +285,7 @@ def test_throttles_come_off_a_receiving_broker_that_died(op: Operator, kafka: Ka
             apply.kill()
         apply.wait()
         load.stop.set()
-    time.sleep(0.5)  # the reader threads take the last lines
-    text = "".join(lines)
+    text = "".join(lines.complete())  # the readers take the last lines
     op.log.append(f"apply exit {apply.returncode}: {text.strip().splitlines()[-3:]}")
     assert apply.returncode == ExitCode.VERIFY_FAILED, text  # cancelled, not exit 3
     # the apply did not die on the lost broker (a retry warning may still name the bootstrap:
@@ -362,7 +361,7 @@ def test_active_controller_killed_mid_move_is_waited_out(op: Operator, kafka: Ka
     apply = op.start(
         "apply", plan, "--throttle", "200KB/s", "--bootstrap-server", op.info.bootstrap_servers
     )
-    lines = _collect_lines(apply)
+    lines = collect_lines(apply)
     try:
         op.wait_journal(plan, "submit", apply)
         kafka.wait("the move in flight", lambda: (topic, 0) in _in_flight(op.info))
@@ -373,8 +372,7 @@ def test_active_controller_killed_mid_move_is_waited_out(op: Operator, kafka: Ka
             apply.kill()
         apply.wait()
         load.stop.set()
-    time.sleep(0.5)
-    text = "".join(lines)
+    text = "".join(lines.complete())  # the readers take the last lines
     op.log.append(f"controller {controller} killed: apply exit {apply.returncode}")
     assert apply.returncode == 0, text
     assert kafka.replicas(topic) == {(topic, 0): [*others[:2], others[2]]}
@@ -394,7 +392,7 @@ def test_a_receiving_broker_killed_is_named_in_a_stall_line(op: Operator, kafka:
     load.start()
     # 100 KB/s: stuck-0's 2 MiB take ~20 s, time enough on a loaded machine to see it moving
     apply = op.start("apply", plan, "--throttle", "100KB/s", "--stall-timeout", "15", *_source(op))
-    lines = _collect_lines(apply)
+    lines = collect_lines(apply)
 
     def named(line: str) -> bool:
         return "stalled:" in line and f"{topic}-0" in line and "broker(s) 5 are down" in line
@@ -423,8 +421,7 @@ def test_a_receiving_broker_killed_is_named_in_a_stall_line(op: Operator, kafka:
             apply.kill()
         apply.wait()
         load.stop.set()
-    time.sleep(0.5)
-    text = "".join(lines)
+    text = "".join(lines.complete())  # the readers take the last lines
     op.log += [line.rstrip() for line in lines if "stalled:" in line]
     op.log.append(f"apply exit {apply.returncode} after {time.monotonic() - started:.0f}s")
     assert apply.returncode == 0, text

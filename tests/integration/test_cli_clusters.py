@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ import pytest
 
 from kreplica.errors import ExitCode
 from kreplica.sandbox import SandboxInfo
+from tests.support.cli import run_kreplica
 from tests.support.groups import per_mode, uses
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -21,16 +22,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 REPO = Path(__file__).resolve().parents[2]
 
 
-def kreplica(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kreplica", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "COLUMNS": "120", **(env or {})},
-        timeout=120,
-        check=False,
-    )
+kreplica = partial(run_kreplica, cwd=REPO, isolated=True, timeout=120)
 
 
 def envelope(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:

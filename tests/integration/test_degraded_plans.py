@@ -31,7 +31,6 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -45,6 +44,7 @@ from kreplica.errors import ExitCode
 from kreplica.sandbox import SandboxInfo
 from kreplica.sources import open_source
 from tests.integration.conftest import DEAD_BROKER
+from tests.support.cli import run_kreplica
 
 pytestmark = pytest.mark.integration
 
@@ -53,7 +53,6 @@ COMPLETE_WITHIN_S = 120  # bound on waiting for a reassignment (not asserted as 
 # each time the quota's samples expire (11 one-second windows): ~95 KB/s. 16 MB holds the move
 # back for minutes; 3 MB was copied within this step on a loaded machine.
 HELD_BYTES = 16_000_000
-ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120"}
 
 Key = tuple[str, int]
 
@@ -128,14 +127,7 @@ class Operator:
 
     # ------------------------------------------------------------------ processes
     def kreplica(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "kreplica", *args],
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-            env=ENV,
-        )
+        return run_kreplica(*args)
 
     def kafka(self, tool: str, *args: str) -> subprocess.CompletedProcess[str]:
         return self.kreplica("sandbox", "kafka", "--name", self.info.name, tool, *args)

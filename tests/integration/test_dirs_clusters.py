@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from kreplica.sandbox import SandboxInfo
 from kreplica.testing import TopicSpec, create_topics
 from tests.integration.conftest import produce
 from tests.integration.test_apply import LoadProducer, consume_all
+from tests.support.cli import run_kreplica
 from tests.support.groups import per_mode
 
 ALTER_DIRS_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
@@ -35,22 +35,8 @@ def info(request: pytest.FixtureRequest) -> Iterator[SandboxInfo]:
 
 
 def _kreplica(cwd: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "NO_COLOR": "1",
-        "COLUMNS": "160",
-        "KREPLICA_POLL_INTERVAL": "0.3",
-        "KREPLICA_STATE_DIR": str(cwd / "state"),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "kreplica", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    env = {"KREPLICA_POLL_INTERVAL": "0.3", "KREPLICA_STATE_DIR": str(cwd / "state")}
+    return run_kreplica(*args, cwd=cwd, env=env, columns=160, timeout=timeout)
 
 
 def _ok(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -145,7 +131,7 @@ def test_drain_dir_under_acks_all_load_keeps_every_record(
     load.start()
     started = time.monotonic()
     try:
-        time.sleep(1.5)  # records on every partition before the moves start
+        load.wait_every_partition(6)  # records on every partition before the moves start
         proc = _kreplica(
             tmp_path, "drain-dir", "--broker", str(broker), "--dir", path, "--yes",
             "--out", "drain.json", "--throttle", "10MB/s", "--output", "json",

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from kreplica.impact.assignors import assign, assignment_json, parse_group_docum
 from kreplica.impact.partitioner import partition_for_key
 from kreplica.sandbox import SandboxInfo
 from kreplica.testing import wait_for_leaders
+from tests.support.cli import run_kreplica
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -36,15 +35,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def kreplica(*args: str) -> dict[str, Any]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "kreplica", *args, "--output", "json"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "COLUMNS": "120"},
-        timeout=120,
-        check=False,
-    )
+    proc = run_kreplica(*args, "--output", "json", cwd=REPO, isolated=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     doc: dict[str, Any] = json.loads(proc.stdout)
     return doc["data"]

@@ -7,9 +7,8 @@ mode (the shared clusters keep Kafka's defaults: other tests rely on them)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from kreplica.sandbox import SandboxInfo
 from kreplica.sources import open_source
 from kreplica.sources.znodes import MIN_ISR_ZK_UNKNOWN
 from kreplica.testing import TopicSpec, create_topics
+from tests.support.cli import run_kreplica
 from tests.support.groups import per_mode
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -30,16 +30,7 @@ TOPICS = (
 )
 
 
-def kreplica(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kreplica", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "COLUMNS": "120"},
-        timeout=180,
-        check=False,
-    )
+kreplica = partial(run_kreplica, cwd=REPO, isolated=True)
 
 
 @dataclass

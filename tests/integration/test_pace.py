@@ -44,11 +44,11 @@ from tests.integration.test_apply import (
     Kafka,
     LoadProducer,
     Operator,
-    _collect_lines,
     _ok,
     _one_line,
     consume_all,
 )
+from tests.support.cli import collect_lines
 from tests.support.groups import per_mode
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
@@ -313,7 +313,7 @@ def test_pace_auto_rises_then_backs_off_at_a_load_step(
         "--throttle-max", "4MB/s", "--pace-interval", f"{PACE_INTERVAL_S:g}",
         "--controller-settle", "0",
     )  # fmt: skip
-    lines = _collect_lines(apply)  # read as it comes: a full pipe would block the apply
+    lines = collect_lines(apply)  # read as it comes: a full pipe would block the apply
     step_at = 0.0
     paused = 0
     limit_s, pause_s = 0.0, PAUSE_S
@@ -339,7 +339,7 @@ def test_pace_auto_rises_then_backs_off_at_a_load_step(
         if apply.poll() is None:
             apply.kill()
     steady.join(timeout=150)
-    out = "".join(lines)
+    out = "".join(lines.complete())
     assert apply.returncode == 0, out
     events = op.journal("p.json")
     start = next(e for e in events if e["event"] == "pace-start")

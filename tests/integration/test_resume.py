@@ -14,12 +14,10 @@ read back through the AdminClient.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +26,7 @@ from kreplica.sandbox import SandboxInfo
 from kreplica.testing import TopicSpec, create_topics
 from tests.integration.conftest import produce
 from tests.integration.test_apply import Kafka, Operator, _plan
+from tests.support.cli import kreplica_argv, kreplica_env, run_kreplica
 from tests.support.groups import per_mode
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -43,30 +42,19 @@ def info(request: pytest.FixtureRequest) -> SandboxInfo:
     return result
 
 
-def _env(cwd: Path) -> dict[str, str]:
-    """No source but what the command line gives (no variable, no config file's default)."""
-    sources = ("CLUSTER", "SNAPSHOT", "ZOOKEEPER", "BOOTSTRAP_SERVER", "COMMAND_CONFIG")
-    env = {k: v for k, v in os.environ.items() if k not in {f"KREPLICA_{s}" for s in sources}}
-    return {
-        **env,
-        "NO_COLOR": "1",
-        "COLUMNS": "160",
+def _extra(cwd: Path) -> dict[str, str]:
+    """No source but what the command line gives: no variable (tests/conftest.py drops the
+    inherited KREPLICA_* ones), no config file's default."""
+    env = {
         "KREPLICA_POLL_INTERVAL": "0.3",
         "KREPLICA_STATE_DIR": str(cwd / "state"),
         "KREPLICA_CONFIG": str(cwd / "no-clusters.toml"),
     }
+    return env
 
 
 def _run(cwd: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kreplica", *args],
-        cwd=cwd,
-        env=_env(cwd),
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+    return run_kreplica(*args, cwd=cwd, env=_extra(cwd), columns=160, timeout=240)
 
 
 def test_an_interrupted_drain_resumes_as_printed_with_its_election(
@@ -89,9 +77,9 @@ def test_an_interrupted_drain_resumes_as_printed_with_its_election(
     via = "zookeeper" if info.zookeeper else "kafka"
     args += ["--max-partitions", "2", "--via", via, "--throttle", "60KB/s"]
     drain = subprocess.Popen(
-        [sys.executable, "-m", "kreplica", *args, *source],
+        kreplica_argv(*args, *source),
         cwd=tmp_path,
-        env=_env(tmp_path),
+        env=kreplica_env(_extra(tmp_path), columns=160),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

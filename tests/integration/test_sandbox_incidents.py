@@ -5,9 +5,7 @@ set, and comes back with its config and data."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from typing import Any
 
@@ -19,22 +17,12 @@ from kreplica.sandbox import SandboxInfo, processes
 from kreplica.sources import open_source
 from kreplica.testing import TopicSpec, create_topics
 from tests.integration.conftest import wait_broker_dead
+from tests.support.cli import run_kreplica
 from tests.support.groups import per_mode
 
 pytestmark = pytest.mark.integration
 
 VICTIM = 3
-
-
-def kreplica(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kreplica", *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
 
 
 def envelope(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -65,15 +53,15 @@ def own(request: pytest.FixtureRequest) -> SandboxInfo:
 def test_stop_and_start_a_broker(own: SandboxInfo) -> None:
     name = own.name
     stopped = envelope(
-        kreplica(
+        run_kreplica(
             "sandbox", "stop-broker", str(VICTIM), "--name", name, "--no-wait", "--output", "json"
         )
     )
     assert stopped["broker"] == VICTIM and stopped["alive"] is False
-    status = envelope(kreplica("sandbox", "status", "--name", name, "--output", "json"))
+    status = envelope(run_kreplica("sandbox", "status", "--name", name, "--output", "json"))
     victim = [p for p in status["processes"] if p["node_id"] == VICTIM]
     assert [(p["alive"], p["stopped"]) for p in victim] == [(False, True)]
-    table = kreplica("sandbox", "status", "--name", name).stdout.splitlines()
+    table = run_kreplica("sandbox", "status", "--name", name).stdout.splitlines()
     rows = [line.split() for line in table if line.split()[1:2] == [str(VICTIM)]]
     assert [row[3] for row in rows] == ["stopped"]
 
@@ -89,14 +77,14 @@ def test_stop_and_start_a_broker(own: SandboxInfo) -> None:
         assert all(VICTIM not in p.isr for t in snap.topics for p in t.partitions)
 
     # Kafka's own tool still works against the surviving brokers.
-    described = kreplica(
+    described = run_kreplica(
         "sandbox", "kafka", "--name", name, "kafka-topics", "--describe", "--topic", "crash"
     )
     assert described.returncode == 0, described.stderr
     assert described.stdout.count("Partition:") == 3
 
     started = envelope(
-        kreplica("sandbox", "start-broker", str(VICTIM), "--name", name, "--output", "json")
+        run_kreplica("sandbox", "start-broker", str(VICTIM), "--name", name, "--output", "json")
     )
     assert started["alive"] is True
     assert [p.alive for p in processes(name) if p.node_id == VICTIM] == [True]
@@ -111,7 +99,7 @@ def test_stop_and_start_a_broker(own: SandboxInfo) -> None:
 
 
 def test_stopping_or_starting_twice_changes_nothing(own: SandboxInfo) -> None:
-    proc = kreplica("sandbox", "start-broker", "1", "--name", own.name)
+    proc = run_kreplica("sandbox", "start-broker", "1", "--name", own.name)
     assert proc.returncode == 0, proc.stderr
     before = [p.pid for p in processes(own.name)]
     (pid,) = [p.pid for p in processes(own.name) if p.node_id == 1]
@@ -120,7 +108,7 @@ def test_stopping_or_starting_twice_changes_nothing(own: SandboxInfo) -> None:
 
 
 def test_unknown_broker_is_a_usage_error(own: SandboxInfo) -> None:
-    proc = kreplica("sandbox", "stop-broker", "9", "--name", own.name)
+    proc = run_kreplica("sandbox", "stop-broker", "9", "--name", own.name)
     assert proc.returncode == ExitCode.USAGE
     assert proc.stderr == f"error: sandbox {own.name!r} has no broker 9: its brokers are 1, 2, 3\n"
     assert all(p.alive for p in processes(own.name))

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import pytest
 from kreplica.errors import ExitCode
 from kreplica.sandbox import DEFAULT_KRAFT_VERSION, DEFAULT_ZK_VERSION, TOOLS, SandboxInfo, fetch
 from kreplica.testing import TopicSpec, create_topics, wait_for_leaders
+from tests.support.cli import run_kreplica
 from tests.support.groups import per_mode
 
 pytestmark = pytest.mark.integration
@@ -26,15 +26,7 @@ def kafka_tool(
     info: SandboxInfo, *args: str, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     """The console script's path: `python -m kreplica sandbox kafka --name NAME ARGS...`."""
-    return subprocess.run(
-        [sys.executable, "-m", "kreplica", "sandbox", "kafka", "--name", info.name, *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
+    return run_kreplica("sandbox", "kafka", "--name", info.name, *args, input=stdin, timeout=120)
 
 
 def _ok(proc: subprocess.CompletedProcess[str]) -> str:

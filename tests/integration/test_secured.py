@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ from tests.integration.test_sources_contract import (  # the same assertions, ru
     test_topic_shapes_as_created,
     test_unknown_topic,
 )
+from tests.support.cli import run_kreplica
 from tests.support.groups import per_mode, uses
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -93,23 +93,9 @@ def opened(request: pytest.FixtureRequest) -> Iterator[tuple[AssignmentSource, S
 def kreplica(
     *args: str, cwd: Path, timeout: float = 120, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    full_env = {
-        **os.environ,
-        "NO_COLOR": "1",
-        "COLUMNS": "120",
-        "KREPLICA_POLL_INTERVAL": "0.3",
-        "PYTHONPATH": str(ROOT),
-        **(env or {}),
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "kreplica", *args],
-        cwd=cwd,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    """The runner, keeping what each command printed for the secret-leak check at the end."""
+    extra = {"KREPLICA_POLL_INTERVAL": "0.3", **(env or {})}
+    done = run_kreplica(*args, cwd=cwd, env=extra, timeout=timeout)
     PRODUCED.append((f"kreplica {' '.join(args)} (stdout)", done.stdout))
     PRODUCED.append((f"kreplica {' '.join(args)} (stderr)", done.stderr))
     return done

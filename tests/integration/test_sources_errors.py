@@ -4,8 +4,6 @@ hang, no stderr noise, no client threads left behind. Plus ZooKeeper digest auth
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -20,6 +18,7 @@ from kreplica.sandbox import SandboxInfo
 from kreplica.sources import open_source
 from kreplica.sources.admin import AdminSource
 from kreplica.sources.zookeeper import ZooKeeperSource
+from tests.support.cli import run_kreplica
 from tests.support.polling import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -250,25 +249,15 @@ def test_cli_passes_zookeeper_credentials_from_command_config(
     props = tmp_path / "admin.properties"
     props.write_text("security.protocol=PLAINTEXT\nzookeeper.digest=admin:secret\n")
     out = tmp_path / "snap.json"
-    base = [sys.executable, "-m", "kreplica", "snapshot", "--zookeeper", secured_chroot]
-    env = {"PATH": "/usr/bin:/bin", "NO_COLOR": "1"}
-    ok = subprocess.run(
-        [*base, "--command-config", str(props), "-t", "orders", "-o", str(out)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    base = ["snapshot", "--zookeeper", secured_chroot]
+    ok = run_kreplica(
+        *base, "--command-config", str(props), "-t", "orders", "-o", str(out),
+        isolated=True, columns=None, timeout=60,
+    )  # fmt: skip
     assert ok.returncode == 0, ok.stderr
     assert [t.name for t in open_source(snapshot=out).snapshot().topics] == ["orders"]
-    denied = subprocess.run(
-        [*base, "-t", "orders", "--timeout", "5"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
+    denied = run_kreplica(
+        *base, "-t", "orders", "--timeout", "5", isolated=True, columns=None, timeout=60
     )
     assert denied.returncode == ExitCode.SOURCE
     assert denied.stderr.count("\n") == 1 and "denied reading" in denied.stderr

@@ -12,7 +12,8 @@ import pytest
 
 from kreplica.model import ClusterSnapshot
 from kreplica.sandbox import SandboxInfo
-from kreplica.sources.admin import AdminSource, _import_kafka_python
+from kreplica.sources.admin import AdminSource
+from kreplica.sources.admin_kafka_python import import_kafka_python
 from kreplica.sources.zookeeper import ZooKeeperSource
 from kreplica.testing import TopicSpec, create_topics
 from tests.support.groups import per_mode
@@ -64,7 +65,7 @@ def _alter_configs(bootstrap: str, changes: list[tuple[str, str, dict[str, str |
 
 
 def _kafka_python_admin(bootstrap: str) -> Any:
-    _import_kafka_python()
+    import_kafka_python()
     from kafka import KafkaAdminClient
 
     return KafkaAdminClient(bootstrap_servers=bootstrap.split(","))

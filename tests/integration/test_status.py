@@ -9,9 +9,7 @@ exit code through the real CLI, and status never writes (the throttles are as ap
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,10 +19,10 @@ import pytest
 from kreplica.sandbox import SandboxInfo
 from kreplica.testing import TopicSpec, create_topics
 from tests.integration.conftest import produce
+from tests.support.cli import kreplica_argv, kreplica_env, run_kreplica
 from tests.support.groups import per_mode
 
 THROTTLE = "100KB/s"
-KREPLICA = [sys.executable, "-m", "kreplica"]
 
 
 @pytest.fixture(params=per_mode("cluster"))
@@ -34,20 +32,11 @@ def info(request: pytest.FixtureRequest) -> SandboxInfo:
     return result
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "NO_COLOR": "1", "COLUMNS": "100", "KREPLICA_POLL_INTERVAL": "0.5"}
+POLL = {"KREPLICA_POLL_INTERVAL": "0.5"}
 
 
 def kreplica(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kreplica", *args],
-        cwd=cwd,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return run_kreplica(*args, cwd=cwd, env=POLL, columns=100, timeout=timeout)
 
 
 def _data(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -77,9 +66,9 @@ def test_status_of_a_throttled_move_then_done(info: SandboxInfo, tmp_path: Path)
     assert made.returncode == 0, made.stderr
     journal = tmp_path / "s.journal.jsonl"
     apply = subprocess.Popen(
-        [*KREPLICA, "apply", "s.json", "--throttle", THROTTLE, "--max-partitions", "2", *source],
+        kreplica_argv("apply", "s.json", "--throttle", THROTTLE, "--max-partitions", "2", *source),
         cwd=tmp_path,
-        env=_env(),
+        env=kreplica_env(POLL, columns=100),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -4,14 +4,13 @@ port given as --bootstrap-server. Only silence waits for --timeout (tests/unit/c
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 
 import pytest
 
 from kreplica.errors import ExitCode
 from kreplica.sandbox import SandboxInfo
+from tests.support.cli import run_kreplica
 from tests.support.groups import uses
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -20,14 +19,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 def _explain(flag: str, address: str) -> subprocess.CompletedProcess[str]:
     # "At once" without a stopwatch: with a 300 s --timeout, waiting for it would hit the
     # subprocess limit and fail the test.
-    return subprocess.run(
-        [sys.executable, "-m", "kreplica", "explain", flag, address, "--timeout", "300"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "NO_COLOR": "1"},
-        check=False,
-        timeout=90,
-    )
+    return run_kreplica("explain", flag, address, "--timeout", "300", timeout=90)
 
 
 @pytest.mark.parametrize(

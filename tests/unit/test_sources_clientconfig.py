@@ -51,9 +51,9 @@ def test_same_file_for_kafka_python() -> None:
 
 
 def test_kafka_python_accepts_every_mapped_keyword() -> None:
-    from kreplica.sources.admin import _import_kafka_python
+    from kreplica.sources.admin_kafka_python import import_kafka_python
 
-    _import_kafka_python()
+    import_kafka_python()
     from kafka import KafkaAdminClient
 
     config = kafka_python_config(

@@ -1,4 +1,4 @@
-"""A live AdminClient read into columns (kreplica.sources.admin._Read.columnar, pure): the same
+"""A live AdminClient read into columns (kreplica.sources.answers.SnapshotRead.columnar, pure):
 snapshot the object read builds (brokers with their disks, dead brokers added, fingerprint,
 every topic once built), each row's size and copy size as the disk guard counts them from the
 objects, and in sync when the ISR holds every replica in any order."""
@@ -16,11 +16,12 @@ from kreplica.columns import ISR_OTHER, ISR_REORDERED, NO_SIZE, ColumnarSnapshot
 from kreplica.model import Broker, PartitionChange, Plan, Topic
 from kreplica.planner import PlanOptions, TopicRequest, make_plan
 from kreplica.planner.disk import copy_size, finish_plan
-from kreplica.sources.admin import LogDirs, _Read
+from kreplica.sources.answers import SnapshotRead
 from kreplica.sources.assemble import assemble_snapshot
+from kreplica.sources.logdirs import LogDirs
 
 
-def _read(rng: random.Random) -> tuple[_Read, dict[int, Broker]]:
+def _read(rng: random.Random) -> tuple[SnapshotRead, dict[int, Broker]]:
     """Brokers 1..n on racks a/b/c (one may be unlisted: dead), topics with partition ids
     0..k-1 or gaps, replicas, leaders (-1 offline now and then), ISRs in any order, and a
     DescribeLogDirs answer with offline dirs, future replicas, strays and unread topics."""
@@ -74,10 +75,10 @@ def _read(rng: random.Random) -> tuple[_Read, dict[int, Broker]]:
         answer = []  # DescribeLogDirs not allowed, or not asked
     configs = {name: {"retention.ms": "5"} for name in names[:1]}
     min_isr = dict.fromkeys(names[1:2], (2, "topic"))
-    return _Read(names, metadata, configs, min_isr, answer), listed
+    return SnapshotRead(names, metadata, configs, min_isr, answer), listed
 
 
-def _objects(read: _Read, by_id: dict[int, Broker]) -> Any:
+def _objects(read: SnapshotRead, by_id: dict[int, Broker]) -> Any:
     index = LogDirs(read.answer)
     return assemble_snapshot(
         brokers=[index.broker(by_id[k]) for k in sorted(by_id)],

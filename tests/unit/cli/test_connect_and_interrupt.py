@@ -9,7 +9,6 @@ test instead of a stopwatch."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -21,6 +20,7 @@ from collections.abc import Iterator
 import pytest
 
 from kreplica.errors import ExitCode
+from tests.support.cli import kreplica_argv, kreplica_env
 from tests.unit.cli.conftest import EXAMPLE, REPO
 
 SOURCES = ["--bootstrap-server", "--zookeeper"]
@@ -75,11 +75,7 @@ def silent_server() -> Iterator[SilentServer]:
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "NO_COLOR": "1", "COLUMNS": "100"}
-
-
-def _kreplica(*args: str) -> list[str]:
-    return [sys.executable, "-m", "kreplica", *args]
+    return kreplica_env(columns=100)
 
 
 def _sigint_default() -> None:
@@ -91,7 +87,7 @@ def _sigint_default() -> None:
 def test_connection_refused_fails_at_once_with_one_line(flag: str) -> None:
     # Refused must not wait for --timeout: with 300 s, waiting would hit the run limit.
     proc = subprocess.run(
-        _kreplica("explain", flag, f"127.0.0.1:{_closed_port()}", "--timeout", LONG_TIMEOUT),
+        kreplica_argv("explain", flag, f"127.0.0.1:{_closed_port()}", "--timeout", LONG_TIMEOUT),
         capture_output=True,
         text=True,
         env=_env(),
@@ -109,7 +105,7 @@ def test_connection_refused_fails_at_once_with_one_line(flag: str) -> None:
 def test_silence_waits_for_the_timeout_and_says_so(flag: str, silent_server: SilentServer) -> None:
     started = time.monotonic()
     proc = subprocess.run(
-        _kreplica("explain", flag, silent_server, "--timeout", "1.5"),
+        kreplica_argv("explain", flag, silent_server, "--timeout", "1.5"),
         capture_output=True,
         text=True,
         env=_env(),
@@ -129,7 +125,9 @@ def test_silence_waits_for_the_timeout_and_says_so(flag: str, silent_server: Sil
 @pytest.mark.parametrize("flag", SOURCES)
 def test_ctrl_c_while_connecting(flag: str, output: str, silent_server: SilentServer) -> None:
     proc = subprocess.Popen(
-        _kreplica("explain", flag, silent_server, "--output", output, "--timeout", LONG_TIMEOUT),
+        kreplica_argv(
+            "explain", flag, silent_server, "--output", output, "--timeout", LONG_TIMEOUT
+        ),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -17,6 +17,7 @@ pytest.importorskip("pyspark", reason="the fleet extra is not installed (pip ins
 def spark() -> Iterator[Any]:
     from kreplica.fleet.job import build_session
     from tests.support.groups import claim
+    from tests.support.lifetimes import releasable
 
     claim("spark")
 
@@ -38,8 +39,9 @@ def spark() -> Iterator[Any]:
             "spark.driver.defaultJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
         },
     )
-    yield session
-    session.stop()
+    with releasable("spark") as stack:
+        stack.callback(session.stop)
+        yield session
 
 
 @pytest.fixture(scope="session")

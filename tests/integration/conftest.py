@@ -15,6 +15,7 @@ import pytest
 from kreplica.sandbox import DEFAULT_KRAFT_VERSION, DEFAULT_ZK_VERSION, SandboxInfo
 from kreplica.testing import TopicSpec, create_topics, running_cluster
 from tests.support.groups import claim
+from tests.support.lifetimes import releasable
 
 RACKS = ("a", "b", "c")
 
@@ -35,14 +36,17 @@ SHARED_LOG_DIRS = 2
 
 def _cluster(mode: str, version: str) -> Iterator[SandboxInfo]:
     claim(f"{mode}_cluster")
-    with running_cluster(
-        backend="sandbox",
-        mode=mode,
-        brokers=3,
-        racks=RACKS,
-        kafka_version=version,
-        log_dirs=SHARED_LOG_DIRS,
-    ) as info:
+    with releasable(f"{mode}_cluster") as stack:
+        info = stack.enter_context(
+            running_cluster(
+                backend="sandbox",
+                mode=mode,
+                brokers=3,
+                racks=RACKS,
+                kafka_version=version,
+                log_dirs=SHARED_LOG_DIRS,
+            )
+        )
         create_topics(info.bootstrap_servers, STANDARD_TOPICS)
         yield info
 
@@ -200,8 +204,8 @@ def private_cluster(label: str, mode: str, *, brokers: int = 3) -> Iterator[Sand
 
 
 def _scratch(mode: str) -> Iterator[SandboxInfo]:
-    with private_cluster("scratch", mode) as info:
-        yield info
+    with releasable(f"{mode}_scratch") as stack:
+        yield stack.enter_context(private_cluster("scratch", mode))
 
 
 @pytest.fixture(scope="session")
@@ -222,7 +226,8 @@ def kraft_scratch() -> Iterator[SandboxInfo]:
 def _degraded(mode: str) -> Iterator[SandboxInfo]:
     from kreplica import sandbox
 
-    with private_cluster("degraded", mode, brokers=DEGRADED_BROKERS) as info:
+    with releasable(f"{mode}_degraded") as stack:
+        info = stack.enter_context(private_cluster("degraded", mode, brokers=DEGRADED_BROKERS))
         create_topics(info.bootstrap_servers, DEGRADED_TOPICS)
         if mode == "kraft":
             create_topics(info.bootstrap_servers, STRIPED_TOPICS)
@@ -263,16 +268,15 @@ def _secured(mode: str) -> Iterator[SandboxInfo]:
     sandbox.reap_orphans("pytest-secured-")
     name = f"pytest-secured-{mode}-{os.getpid()}"
     version = DEFAULT_ZK_VERSION if mode == "zk" else DEFAULT_KRAFT_VERSION
-    info = sandbox.up(
-        mode=mode, brokers=3, racks=RACKS, kafka_version=version, name=name, security="sasl_ssl"
-    )
-    try:
+    with releasable(f"{mode}_secured") as stack:
+        info = sandbox.up(
+            mode=mode, brokers=3, racks=RACKS, kafka_version=version, name=name, security="sasl_ssl"
+        )
+        stack.callback(sandbox.down, name)
         create_topics(
             info.bootstrap_servers, STANDARD_TOPICS, client_config=sandbox.client_config(name)
         )
         yield info
-    finally:
-        sandbox.down(name)
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from kreplica.sandbox import cds
 from kreplica.sandbox import security as _security
 from kreplica.sandbox.client import quiet_admin
 from kreplica.sandbox.jars import SandboxError, major
@@ -114,6 +115,9 @@ class Launcher:
             i: (rack_list[(i - 1) % len(rack_list)] if rack_list else None)
             for i in range(1, brokers + 1)
         }
+        # class-data sharing: map the archive of this classpath, or record one (cds.py)
+        self.cds_flags = cds.archive_flags(java, classpath)
+        self.recording = [] if self.cds_flags else cds.start_recording(java, classpath, state_dir)
         self.log4j1 = major(version) < 4
         log_config = self.dir / ("log4j.properties" if self.log4j1 else "log4j2.properties")
         log_config.write_text(_LOG4J1 if self.log4j1 else _LOG4J2)
@@ -137,10 +141,14 @@ class Launcher:
     # -- helpers
 
     def _java(self, heap: list[str], node_dir: Path, main: str, *args: str) -> list[str]:
+        shared = self.cds_flags
+        if main == "kafka.Kafka" and self.recording:  # the first broker records (cds.py)
+            shared, self.recording = self.recording, []
         return [
             self.java,
             *heap,
             *JVM_COMMON,
+            *shared,
             self.log_flag,
             f"-Dkafka.logs.dir={node_dir}",
             "-cp",
@@ -195,6 +203,18 @@ class Launcher:
     # -- start
 
     def start(self, *, deadline: float, timeout_s: float) -> SandboxInfo:
+        recording = bool(self.recording)
+        try:
+            info = self._start(deadline=deadline, timeout_s=timeout_s)
+        except BaseException:
+            if recording:
+                cds.abandon(self.java, self.classpath)
+            raise
+        if recording:
+            cds.dump_later(self.java, self.classpath, self.dir)
+        return info
+
+    def _start(self, *, deadline: float, timeout_s: float) -> SandboxInfo:
         self.sec = _security.prepare(self.security_mode, self.dir, self.java)
         self.state["client_configs"] = {u: str(p) for u, p in self.sec.client_configs.items()}
         if self.mode == "zk":

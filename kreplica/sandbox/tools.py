@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kreplica.errors import UsageError
+from kreplica.sandbox.cds import archive_flags
 from kreplica.sandbox.cluster import processes, status
 from kreplica.sandbox.jars import SandboxError, fetch, java_binary, major
 from kreplica.sandbox.procs import JVM_COMMON
@@ -217,10 +218,12 @@ def tool_command(name: str, tool_name: str, args: Sequence[str]) -> list[str]:
     state = read_state(name) or {}
     state_dir = Path(state.get("state_dir") or info.state_dir)
     classpath = fetch(info.kafka_version)
+    java = java_binary()
     return [
-        java_binary(),
+        java,
         *_TOOL_HEAP,
         *JVM_COMMON,
+        *archive_flags(java, classpath),
         _log_flag(state_dir, info.kafka_version),
         "-cp",
         classpath,

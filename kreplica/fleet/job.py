@@ -100,7 +100,7 @@ def session_settings(
     return settings
 
 
-def _cache_dir() -> Path:
+def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
     return Path(base) / "kreplica"
 
@@ -121,7 +121,7 @@ def class_archive(java: str, spark_home: str, cache: Path | None = None) -> tupl
     try:
         listing = sorted((f.name, f.stat().st_size) for f in jars.iterdir())
         key = f"{real}|{os.stat(real).st_mtime_ns}|{jars}|{listing}"
-        folder = cache or _cache_dir()
+        folder = cache or cache_dir()
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:
         return "", None

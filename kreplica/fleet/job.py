@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -101,19 +102,23 @@ def session_settings(
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
-    return Path(base) / "kreplica"
+    """kreplica's cache (`$KREPLICA_CACHE`, default `~/.cache/kreplica`), as the sandbox's jars."""
+    base = os.environ.get("KREPLICA_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kreplica"
+    )
+    return Path(base)
 
 
 def class_archive(java: str, spark_home: str, cache: Path | None = None) -> tuple[str, str | None]:
     """Class-data sharing for a small fleet's JVM: the JVM options, and the file to promote
     once this JVM has exited (None when there is nothing to promote). Spark's JVM loads ~15,000
     classes before its first query; mapped from an archive they cost about a third less of
-    the JVM's CPU (a 150-partition audit: 17 -> 11 s). The first run writes the archive at exit
-    (`-XX:ArchiveClassesAtExit`, under a name of its own, ~190 MB, a few seconds); `promote_archive`
-    renames it once the JVM has exited cleanly, as a JVM maps a half-written archive to its
-    death. Keyed by the Java binary and Spark's jars: the JVM also checks them itself and runs
-    without an archive that does not fit (its warning silenced). KREPLICA_SPARK_CDS=0: off."""
+    the JVM's CPU (a 150-partition audit: 17 -> 11 s). The first run writes the archive at
+    exit (`-XX:ArchiveClassesAtExit`, under a name of its own, ~190 MB, 20-30 s at exit);
+    `promote_archive` renames it once the JVM has exited cleanly and a JVM maps it, as a JVM
+    maps a truncated archive to its death. Keyed by the Java binary and Spark's jars: the JVM
+    also checks them itself and runs without an archive that does not fit (its warning
+    silenced). KREPLICA_SPARK_CDS=0: off."""
     if os.environ.get("KREPLICA_SPARK_CDS", "1") == "0":
         return "", None
     jars = Path(spark_home) / "jars"
@@ -134,15 +139,34 @@ def class_archive(java: str, spark_home: str, cache: Path | None = None) -> tupl
     return f"-XX:ArchiveClassesAtExit={part} -Xlog:cds=off -Xlog:cds+dynamic=off", part
 
 
-def promote_archive(proc: Any, part: str, timeout: float = 120.0) -> bool:
+def archive_maps(java: str, archive: str) -> bool:
+    """A JVM starts with `archive` mapped (or, not its own, set aside): no crash. A truncated
+    archive (a full disk while the JVM wrote it) kills every JVM that maps it."""
+    quiet = ["-Xlog:cds=off", "-Xlog:cds+dynamic=off", "-XX:ErrorFile=/dev/null"]
+    try:
+        done = subprocess.run(
+            [java, f"-XX:SharedArchiveFile={archive}", *quiet, "-version"],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def promote_archive(
+    proc: Any, part: str, valid: Callable[[str], bool], timeout: float = 120.0
+) -> bool:
     """At exit: end Spark's JVM (`proc`, its gateway process), wait for it to write the class
-    archive, and move the archive into place only if the JVM exited cleanly."""
+    archive, and move the archive into place only if the JVM exited cleanly and `valid` (a
+    JVM maps it) says so."""
     final = part.rsplit(".part-", 1)[0]
     with contextlib.suppress(Exception):  # a cache: never fail the run for it
         if proc.stdin is not None:
             proc.stdin.close()  # the gateway exits when its stdin closes
         proc.wait(timeout=timeout)
-        if proc.returncode == 0 and os.path.getsize(part) > 0:
+        if proc.returncode == 0 and os.path.getsize(part) > 0 and valid(part):
             os.replace(part, final)
             return True
     with contextlib.suppress(OSError):
@@ -155,7 +179,7 @@ def _stop_and_promote(spark: Any, part: str) -> None:
     with contextlib.suppress(Exception):  # exiting anyway
         spark.stop()
     if proc is not None:
-        promote_archive(proc, part)
+        promote_archive(proc, part, lambda archive: archive_maps(str(_java()), archive))
     else:
         with contextlib.suppress(OSError):
             os.remove(part)

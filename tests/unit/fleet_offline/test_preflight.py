@@ -349,11 +349,14 @@ def test_the_class_archive_is_written_once_and_used_only_when_whole(
     options, part = class_archive(java, str(home), cache)
     assert part is not None and f"-XX:ArchiveClassesAtExit={part}" in options
     # a JVM that died mid-write leaves nothing a later JVM would map
-    assert not promote_archive(_Gateway(Path(part), 1, b"half"), part)
+    assert not promote_archive(_Gateway(Path(part), 1, b"half"), part, lambda _: True)
+    assert list(cache.iterdir()) == []
+    # a clean exit, but an archive no JVM can map (a full disk): not kept either
+    assert not promote_archive(_Gateway(Path(part), 0, b"cut"), part, lambda _: False)
     assert list(cache.iterdir()) == []
     options, part = class_archive(java, str(home), cache)
     assert part is not None
-    assert promote_archive(_Gateway(Path(part), 0, b"whole"), part)
+    assert promote_archive(_Gateway(Path(part), 0, b"whole"), part, lambda _: True)
     options, again = class_archive(java, str(home), cache)
     final = part.rsplit(".part-", 1)[0]
     assert again is None and options.startswith(f"-XX:SharedArchiveFile={final} ")

@@ -310,6 +310,59 @@ def test_a_small_local_fleet_gets_a_jvm_for_a_short_run(tmp_path: Path) -> None:
     small = session_settings("local[2]", input_bytes=120)
     assert small["spark.driver.defaultJavaOptions"] == SMALL_JVM
     assert small["spark.sql.codegen.wholeStage"] == "false"
+    assert small["spark.sql.adaptive.enabled"] == "false"  # one job per action
+    assert small["spark.sql.shuffle.partitions"] == "2"
+    mine = session_settings("local[2]", {"spark.sql.shuffle.partitions": "5"}, input_bytes=120)
+    assert mine["spark.sql.shuffle.partitions"] == "5"  # the caller's conf wins
     for master, size in (("local[2]", SMALL_INPUT_BYTES), ("local[2]", None),
                          ("spark://h:7077", 120), (None, 120)):  # fmt: skip
-        assert "spark.driver.defaultJavaOptions" not in session_settings(master, input_bytes=size)
+        big = session_settings(master, input_bytes=size)
+        assert "spark.driver.defaultJavaOptions" not in big
+        assert "spark.sql.adaptive.enabled" not in big
+        assert big["spark.sql.shuffle.partitions"] == "8"
+
+
+class _Gateway:
+    """Stands for the JVM's gateway process: exits with `code`, having written `body`."""
+
+    def __init__(self, part: Path, code: int, body: bytes) -> None:
+        self.part, self.code, self.body = part, code, body
+        self.stdin = None
+        self.returncode: int | None = None
+
+    def wait(self, timeout: float) -> int:
+        self.part.write_bytes(self.body)
+        self.returncode = self.code
+        return self.code
+
+
+def test_the_class_archive_is_written_once_and_used_only_when_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kreplica.fleet.job import class_archive, promote_archive
+
+    home = tmp_path / "spark"
+    (home / "jars").mkdir(parents=True)
+    (home / "jars" / "a.jar").write_bytes(b"x")
+    java = shutil.which("java") or sys.executable  # any file: only its path and mtime count
+    cache = tmp_path / "cache"
+    options, part = class_archive(java, str(home), cache)
+    assert part is not None and f"-XX:ArchiveClassesAtExit={part}" in options
+    # a JVM that died mid-write leaves nothing a later JVM would map
+    assert not promote_archive(_Gateway(Path(part), 1, b"half"), part, lambda _: True)
+    assert list(cache.iterdir()) == []
+    # a clean exit, but an archive no JVM can map (a full disk): not kept either
+    assert not promote_archive(_Gateway(Path(part), 0, b"cut"), part, lambda _: False)
+    assert list(cache.iterdir()) == []
+    options, part = class_archive(java, str(home), cache)
+    assert part is not None
+    assert promote_archive(_Gateway(Path(part), 0, b"whole"), part, lambda _: True)
+    options, again = class_archive(java, str(home), cache)
+    final = part.rsplit(".part-", 1)[0]
+    assert again is None and options.startswith(f"-XX:SharedArchiveFile={final} ")
+    # other jars (Spark upgraded): another archive, written afresh
+    (home / "jars" / "b.jar").write_bytes(b"y")
+    options, part = class_archive(java, str(home), cache)
+    assert part is not None and not part.startswith(final)
+    monkeypatch.setenv("KREPLICA_SPARK_CDS", "0")
+    assert class_archive(java, str(home), cache) == ("", None)

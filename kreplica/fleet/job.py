@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from kreplica.cachedir import cache_dir
 from kreplica.errors import ExitCode, KreplicaError, UsageError
 from kreplica.fleet.adapter import PlanSettings
 from kreplica.fleet.outfiles import OutFiles
@@ -99,14 +100,6 @@ def session_settings(
         # jobs for a tiny audit, 4 without; its shuffles' few rows need a task per core)
         settings.setdefault("spark.sql.adaptive.enabled", "false")
     return settings
-
-
-def cache_dir() -> Path:
-    """kreplica's cache (`$KREPLICA_CACHE`, default `~/.cache/kreplica`), as the sandbox's jars."""
-    base = os.environ.get("KREPLICA_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kreplica"
-    )
-    return Path(base)
 
 
 def class_archive(java: str, spark_home: str, cache: Path | None = None) -> tuple[str, str | None]:

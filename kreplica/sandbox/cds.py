@@ -22,7 +22,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from kreplica.sandbox.jars import cache_dir
+from kreplica.cachedir import cache_dir
 
 _LOCK_STALE_S = 900  # a recorder that died long ago does not block the next one
 _DUMP_FLAGS = ("-XX:+UseSerialGC", "-XX:-UsePerfData")
@@ -97,11 +97,18 @@ def dump_later(java: str, classpath: str, state_dir: Path) -> None:
         "-cp",
         classpath,
     ]
-    script = '"$@" >/dev/null 2>&1 && mv -f "$TMP" "$OUT"; rm -f "$TMP" "$LIST" "$LOCK"'
+    # kept only when a JVM then starts with it mapped (-Xshare:on fails otherwise): a
+    # truncated archive would crash every JVM that maps it
+    script = (
+        '"$@" >/dev/null 2>&1'
+        ' && "$1" -XX:SharedArchiveFile="$TMP" -Xshare:on -cp "$CP" -version >/dev/null 2>&1'
+        ' && mv -f "$TMP" "$OUT"; rm -f "$TMP" "$LIST" "$LOCK"'
+    )
     subprocess.Popen(
         ["sh", "-c", script, "sh", *dump],
         env={
             **os.environ,
+            "CP": classpath,
             "TMP": str(tmp),
             "OUT": str(path),
             "LIST": str(listed),

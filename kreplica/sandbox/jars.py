@@ -14,6 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from kreplica.cachedir import cache_dir
 from kreplica.errors import SourceError, UsageError
 
 # The versions the sandbox and the test fixtures use unless told otherwise.
@@ -32,13 +33,6 @@ class SandboxError(SourceError):
     """The sandbox cannot start or stop (missing Java/Maven, a broker died, a timeout)."""
 
     code = "sandbox"
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("KREPLICA_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kreplica"
-    )
-    return Path(base)
 
 
 def default_version(mode: str) -> str:

@@ -6,7 +6,8 @@ below it. A sample may leave lines out with a line `...` (any number of lines); 
 is 0 unless its last line says `exit N` or a `$ echo $?` after it shows one. A JSON envelope
 (`--output json`, printed on one line) is shown indented, and may leave keys out (a key `...`
 says so): it must be part of the printed one, and the other lines must be printed too. Samples
-of live clusters, the sandbox and Spark are checked by the integration tests that run them."""
+of live clusters, the sandbox and Spark are not run here: they need a cluster or a Spark session
+(tests/integration and tests/fleet run those commands on their own data)."""
 
 from __future__ import annotations
 

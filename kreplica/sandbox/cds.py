@@ -57,11 +57,11 @@ def start_recording(java: str, classpath: str, state_dir: Path) -> list[str]:
     if path.exists():
         return []
     lock = path.with_suffix(".lock")
-    lock.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(OSError):
         if time.time() - lock.stat().st_mtime > _LOCK_STALE_S:
             lock.unlink()
     try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
         os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except OSError:  # another process records, or the cache is read-only
         return []
@@ -79,14 +79,14 @@ def dump_later(java: str, classpath: str, state_dir: Path) -> None:
     path = archive_path(java, classpath)
     lock = path.with_suffix(".lock")
     recorded = state_dir / "classes.lst"
+    listed = path.with_suffix(".lst")
     try:
         text = recorded.read_text(errors="replace")
+        # the broker goes on loading classes: keep the complete lines only
+        listed.write_text(text[: text.rfind("\n") + 1])
     except OSError:
         lock.unlink(missing_ok=True)
         return
-    # the broker goes on loading classes: keep the complete lines only
-    listed = path.with_suffix(".lst")
-    listed.write_text(text[: text.rfind("\n") + 1])
     tmp = path.with_suffix(".tmp")
     dump = [
         java,

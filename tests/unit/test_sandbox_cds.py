@@ -53,3 +53,13 @@ def test_nothing_recorded_releases_the_lock(tmp_path: Path) -> None:
     assert cds.start_recording(JAVA, "a.jar", tmp_path)
     cds.dump_later(JAVA, "a.jar", tmp_path)  # the broker wrote no list: no dump started
     assert cds.start_recording(JAVA, "a.jar", tmp_path)
+
+
+def test_a_cache_that_cannot_be_written_only_means_no_archive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("KREPLICA_CACHE", str(blocker / "cache"))  # under a file: no folder
+    assert cds.start_recording(JAVA, "a.jar", tmp_path) == []
+    assert cds.archive_flags(JAVA, "a.jar") == []

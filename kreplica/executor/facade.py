@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kreplica.errors import UsageError
+from kreplica.errors import SourceError, UsageError
 from kreplica.executor.events import Elect, Emit
 from kreplica.executor.options import ApplyOptions, Via
 
@@ -319,7 +319,8 @@ def elect_after_apply(
 ) -> tuple[list[str], dict[str, str]]:
     """After an applied plan: preferred leader election for its partitions led off their
     first replica (a drained leader's replacement, a reordered partition). A replica that just
-    joined may need a moment to be in sync: what failed is retried for up to `retry_s`.
+    joined may need a moment to be in sync: what failed, or got no answer, is retried for up to
+    `retry_s`.
     Returns (the partitions elected, partition -> why not) as "topic-partition" names."""
     plan = plan if plan is not None else load_plan(plan_path)
     keys = sorted({*plan.targets, *plan.new_partitions})
@@ -334,7 +335,15 @@ def elect_after_apply(
             for k in keys
             if k in parts and parts[k].replicas and parts[k].leader != parts[k].replicas[0]
         ]
-        results = connection.cluster.elect_preferred(off)
+        try:
+            results = connection.cluster.elect_preferred(off)
+        except SourceError:
+            # no answer in time (a controller busy finishing the moves, or just elected): the
+            # election is idempotent, so ask again while the retry time lasts
+            if time.monotonic() > deadline:
+                raise
+            sleep(1)
+            continue
         elected += [f"{t}-{p}" for (t, p), err in results.items() if not err]
         failed = {f"{t}-{p}": err for (t, p), err in results.items() if err}
         if not failed or time.monotonic() > deadline:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kreplica.errors import SourceError
 from kreplica.executor import facade
 from kreplica.executor.apply_base import _Clock
 from kreplica.executor.journal import Journal
@@ -81,6 +82,39 @@ def test_the_election_after_an_apply_gives_up_when_the_time_is_up(tmp_path: Path
     )
     assert elected == ["t-0"]
     assert failed == {"t-1": "PREFERRED_LEADER_NOT_AVAILABLE"}
+
+
+class SilentOnceCluster(ElectingCluster):
+    """The first election request gets no answer in time (a busy controller)."""
+
+    def __init__(self, silences: int) -> None:
+        super().__init__(refusals=0)
+        self.silences = silences
+
+    def elect_preferred(self, keys: Sequence[Key]) -> dict[Key, str | None]:
+        if self.silences > 0:
+            self.silences -= 1
+            self.asked.append(list(keys))
+            raise SourceError("Kafka did not answer (elect preferred leaders) within 15s")
+        return super().elect_preferred(keys)
+
+
+def test_an_election_without_an_answer_is_asked_again_until_the_time_is_up(
+    tmp_path: Path,
+) -> None:
+    cluster = SilentOnceCluster(silences=1)
+    elected, failed = facade.elect_after_apply(
+        facade.Connection(cluster), _plan(tmp_path), retry_s=30, sleep=lambda s: None
+    )
+    assert sorted(elected) == ["t-0", "t-1"] and failed == {}
+    assert len(cluster.asked) == 2
+    with pytest.raises(SourceError, match="did not answer"):
+        facade.elect_after_apply(
+            facade.Connection(SilentOnceCluster(silences=1_000)),
+            _plan(tmp_path),
+            retry_s=-1,
+            sleep=lambda s: None,
+        )
 
 
 def test_off_preferred_lists_partitions_led_off_their_first_replica() -> None:

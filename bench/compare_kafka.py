@@ -512,6 +512,8 @@ def _generate_runs(
                 ",".join(map(str, broker_ids)),
             ],
         )
+        # Kafka's tool as an operator runs it: without the sandbox's class archive (cds.py)
+        kafka_cmd = [a for a in kafka_cmd if not a.startswith("-XX:SharedArchiveFile=")]
         plan = Path(tmp) / "plan.json"
 
         def expand(source: list[str], out: Path) -> list[str]:

@@ -302,7 +302,10 @@ def test_pace_auto_rises_then_backs_off_at_a_load_step(
             )
         ],
     )
-    produce(op.info.bootstrap_servers, topic, 24 * 1024 * 1024)
+    # 40 MiB: about 40 s at the floor (a fresh throttle lets each partition's first fetch
+    # through), time for a raise even while a loaded machine holds the canary over its limit
+    # for a while (24 MiB ended unraised once in a whole run at load 10)
+    produce(op.info.bootstrap_servers, topic, 40 * 1024 * 1024)
     _ok(op.run("expand", "-t", topic, "--rf", "2", "--dry-run", "--out", "p.json", *op.source))
     floor, ceiling = 500_000, 4_000_000
     # ~0.1 MB/s of steady traffic, well under the floor: the followers catch up at the floor

@@ -26,7 +26,7 @@ from kreplica.executor.pace import (
     PaceController,
 )
 from kreplica.executor.planfile import PlanFile
-from kreplica.executor.throttle_confirm import describe_missing, wait_applied
+from kreplica.executor.throttle_confirm import broker_order, describe_missing, wait_applied
 from kreplica.executor.throttle_records import journal_throttles
 from kreplica.model import ClusterSnapshot
 
@@ -169,7 +169,7 @@ class ApplierState:
         """(the live ones, the down ones): a down broker cannot be asked, and reads its
         configs when it starts. A cluster that cannot tell (a test's) has them all live."""
         live_of = getattr(self.cluster, "live_broker_ids", None)
-        names = sorted(brokers, key=lambda b: (len(b), b))
+        names = sorted(brokers, key=broker_order)
         if live_of is None:
             return names, []
         try:
@@ -197,7 +197,7 @@ class ApplierState:
         )
         if not result.confirmed:
             self._put_back_unapplied(result.missing, wanted)
-            first = sorted(result.missing, key=lambda b: (len(b), b))[0]
+            first = min(result.missing, key=broker_order)
             rate = next(iter(wanted[first].values()), "?")
             failed = f"; reading it failed: {result.last_error}" if result.last_error else ""
             raise ThrottleNotApplied(
@@ -207,12 +207,23 @@ class ApplierState:
                 "restored unless moves of this plan are running; look at the broker (its log; "
                 "in ZooKeeper mode its ZooKeeper session), then apply again with `resume`"
             )
+        self._throttle_confirmed(what, live, down, result.seconds, result.rounds)
+
+    def _throttle_confirmed(
+        self,
+        what: Literal["moves", "dirs", "pace"],
+        brokers: Iterable[str],
+        down: list[int],
+        seconds: float,
+        rounds: int,
+    ) -> None:
+        """Journal and show that every live broker reports the rate kreplica set."""
         event: ev.ThrottleConfirmed = {
             "event": "throttle-confirmed",
             "what": what,
-            "brokers": [int(b) for b in live],
-            "seconds": round(result.seconds, 3),
-            "rounds": result.rounds,
+            "brokers": [int(b) for b in sorted(brokers, key=broker_order)],
+            "seconds": round(seconds, 3),
+            "rounds": rounds,
         }
         if down:
             event["down"] = down

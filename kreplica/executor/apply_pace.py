@@ -279,17 +279,7 @@ class Pacing(ApplierState):
         waited = self.clock.now() - check.since
         if not check.pending:
             self._rate_check = None
-            event: ev.ThrottleConfirmed = {
-                "event": "throttle-confirmed",
-                "what": "pace",
-                "brokers": [int(b) for b in sorted(check.brokers, key=lambda b: (len(b), b))],
-                "seconds": round(waited, 3),
-                "rounds": check.rounds,
-            }
-            if check.down:
-                event["down"] = check.down
-            self.journal.append(event)
-            self.emit(event)
+            self._throttle_confirmed("pace", check.brokers, check.down, waited, check.rounds)
         elif waited >= self.options.throttle_confirm_s and not check.warned:
             check.warned = True
             failed = f"; reading it failed: {error}" if error else ""

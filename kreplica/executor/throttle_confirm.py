@@ -66,7 +66,7 @@ def check_once(
     """One read of the brokers in `wanted`: those not reporting their values yet, and the read's
     error when it failed as a whole (then every broker counts as not reporting)."""
     try:
-        reported = read(sorted(wanted, key=_broker_order))
+        reported = read(sorted(wanted, key=broker_order))
     except KreplicaError as exc:
         return {b: dict.fromkeys(v) for b, v in wanted.items()}, str(exc)
     return differences(wanted, reported), None
@@ -108,7 +108,8 @@ def wait_applied(
     return result
 
 
-def _broker_order(name: str) -> tuple[int, str]:
+def broker_order(name: str) -> tuple[int, str]:
+    """Broker ids as numbers (2 before 10)."""
     return (int(name), name) if name.isdigit() else (1 << 62, name)
 
 
@@ -116,7 +117,7 @@ def describe_missing(missing: Mapping[str, Mapping[str, str | None]], wanted_rat
     """'broker 2 reports leader.replication.throttled.rate 50000000' for a message (the first
     few brokers)."""
     parts = []
-    for broker in sorted(missing, key=_broker_order)[:3]:
+    for broker in sorted(missing, key=broker_order)[:3]:
         values = missing[broker]
         if all(v is None for v in values.values()):
             parts.append(f"broker {broker} does not report it")

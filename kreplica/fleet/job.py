@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kreplica.cachedir import cache_dir
+from kreplica.cachedir import cache_dir, java_build
 from kreplica.errors import ExitCode, KreplicaError, UsageError
 from kreplica.fleet.adapter import PlanSettings
 from kreplica.fleet.outfiles import OutFiles
@@ -115,10 +115,9 @@ def class_archive(java: str, spark_home: str, cache: Path | None = None) -> tupl
     if os.environ.get("KREPLICA_SPARK_CDS", "1") == "0":
         return "", None
     jars = Path(spark_home) / "jars"
-    real = os.path.realpath(java)
     try:
         listing = sorted((f.name, f.stat().st_size) for f in jars.iterdir())
-        key = f"{real}|{os.stat(real).st_mtime_ns}|{jars}|{listing}"
+        key = f"{java_build(java)}|{jars}|{listing}"
         folder = cache or cache_dir()
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:

@@ -22,25 +22,14 @@ import subprocess
 import time
 from pathlib import Path
 
-from kreplica.cachedir import cache_dir
+from kreplica.cachedir import cache_dir, java_build
 
 _LOCK_STALE_S = 900  # a recorder that died long ago does not block the next one
 _DUMP_FLAGS = ("-XX:+UseSerialGC", "-XX:-UsePerfData")
 
 
-def _jvm_identity(java: str) -> str:
-    """The Java build, cheaply: the JVM library's path, size and time (a JDK update changes
-    them, and an archive is valid for one build only)."""
-    real = Path(os.path.realpath(java))
-    for lib in (real.parent.parent / "lib" / "server" / "libjvm.so", real):
-        with contextlib.suppress(OSError):
-            st = lib.stat()
-            return f"{lib}:{st.st_size}:{st.st_mtime_ns}"
-    return str(real)
-
-
 def archive_path(java: str, classpath: str) -> Path:
-    key = hashlib.sha256(f"{_jvm_identity(java)}\n{classpath}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"{java_build(java)}\n{classpath}".encode()).hexdigest()[:16]
     return cache_dir() / "cds" / f"kafka-{key}.jsa"
 
 

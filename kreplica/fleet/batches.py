@@ -33,6 +33,7 @@ from kreplica.fleet.records import (
     topic_entry,
     topic_layouts,
 )
+from kreplica.gcpause import gc_paused
 
 _META = ("cluster_id", "file", "error")
 _BODY = ("drain", "n_brokers", "n_brokers_down", "n_topics", "n_partitions", "brokers", "topics")
@@ -51,19 +52,25 @@ def snapshot_batch(
     """The file's row: cluster_id, file and the one-line error of a file that does not parse
     (its tables null), else its tables. `columnar` False: the object record only (the
     reference the array path is tested and measured against)."""
+    with gc_paused():  # a parse's millions of acyclic objects: see kreplica/gcpause.py
+        return _batch(file, text, policy, schema, layouts=layouts, columnar=columnar)
+
+
+def _batch(
+    file: str, text: str, policy: Policy, schema: pa.Schema, *, layouts: bool, columnar: bool
+) -> pa.RecordBatch:
     snapshot, error = parse_record(file, text, columnar=columnar)
     origin = short_name(file)
     key = None if snapshot is None else cluster_key(snapshot, file_stem(origin))
     meta = [pa.array([value], pa.string()) for value in (key, origin, error)]
+    struct = schema.field("partitions").type.value_type
     if snapshot is None or key is None:
         body = [pa.nulls(1, schema.field(n).type) for n in (*_BODY, "partitions")]
     elif isinstance(snapshot, ColumnarSnapshot) and _fits(snapshot.columns):
-        struct = schema.field("partitions").type.value_type
         body = _body(array_record(snapshot, policy, key, struct, layouts=layouts), schema)
     else:
         record = fleet_record(snapshot, policy, key, layouts=layouts)
         parts = record["partitions"]
-        struct = schema.field("partitions").type.value_type
         record["partitions"] = {f: pa.array(parts[f], struct.field(f).type) for f in parts}
         body = _body(record, schema)
     return pa.RecordBatch.from_arrays(meta + body, schema=schema)

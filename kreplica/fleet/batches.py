@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from kreplica.columns import ISR_NONE, ISR_SAME, NO_LEADER, NO_SIZE, ColumnarSnapshot
+from kreplica.columns import ISR_NONE, ISR_SAME, NO_LEADER, NO_SIZE, PAD, ColumnarSnapshot
 from kreplica.columns import PartitionColumns as Columns
 from kreplica.fleet.adapter import cluster_key
 from kreplica.fleet.policy import Policy
@@ -38,6 +38,15 @@ from kreplica.gcpause import gc_paused
 _META = ("cluster_id", "file", "error")
 _BODY = ("drain", "n_brokers", "n_brokers_down", "n_topics", "n_partitions", "brokers", "topics")
 _INT32 = np.iinfo(np.int32)
+# a partition's fields that are its topic's (`records.topic_entry`'s names)
+_REPEATED = {
+    "topic": "topic",
+    "min_isr": "min_isr",
+    "min_isr_source": "min_isr_source",
+    "target_rf": "target_rf",
+    "target_racks": "target_racks",
+    "cap": "max_partitions_per_broker",
+}
 
 
 def snapshot_batch(
@@ -120,31 +129,24 @@ def array_record(
     firsts = columns.start[:-1].tolist()
     shells = columns.topics
     verdicts = topic_layouts(snapshot) if layouts else [(None, None)] * len(shells)
-    targets = [policy.target(t.name) for t in shells]
     topics = [
         topic_entry(
             shell,
             count,
             int(columns.rf[first]) if count else 0,
-            target,
+            policy.target(shell.name),
             cluster.is_exempt(shell.name),
             verdict,
         )
-        for shell, count, first, target, verdict in zip(
-            shells, counts.tolist(), firsts, targets, verdicts, strict=True
+        for shell, count, first, verdict in zip(
+            shells, counts.tolist(), firsts, verdicts, strict=True
         )
     ]
-    per_topic = {
-        "topic": pa.array([t.name for t in shells], pa.string()),
-        "audited": pa.array([not t["exempt"] for t in topics], pa.bool_()),
-        "min_isr": pa.array([t.min_insync_replicas for t in shells], pa.int32()),
-        "min_isr_source": pa.array([t.min_insync_replicas_source for t in shells], pa.string()),
-        "target_rf": pa.array([t.rf for t in targets], pa.int32()),
-        "target_racks": pa.array([t.racks for t in targets], pa.int32()),
-        "cap": pa.array([t.max_partitions_per_broker for t in targets], pa.int32()),
-    }
+    # the topic's fields every row repeats, one value per topic taken per row
+    per_topic = {f: [t[name] for t in topics] for f, name in _REPEATED.items()}
+    per_topic["audited"] = [not t["exempt"] for t in topics]
     row_topic = pa.array(columns.topic_of_rows().astype(np.int32))
-    parts: dict[str, pa.Array] = {f: a.take(row_topic) for f, a in per_topic.items()}
+    parts = {f: pa.array(v, struct.field(f).type).take(row_topic) for f, v in per_topic.items()}
     parts.update(_partition_arrays(snapshot, columns, struct.field("replicas").type))
     brokers = broker_entries(snapshot, cluster, *_broker_load(columns))
     return cluster_record(snapshot, cluster, brokers, topics, parts)
@@ -205,13 +207,14 @@ def _racks_spanned(snapshot: ColumnarSnapshot, columns: Columns) -> npt.NDArray[
     """Per row, the distinct racks its replicas are on (a broker without a rack, or not
     listed, counts none): rack codes per cell, sorted per row, counted where they change."""
     racked = [b for b in snapshot.brokers if b.rack is not None]
+    if not racked:
+        return np.zeros(columns.rows, dtype=np.int32)
     names = sorted({b.rack for b in racked if b.rack is not None})
     ids = np.array([b.id for b in racked], dtype=np.int64)  # sorted: brokers are by id
     codes = np.array([names.index(b.rack) for b in racked if b.rack is not None], dtype=np.int64)
     cells = columns.replicas.astype(np.int64)
-    where = np.searchsorted(ids, cells).clip(0, max(len(ids) - 1, 0))
-    found = (cells != -1) & (ids[where] == cells) if len(ids) else np.zeros(cells.shape, bool)
-    rack = np.where(found, codes[where] if len(ids) else -1, -1)
+    where = np.searchsorted(ids, cells).clip(0, len(ids) - 1)
+    rack = np.where((cells != PAD) & (ids[where] == cells), codes[where], -1)
     rack.sort(axis=1)
     new = rack >= 0
     new[:, 1:] &= rack[:, 1:] != rack[:, :-1]

@@ -1,6 +1,6 @@
 """Snapshots in, DataFrames out: `snapshots` (one row per file), then `brokers`, `topics` and
 `partitions`. Files are parsed once, by the one snapshot reader, in Python tasks
-(`records.record_row`) that hand Spark Arrow batches; everything after that is Spark (one
+(`batches.snapshot_batch`) that hand Spark Arrow batches; everything after that is Spark (one
 explode per table, no JSON in between)."""
 
 from __future__ import annotations
@@ -206,22 +206,17 @@ def parse_snapshots(
     shipped = policy.to_dict()
 
     def parse(batches: Any) -> Any:
-        import pyarrow as pa
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        from kreplica.fleet.records import PARTITION_FIELDS, record_row
+        from kreplica.fleet.batches import snapshot_batch
 
         pol = policy_from_dict(shipped)
         arrow = to_arrow_schema(PARSED_ROW)
-        part_type = arrow.field("partitions").type
         for batch in batches:
             for file, text in zip(
                 batch.column("file").to_pylist(), batch.column("text").to_pylist(), strict=True
             ):
-                row = record_row(file, text, pol, layouts=layouts)
-                meta = [pa.array([row[k]], pa.string()) for k in ("cluster_id", "file", "error")]
-                body = _record_arrays(pa, arrow, part_type, row["record"], PARTITION_FIELDS)
-                yield pa.RecordBatch.from_arrays(meta + body, schema=arrow)
+                yield snapshot_batch(file, text, pol, arrow, layouts=layouts)
 
     return spread_files(texts, listed).mapInArrow(parse, PARSED_ROW)
 
@@ -236,32 +231,6 @@ def spread_files(texts: DataFrame, listed: Listed | None, *, packed: bool = Fals
     cores = texts.sparkSession.sparkContext.defaultParallelism
     rows = len(listed.files) if listed is not None else 0
     return texts.repartition(min(max(rows, cores * 2), max(MAX_TASKS, cores * 2)))
-
-
-def _record_arrays(
-    pa: Any, arrow: Any, part_type: Any, record: dict[str, Any] | None, fields: Any
-) -> list[Any]:
-    """One row's drain, brokers, topics and partitions columns (nulls for a bad file). The
-    partitions are built column by column: one C-level conversion per field, not per row."""
-    names = (
-        "drain",
-        "n_brokers",
-        "n_brokers_down",
-        "n_topics",
-        "n_partitions",
-        "brokers",
-        "topics",
-    )
-    if record is None:
-        return [pa.nulls(1, arrow.field(n).type) for n in (*names, "partitions")]
-    out = [pa.array([record[n]], arrow.field(n).type) for n in names]
-    struct = part_type.value_type
-    columns = record["partitions"]
-    children = [pa.array(columns[f], struct.field(f).type) for f in fields]
-    values = pa.StructArray.from_arrays(children, fields=list(struct))
-    offsets = pa.array([0, len(values)], pa.int32())
-    out.append(pa.ListArray.from_arrays(offsets, values, type=part_type))
-    return out
 
 
 @dataclass

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import posixpath
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from kreplica.errors import KreplicaError
 from kreplica.fleet.adapter import cluster_key
-from kreplica.fleet.policy import Policy
+from kreplica.fleet.policy import ClusterPolicy, Policy, Target
 from kreplica.model import ClusterSnapshot, Topic
 from kreplica.planner.explain import layout_verdict
 from kreplica.sources.snapshot import parse_snapshot_text, parse_snapshot_text_columnar
@@ -50,9 +51,22 @@ def parse_record(
         return None, f"{origin}: cannot be read as a snapshot ({exc})"
 
 
+def topic_layouts(snapshot: ClusterSnapshot) -> list[tuple[bool | None, str | None]]:
+    """`kreplica explain`'s verdict on each topic's layout (its short form: the rest of
+    `explain_topic`, balance and racks, is the audit's own checks), in the snapshot's topic
+    order (by name); (None, None) for a topic it cannot judge. The one place the audit asks
+    for layouts."""
+    from kreplica.columns import ColumnarSnapshot
+
+    if isinstance(snapshot, ColumnarSnapshot) and not snapshot.materialised:
+        # one topic's objects at a time, not every topic's (`snapshot.topics` would)
+        columns = snapshot.columns
+        assert columns is not None  # a ColumnarSnapshot not materialised has its columns
+        return [_layout(snapshot, columns.materialise(i)) for i in range(len(columns.topics))]
+    return [_layout(snapshot, topic) for topic in snapshot.topics]
+
+
 def _layout(snapshot: ClusterSnapshot, topic: Topic) -> tuple[bool | None, str | None]:
-    """`kreplica explain`'s verdict on the topic's layout (its short form: the rest of
-    `explain_topic`, balance and racks, is the audit's own checks)."""
     try:
         return layout_verdict(snapshot, topic)
     except KreplicaError:
@@ -86,7 +100,7 @@ def fleet_record(
     list, its brokers with their load (replicas, leaders now, bytes; a broker the snapshot does
     not list but replicas name is there too, not alive), its topics (with the policy's targets,
     the effective min.insync.replicas and the layout verdict) and its partitions column by
-    column."""
+    column. `kreplica.fleet.batches` builds the same record from a columnar snapshot's arrays."""
     cluster = policy.cluster(key, snapshot.cluster_id)
     replicas: Counter[int] = Counter()
     leaders: Counter[int] = Counter()
@@ -94,27 +108,13 @@ def fleet_record(
     topics: list[dict[str, Any]] = []
     parts: dict[str, list[Any]] = {f: [] for f in PARTITION_FIELDS}
     rack_of = {b.id: b.rack for b in snapshot.brokers if b.rack is not None}
-    cluster_racks = len({b.rack for b in snapshot.brokers if b.alive and b.rack is not None})
-    for topic in snapshot.topics:
-        target = policy.target(topic.name)
-        default, placement = _layout(snapshot, topic) if layouts else (None, None)
-        topics.append(
-            {
-                "topic": topic.name,
-                "partitions": len(topic.partitions),
-                "rf": len(topic.partitions[0].replicas) if topic.partitions else 0,
-                "min_isr": topic.min_insync_replicas,
-                "min_isr_source": topic.min_insync_replicas_source,
-                "exempt": cluster.is_exempt(topic.name),
-                "target_rf": target.rf,
-                "target_min_insync": target.min_insync,
-                "target_racks": target.racks,
-                "max_partitions_per_broker": target.max_partitions_per_broker,
-                "kafka_default": default,
-                "placement": placement,
-            }
-        )
+    cluster_racks = live_racks(snapshot)
+    verdicts = topic_layouts(snapshot) if layouts else [(None, None)] * len(snapshot.topics)
+    for topic, verdict in zip(snapshot.topics, verdicts, strict=True):
         n = len(topic.partitions)
+        rf = len(topic.partitions[0].replicas) if topic.partitions else 0
+        target = policy.target(topic.name)
+        topics.append(topic_entry(topic, n, rf, target, cluster.is_exempt(topic.name), verdict))
         parts["topic"] += [topic.name] * n
         parts["audited"] += [not topics[-1]["exempt"]] * n
         parts["min_isr"] += [topic.min_insync_replicas] * n
@@ -143,30 +143,84 @@ def fleet_record(
             parts["isr"].append(p.isr)
             parts["size_bytes"].append(p.size_bytes)
             parts["reassigning"].append(bool(p.adding_replicas or p.removing_replicas))
-    # per broker: listed ones (holding something or not) and any other holding replicas
+    return cluster_record(
+        snapshot, cluster, broker_entries(snapshot, cluster, replicas, leaders, held), topics, parts
+    )
+
+
+def live_racks(snapshot: ClusterSnapshot) -> int:
+    """Distinct racks of the cluster's live brokers."""
+    return len({b.rack for b in snapshot.brokers if b.alive and b.rack is not None})
+
+
+def topic_entry(
+    topic: Topic,
+    partitions: int,
+    rf: int,
+    target: Target,
+    exempt: bool,
+    verdict: tuple[bool | None, str | None],
+) -> dict[str, Any]:
+    """One topic's row: its counts, min.insync.replicas, the policy's targets and the layout
+    verdict (`topic` may be a shell without its partitions: `partitions` and `rf` count)."""
+    return {
+        "topic": topic.name,
+        "partitions": partitions,
+        "rf": rf,
+        "min_isr": topic.min_insync_replicas,
+        "min_isr_source": topic.min_insync_replicas_source,
+        "exempt": exempt,
+        "target_rf": target.rf,
+        "target_min_insync": target.min_insync,
+        "target_racks": target.racks,
+        "max_partitions_per_broker": target.max_partitions_per_broker,
+        "kafka_default": verdict[0],
+        "placement": verdict[1],
+    }
+
+
+def broker_entries(
+    snapshot: ClusterSnapshot,
+    cluster: ClusterPolicy,
+    replicas: Mapping[int, int],
+    leaders: Mapping[int, int],
+    held: Mapping[int, int],
+) -> list[dict[str, Any]]:
+    """Per broker, its load (replicas, leaders now, bytes: absent counts 0): the listed ones
+    (holding something or not), then any other that replicas name, by id."""
     listed = {b.id: b for b in snapshot.brokers}
-    brokers = [
+    return [
         {
             "id": b,
             "rack": listed[b].rack if b in listed else None,
             "alive": listed[b].alive if b in listed else False,
             "draining": b in listed and b in cluster.drain,
             "listed": b in listed,
-            "replicas": replicas[b],
-            "leaders": leaders[b],
-            "bytes": held[b],
+            "replicas": replicas.get(b, 0),
+            "leaders": leaders.get(b, 0),
+            "bytes": held.get(b, 0),
         }
         for b in [*listed, *sorted(set(replicas) - set(listed))]
     ]
+
+
+def cluster_record(
+    snapshot: ClusterSnapshot,
+    cluster: ClusterPolicy,
+    brokers: list[dict[str, Any]],
+    topics: list[dict[str, Any]],
+    partitions: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The record around its brokers, topics and partition columns (lists or arrays)."""
     return {
         "drain": sorted(cluster.drain),
         "n_brokers": len(snapshot.brokers),
         "n_brokers_down": sum(1 for b in snapshot.brokers if not b.alive),
         "n_topics": len(topics),
-        "n_partitions": len(parts["topic"]),
+        "n_partitions": sum(t["partitions"] for t in topics),
         "brokers": brokers,
         "topics": topics,
-        "partitions": parts,
+        "partitions": partitions,
     }
 
 

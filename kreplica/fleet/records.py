@@ -18,7 +18,7 @@ from kreplica.errors import KreplicaError
 from kreplica.fleet.adapter import cluster_key
 from kreplica.fleet.policy import ClusterPolicy, Policy, Target
 from kreplica.model import ClusterSnapshot, Topic
-from kreplica.planner.explain import layout_verdict
+from kreplica.planner.explain import ZOOKEEPER, layout_verdict
 from kreplica.sources.snapshot import parse_snapshot_text, parse_snapshot_text_columnar
 
 
@@ -59,10 +59,18 @@ def topic_layouts(snapshot: ClusterSnapshot) -> list[tuple[bool | None, str | No
     from kreplica.columns import ColumnarSnapshot
 
     if isinstance(snapshot, ColumnarSnapshot) and not snapshot.materialised:
-        # one topic's objects at a time, not every topic's (`snapshot.topics` would)
+        from kreplica.planner.layout_arrays import zookeeper_default_topics
+
         columns = snapshot.columns
         assert columns is not None  # a ColumnarSnapshot not materialised has its columns
-        return [_layout(snapshot, columns.materialise(i)) for i in range(len(columns.topics))]
+        # the topics Kafka placed exactly are known from one table for the whole cluster;
+        # the search runs for the others, one topic's objects at a time (not every topic's,
+        # as `snapshot.topics` would build)
+        placed = zookeeper_default_topics(columns, snapshot.brokers).tolist()
+        return [
+            (True, ZOOKEEPER) if placed[i] else _layout(snapshot, columns.materialise(i))
+            for i in range(len(columns.topics))
+        ]
     return [_layout(snapshot, topic) for topic in snapshot.topics]
 
 

@@ -20,6 +20,7 @@ from kreplica.fleet.adapter import PLAN_FILES, SUMMARY_KEYS, PlanSettings
 from kreplica.fleet.frames import (
     Frames,
     Listed,
+    batch_texts,
     explode_snapshots,
     file_tasks,
     list_inputs,
@@ -307,9 +308,7 @@ def plan_frame(
         pol = policy_from_dict(shipped)
         arrow = to_arrow_schema(PLAN_ROW)
         for batch in batches:
-            for file, text in zip(
-                batch.column("file").to_pylist(), batch.column("text").to_pylist(), strict=True
-            ):
+            for file, text in batch_texts(batch):
                 row = plan_text(file, text, pol, settings)
                 row["has_plan"] = row.get("reassignment") is not None
                 if write_to is not None and row["has_plan"]:

@@ -18,7 +18,7 @@ from kreplica.errors import KreplicaError
 from kreplica.fleet.adapter import cluster_key
 from kreplica.fleet.policy import ClusterPolicy, Policy, Target
 from kreplica.model import ClusterSnapshot, Topic
-from kreplica.planner.explain import ZOOKEEPER, layout_verdict
+from kreplica.planner.explain import default_or_closest
 from kreplica.sources.snapshot import parse_snapshot_text, parse_snapshot_text_columnar
 
 
@@ -52,10 +52,10 @@ def parse_record(
 
 
 def topic_layouts(snapshot: ClusterSnapshot) -> list[tuple[bool | None, str | None]]:
-    """`kreplica explain`'s verdict on each topic's layout (its short form: the rest of
-    `explain_topic`, balance and racks, is the audit's own checks), in the snapshot's topic
-    order (by name); (None, None) for a topic it cannot judge. The one place the audit asks
-    for layouts."""
+    """What the audit asks of each topic's layout, in the snapshot's topic order (by name):
+    (True, None) for Kafka's default, (False, the closest placement or None) else, as
+    `kreplica explain` says (`explain.default_or_closest`); (None, None) for a topic it cannot
+    judge. The one place the audit asks for layouts."""
     from kreplica.columns import ColumnarSnapshot
 
     if isinstance(snapshot, ColumnarSnapshot) and not snapshot.materialised:
@@ -68,7 +68,7 @@ def topic_layouts(snapshot: ClusterSnapshot) -> list[tuple[bool | None, str | No
         # as `snapshot.topics` would build)
         placed = zookeeper_default_topics(columns, snapshot.brokers).tolist()
         return [
-            (True, ZOOKEEPER) if placed[i] else _layout(snapshot, columns.materialise(i))
+            (True, None) if placed[i] else _layout(snapshot, columns.materialise(i))
             for i in range(len(columns.topics))
         ]
     return [_layout(snapshot, topic) for topic in snapshot.topics]
@@ -76,7 +76,7 @@ def topic_layouts(snapshot: ClusterSnapshot) -> list[tuple[bool | None, str | No
 
 def _layout(snapshot: ClusterSnapshot, topic: Topic) -> tuple[bool | None, str | None]:
     try:
-        return layout_verdict(snapshot, topic)
+        return default_or_closest(snapshot, topic)
     except KreplicaError:
         return None, None
 

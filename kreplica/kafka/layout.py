@@ -4,8 +4,9 @@ created with, so a plan can extend it exactly as Kafka would have placed it."""
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from kreplica.kafka.zk import (
     batch_shift,
@@ -152,12 +153,6 @@ def _unaware_prefix(
         if not _pin(at, where, _pinned_positions(parts[p], members, n, p, shift)):
             return p, at, where
     return count, at, where
-
-
-@dataclass(frozen=True)
-class _Candidate:
-    score: tuple[int, ...]
-    layout: KafkaLayout
 
 
 def _call_starts(n: int, lowest: int, partition: int, lookback: int = 4) -> list[int]:
@@ -399,6 +394,8 @@ def infer_layout(
     assignment: Mapping[int, Sequence[int]],
     brokers: Sequence[int] | None = None,
     racks: Mapping[int, str | None] | None = None,
+    *,
+    any_complete: bool = False,
 ) -> KafkaLayout | None:
     """Find the broker order, start index and shift under which Kafka reproduces ``assignment``.
 
@@ -411,6 +408,10 @@ def infer_layout(
     ``replica_shift`` is the smallest equivalent value (only its value modulo n - 1 matters);
     with no followers anywhere it is unconstrained and reported as 0. None when partition 0
     fits no layout. Cost: O(n) candidate shifts, never permutations of the brokers.
+
+    ``any_complete``: the first candidate found that reproduces every partition, when there
+    is one, instead of the best (rack-aware ones tried first: the cheaper search). It has no
+    nonconforming partition, as the best has then: enough to know a layout is Kafka's default.
     """
     parts = {int(p): list(r) for p, r in assignment.items()}
     if not parts.get(0):
@@ -421,23 +422,32 @@ def infer_layout(
         widened = sorted(set(brokers) | set(observed))
         if widened != observed:
             broker_sets.append(widened)
-    candidates: list[_Candidate] = []
+    # (rank, rack-aware, search), in the order ties are settled
+    searches: list[tuple[int, bool, Callable[[], KafkaLayout | None]]] = []
     for rank, members in enumerate(broker_sets):
-        layouts = [_infer_unaware(parts, members), _infer_unaware_by_votes(parts, members)]
+        searches.append((rank, False, partial(_infer_unaware, parts, members)))
+        searches.append((rank, False, partial(_infer_unaware_by_votes, parts, members)))
         rack_names = {b: racks.get(b) for b in members} if racks is not None else {}
         if racks is not None and all(r is not None for r in rack_names.values()):
-            layouts.append(
-                _infer_aware(parts, members, {b: r for b, r in rack_names.items() if r is not None})
-            )
-        for layout in layouts:
-            if layout is None:
-                continue
-            prefix = _contiguous_prefix(layout.conforming)
-            score = (len(layout.conforming), prefix, int(layout.rack_aware), rank)
-            candidates.append(_Candidate(score, layout))
+            named = {b: r for b, r in rack_names.items() if r is not None}
+            searches.append((rank, True, partial(_infer_aware, parts, members, named)))
+    order = list(range(len(searches)))
+    if any_complete:
+        order.sort(key=lambda i: not searches[i][1])
+    candidates: list[tuple[tuple[int, ...], int, KafkaLayout]] = []
+    for i in order:
+        rank, _, search = searches[i]
+        layout = search()
+        if layout is None:
+            continue
+        if any_complete and not layout.nonconforming:
+            return layout
+        prefix = _contiguous_prefix(layout.conforming)
+        score = (len(layout.conforming), prefix, int(layout.rack_aware), rank)
+        candidates.append((score, -i, layout))  # equal scores: the first in search order
     if not candidates:
         return None
-    return max(candidates, key=lambda c: c.score).layout
+    return max(candidates, key=lambda c: c[:2])[2]
 
 
 def _contiguous_prefix(conforming: Sequence[int]) -> int:

@@ -119,6 +119,23 @@ def layout_verdict(snapshot: ClusterSnapshot, t: Topic) -> tuple[bool, str | Non
     return bool(doc["kafka_default"]), placement
 
 
+def default_or_closest(snapshot: ClusterSnapshot, t: Topic) -> tuple[bool, str | None]:
+    """What the fleet audit asks of a layout: (True, None) when it is Kafka's default, else
+    (False, the closest placement or None): `layout_verdict` without naming the placement of
+    a default layout, which lets the search stop at the first ZooKeeper-mode layout that
+    reproduces every partition (no striped search, no other candidates)."""
+    assignment = t.assignment()
+    if not assignment:
+        return False, None
+    zk = infer_layout(assignment, snapshot.broker_ids(), snapshot.racks(), any_complete=True)
+    if zk is not None and not zk.nonconforming:
+        return True, None
+    doc = _layout_doc(snapshot, t, (zk,))
+    if doc["kafka_default"]:
+        return True, None
+    return False, doc["placement"] or doc["closest_placement"]
+
+
 def explain_topic(snapshot: ClusterSnapshot, topic: str) -> dict[str, Any]:
     t = snapshot.topic(topic)
     assignment = {(t.name, p.partition): p.replicas for p in t.partitions}

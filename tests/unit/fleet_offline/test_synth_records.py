@@ -84,3 +84,24 @@ def test_layout_verdict_is_explain_topics_verdict() -> None:
             seen.add(expected)
     # the short cut and the full search both answered
     assert (True, "zookeeper") in seen and any(not default for default, _ in seen)
+
+
+def test_the_audits_layouts_are_explain_topics() -> None:
+    """`topic_layouts` (the cluster's replica table, then a search that stops at the first
+    layout reproducing every partition) says what `kreplica explain` says: Kafka's default,
+    or else the closest placement, for every topic synth makes."""
+    from kreplica.fleet.records import topic_layouts
+    from kreplica.planner import explain_topic
+    from kreplica.sources.snapshot import parse_snapshot_text_columnar
+
+    seen = set()
+    for snapshot in synth_fleet(12, 3000, seed=5):
+        columnar = parse_snapshot_text_columnar(dump_snapshot(snapshot))
+        for topic, verdict in zip(snapshot.topics, topic_layouts(columnar), strict=True):
+            layout = explain_topic(snapshot, topic.name)["layout"]
+            default = bool(layout["kafka_default"])
+            closest = None if default else layout["placement"] or layout["closest_placement"]
+            assert verdict == (default, closest), topic.name
+            seen.add(verdict)
+        assert topic_layouts(snapshot) == topic_layouts(columnar)  # objects: the same
+    assert (True, None) in seen and any(default is False for default, _ in seen)

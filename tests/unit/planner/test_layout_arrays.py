@@ -15,7 +15,7 @@ from kreplica.fleet.synth import synth_fleet
 from kreplica.kafka import add_partitions
 from kreplica.kafka.randoms import JavaRandom
 from kreplica.kafka.zk import assign_replicas, rack_alternated_brokers
-from kreplica.planner.explain import ZOOKEEPER, layout_verdict
+from kreplica.planner.explain import ZOOKEEPER, default_or_closest, layout_verdict
 from kreplica.planner.layout_arrays import zookeeper_default_topics
 from kreplica.sources.snapshot import (
     dump_snapshot,
@@ -171,3 +171,18 @@ def test_snapshot_without_brokers_or_topics() -> None:
     empty = _columnar(_doc([], {"t": {0: [1]}}))
     assert empty.columns is not None
     assert not zookeeper_default_topics(empty.columns, empty.brokers).any()
+
+
+@given(clusters())
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_the_short_search_gives_the_verdict(cluster: Any) -> None:
+    """`default_or_closest` stops at the first layout that reproduces every partition: its
+    answer is still `layout_verdict`'s (the placement named only for a layout not Kafka's
+    default)."""
+    brokers, topics = cluster
+    snapshot = _columnar(_doc(brokers, topics))
+    assert snapshot.columns is not None
+    for i in range(len(snapshot.columns.topics)):
+        topic = snapshot.columns.materialise(i)
+        default, placement = layout_verdict(snapshot, topic)
+        assert default_or_closest(snapshot, topic) == (default, None if default else placement)

@@ -109,8 +109,15 @@ def spark_path(path: str) -> str:
     return path
 
 
-def read_texts(spark: SparkSession, path: str) -> DataFrame:
-    """(file, text) per snapshot: whole JSON files, or Parquet rows turned back into JSON."""
+def read_texts(spark: SparkSession, path: str, listed: Listed | None = None) -> DataFrame:
+    """(file, text) per snapshot: whole JSON files, or Parquet rows turned back into JSON;
+    or, for files `listed` on this machine's file system, rows the tasks read themselves
+    (`local_texts`, already spread over tasks)."""
+    if listed is not None and listed.local:
+        cores = spark.sparkContext.defaultParallelism
+        count = len(listed.local)
+        tasks = max(cores * TASKS_PER_CORE, -(-count // FILES_PER_TASK))
+        return local_texts(spark, listed.local, min(count, tasks))
     if is_parquet(path):
         raw = spark.read.parquet(path)
         cols = [F.col(c) for c in raw.columns]
@@ -279,20 +286,13 @@ def parse_snapshots(
 
 
 def spread_files(texts: DataFrame, listed: Listed | None, *, packed: bool = False) -> DataFrame:
-    """`packed`: snapshot files as `file_tasks` packs them (`fleet plan`). Else, and for
-    other rows (Parquet), spread a row or so per task (up to MAX_TASKS), so the cores take
-    big and small clusters as they come and none waits on a task holding several big ones
-    (the audit: measured so, at 0.94x two plain processes on 1M partitions)."""
+    """Local files: as `local_texts` spread them. `packed`: snapshot files as `file_tasks`
+    packs them (`fleet plan` of files Spark reads). Else, and for other rows (Parquet),
+    spread a row or so per task (up to MAX_TASKS), so the cores take big and small clusters
+    as they come and none waits on a task holding several big ones."""
+    if "path" in texts.columns or (packed and listed is not None and listed.bytes):
+        return texts  # `local_texts` rows, or whole files `file_tasks` packs
     cores = texts.sparkSession.sparkContext.defaultParallelism
-    if listed is not None and listed.local:
-        count = len(listed.local)
-        if packed:
-            tasks = max(cores * TASKS_PER_CORE, -(-count // FILES_PER_TASK))
-        else:
-            tasks = max(cores * TASKS_PER_CORE, -(-count // FILES_PER_TASK))
-        return local_texts(texts.sparkSession, listed.local, min(count, tasks))
-    if packed and listed is not None and listed.bytes:
-        return texts
     rows = len(listed.files) if listed is not None else 0
     return texts.repartition(min(max(rows, cores * 2), max(MAX_TASKS, cores * 2)))
 

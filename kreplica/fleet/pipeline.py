@@ -67,11 +67,12 @@ class Resolved:
 
 def _inputs(spark: SparkSession, input_path: str) -> tuple[DataFrame, Listed]:
     try:
-        texts = read_texts(spark, input_path)
+        listed = list_inputs(spark, input_path)
+        texts = read_texts(spark, input_path, listed)
     except Exception as exc:  # AnalysisException: path does not exist, not Parquet, ...
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UsageError(f"--input {input_path!r}: Spark cannot read it ({text})") from None
-    return texts, list_inputs(spark, input_path)
+    return texts, listed
 
 
 def _read_failed(input_path: str, exc: Exception) -> Exception:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,27 +132,40 @@ def resolve(
 
 
 def load(
-    spark: SparkSession, input_path: str, policy: Policy, *, layouts: bool, progress: Progress
-) -> Loaded:
+    spark: SparkSession,
+    input_path: str,
+    policy: Policy,
+    *,
+    layouts: bool,
+    progress: Progress,
+    meanwhile: Callable[[DataFrame], Any] = lambda good: None,
+) -> tuple[Loaded, Any]:
+    """The snapshots read, and what `meanwhile` made of the readable ones (called while the
+    parsing job runs, and again after it when a cluster's second file must be left out):
+    building the queries that read them costs the driver seconds on a fresh JVM, which then
+    overlap the parsing."""
     texts, listed = _inputs(spark, input_path)
     # the one job that parses: what the summary and the charts need of each cluster comes back
     # with the file's name (no later job for it), its partitions stay in Spark
     sizes = ("n_brokers", "n_brokers_down", "n_topics", "n_partitions")
     snapshots = parse_snapshots(texts, policy, layouts=layouts, listed=listed).persist()
-    try:
-        meta = [
-            r.asDict(recursive=True)
-            for r in snapshots.select("cluster_id", "file", "error", *sizes, "brokers").collect()
-        ]
-    except Exception as exc:
-        raise _read_failed(input_path, exc) from None
+    good = snapshots.where(F.col("error").isNull())
+    with ThreadPoolExecutor(1) as pool:
+        parsing = pool.submit(
+            snapshots.select("cluster_id", "file", "error", *sizes, "brokers").collect
+        )
+        made = meanwhile(good)
+        try:
+            meta = [r.asDict(recursive=True) for r in parsing.result()]
+        except Exception as exc:
+            raise _read_failed(input_path, exc) from None
     resolved = resolve(meta, listed, input_path, progress)
     kept = set(resolved.first.values())
-    good = snapshots.where(F.col("error").isNull())
     if resolved.duplicates:
         good = good.where(~F.col("file").isin(resolved.duplicates))
+        made = meanwhile(good)
     read = sorted((r for r in meta if r["error"] is None and r["file"] in kept), key=_cluster)
-    return Loaded(
+    loaded = Loaded(
         snapshots=good,
         persisted=snapshots,
         skipped=resolved.skipped,
@@ -165,6 +179,7 @@ def load(
             for r in read
         },
     )
+    return loaded, made
 
 
 def _cluster(row: dict[str, Any]) -> str:
@@ -185,21 +200,27 @@ def audit(
     layouts: bool,
     progress: Progress,
 ) -> dict[str, Any]:
-    loaded = load(spark, input_path, policy, layouts=layouts, progress=progress)
-    # the exploded tables, built once and kept: every check reads them
-    # the parsed rows (cached, a file per task) read by a few tasks: the checks' stages are
-    # small, and a task per file would be mostly overhead
     cores = spark.sparkContext.defaultParallelism
-    frames = explode_snapshots(loaded.snapshots.coalesce(max(2, cores * 2)))
-    frames = Frames(
-        brokers=frames.brokers.persist(),
-        topics=frames.topics,  # read once (by the topic checks)
-        partitions=frames.partitions.persist(),
-        clusters=frames.clusters,
+    report.warm_charts()
+
+    def checks(good: DataFrame) -> tuple[Frames, DataFrame]:
+        # the exploded tables, built once and kept: every check reads them
+        # the parsed rows (cached, a file per task) read by a few tasks: the checks' stages
+        # are small, and a task per file would be mostly overhead
+        frames = explode_snapshots(good.coalesce(max(2, cores * 2)))
+        frames = Frames(
+            brokers=frames.brokers.persist(),
+            topics=frames.topics,  # read once (by the topic checks)
+            partitions=frames.partitions.persist(),
+            clusters=frames.clusters,
+        )
+        return frames, audit_frames(frames)
+
+    loaded, (frames, found) = load(
+        spark, input_path, policy, layouts=layouts, progress=progress, meanwhile=checks
     )
     (
-        audit_frames(frames)
-        .repartition("cluster_id")
+        found.repartition("cluster_id")
         .sortWithinPartitions("cluster_id", "level", "code", "topic", "broker")
         .write.mode("overwrite")
         .partitionBy("cluster_id")

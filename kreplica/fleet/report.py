@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -131,14 +132,26 @@ def json_text(doc: Any) -> str:
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
-def broker_chart(cluster_id: str, brokers: Sequence[Mapping[str, Any]]) -> bytes:
-    """Replicas and leaders per broker of one cluster, as PNG bytes (matplotlib, Agg)."""
-    import io
-
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    return plt
+
+
+def warm_charts() -> None:
+    """Import matplotlib ahead (half a second), in a thread while Spark works: the driver's
+    Python has nothing else to do then."""
+    threading.Thread(target=_pyplot, name="kreplica-warm-charts", daemon=True).start()
+
+
+def broker_chart(cluster_id: str, brokers: Sequence[Mapping[str, Any]]) -> bytes:
+    """Replicas and leaders per broker of one cluster, as PNG bytes (matplotlib, Agg)."""
+    import io
+
+    plt = _pyplot()
 
     rows = sorted(brokers, key=lambda b: b["broker"])
     labels = [

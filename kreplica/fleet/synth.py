@@ -146,12 +146,29 @@ def synth_fleet(clusters: int, partitions: int, seed: int = 0) -> Iterator[Clust
         yield synth_cluster(index, size, random.Random(f"{seed}/{index}"))
 
 
-def write_fleet(out: Path, clusters: int, partitions: int, seed: int = 0) -> list[Path]:
-    """Write a synthetic fleet as OUT/<cluster_id>.json snapshot files."""
+def write_fleet(
+    out: Path, clusters: int, partitions: int, seed: int = 0, *, processes: int = 1
+) -> list[Path]:
+    """Write a synthetic fleet as OUT/<cluster_id>.json snapshot files; `processes` > 1
+    writes clusters in that many processes (each cluster has its own random stream, so the
+    files are the same)."""
     out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for snapshot in synth_fleet(clusters, partitions, seed):
-        path = out / f"{snapshot.cluster_id}.json"
-        write_snapshot(snapshot, path)
-        paths.append(path)
-    return paths
+    sizes = cluster_sizes(clusters, max(partitions, clusters), random.Random(seed))
+    jobs = [(out, seed, index, size) for index, size in enumerate(sizes)]
+    if processes <= 1:
+        return [_write_cluster(job) for job in jobs]
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(processes) as pool:
+        # biggest first, so no process is left with a big one at the end
+        order = sorted(range(len(jobs)), key=lambda i: -sizes[i])
+        written = dict(zip(order, pool.imap(_write_cluster, [jobs[i] for i in order]), strict=True))
+    return [written[i] for i in range(len(jobs))]
+
+
+def _write_cluster(job: tuple[Path, int, int, int]) -> Path:
+    out, seed, index, size = job
+    snapshot = synth_cluster(index, size, random.Random(f"{seed}/{index}"))
+    path = out / f"{snapshot.cluster_id}.json"
+    write_snapshot(snapshot, path)
+    return path

@@ -105,3 +105,10 @@ def test_the_audits_layouts_are_explain_topics() -> None:
             seen.add(verdict)
         assert topic_layouts(snapshot) == topic_layouts(columnar)  # objects: the same
     assert (True, None) in seen and any(default is False for default, _ in seen)
+
+
+def test_fleet_written_by_processes_is_the_same(tmp_path: Path) -> None:
+    paths = write_fleet(tmp_path, 5, 2500, seed=9, processes=2)
+    assert [p.name for p in paths] == [f"synth-{i:04d}.json" for i in range(5)]
+    expected = [dump_snapshot(s) for s in synth_fleet(5, 2500, seed=9)]
+    assert [p.read_text(encoding="utf-8") for p in paths] == expected

@@ -8,11 +8,14 @@ temporary folder, then, in one run and alternating which goes first from one fle
 next:
 
 - `audit`: `fleet audit --rf 3 --min-insync 2` on the session (started once, its start-up
-  reported apart), beside `2-proc`: the same checks (layout included, by the same
-  `layout_verdict` the audit uses) in plain Python, the snapshots parsed by the project's reader
-  and checked object by object in two worker processes (the two cores Spark has). The
-  findings per cluster and code are compared (`same`): the baseline is an independent
-  re-implementation of the checks.
+  reported apart), beside `2-proc`, the issue's baseline: the same checks in plain Python,
+  the snapshots parsed by the project's reader and checked object by object in two worker
+  processes (the two cores Spark has), the layout by `layout_verdict` (what `kreplica
+  explain` says), one search per topic; and beside `table`: the same two processes judging
+  layouts as the audit's tasks do (`records.topic_layouts`: the cluster's replica table,
+  then a search that stops at the first layout reproducing every partition), so the figure
+  shows what Spark itself costs. The findings per cluster and code are compared (`same`):
+  the baselines are an independent re-implementation of the checks.
 - `plan`: `fleet plan --rf 3` beside `serial`: the same clusters planned one after another in
   this process with the project's library (`plan_text`, what each Spark task runs per file:
   the CLI's snapshot reader and planner), the reassignments compared byte for byte with the
@@ -47,10 +50,11 @@ from kreplica.fleet.adapter import cluster_key
 from kreplica.fleet.job import build_session, cache_dir, load_fleet_policy, run_audit, run_plan
 from kreplica.fleet.plantask import plan_text
 from kreplica.fleet.policy import Policy, policy_from_dict
+from kreplica.fleet.records import topic_layouts
 from kreplica.fleet.report import safe_name
 from kreplica.fleet.synth import write_fleet
 from kreplica.planner.explain import layout_verdict
-from kreplica.sources.snapshot import parse_snapshot_text
+from kreplica.sources.snapshot import parse_snapshot_text, parse_snapshot_text_columnar
 
 SKEW = 0.1
 
@@ -59,11 +63,21 @@ def _load() -> float:
     return os.getloadavg()[0]
 
 
-def _check_file(args: tuple[str, dict[str, Any]]) -> tuple[str, dict[str, int]]:
-    """The audit's checks on one snapshot, in plain Python: cluster key -> findings by code."""
-    path, shipped = args
+def _check_file(args: tuple[str, dict[str, Any], bool]) -> tuple[str, dict[str, int]]:
+    """The audit's checks on one snapshot, in plain Python: cluster key -> findings by code.
+    `table`: layouts as the audit's tasks judge them (`topic_layouts`: the cluster's replica
+    table first), else by `layout_verdict`, one search per topic (the issue's baseline)."""
+    path, shipped, table = args
     policy = policy_from_dict(shipped)
-    snapshot = parse_snapshot_text(Path(path).read_text(encoding="utf-8"), origin=path)
+    text = Path(path).read_text(encoding="utf-8")
+    defaults: dict[str, bool | None] = {}
+    if table:
+        snapshot = parse_snapshot_text_columnar(text, origin=path)
+        verdicts = topic_layouts(snapshot)  # before `topics` builds the objects
+        names = [t.name for t in snapshot.topics]
+        defaults = {n: d for n, (d, _) in zip(names, verdicts, strict=True)}
+    else:
+        snapshot = parse_snapshot_text(text, origin=path)
     key = cluster_key(snapshot, Path(path).stem)
     cluster = policy.cluster(key, snapshot.cluster_id)
     codes: Counter[str] = Counter()
@@ -107,7 +121,8 @@ def _check_file(args: tuple[str, dict[str, Any]]) -> tuple[str, dict[str, int]]:
         codes.update(hits)
         if target.min_insync is not None and min_isr < target.min_insync:
             codes["min-insync-below-policy"] += 1
-        if not layout_verdict(snapshot, topic)[0]:
+        default = defaults[topic.name] if table else layout_verdict(snapshot, topic)[0]
+        if not default:
             codes["layout-not-kafka-default"] += 1
     codes["max-partitions-per-broker"] += sum(1 for (_, cap), n in capped.items() if n > cap)
     for b in replicas:
@@ -126,11 +141,13 @@ def _check_file(args: tuple[str, dict[str, Any]]) -> tuple[str, dict[str, int]]:
     return key, {k: v for k, v in codes.items() if v}
 
 
-def two_process_audit(folder: Path, policy: Policy) -> dict[str, dict[str, int]]:
+def two_process_audit(
+    folder: Path, policy: Policy, *, table: bool = False
+) -> dict[str, dict[str, int]]:
     files = sorted(folder.glob("*.json"), key=lambda p: -p.stat().st_size)  # big ones first
     shipped = policy.to_dict()
     with multiprocessing.get_context("fork").Pool(2) as pool:
-        found = pool.imap_unordered(_check_file, [(str(f), shipped) for f in files], 1)
+        found = pool.imap_unordered(_check_file, [(str(f), shipped, table) for f in files], 1)
         return dict(found)
 
 
@@ -253,8 +270,9 @@ def main() -> None:
     print(f"Spark {spark.version} on {args.master}: session started in {startup:.1f} s")
     header = (
         f"{'partitions':>10} {'clusters':>8} {'audit s':>8} {'2-proc s':>8} {'ratio':>6} "
+        f"{'table s':>8} {'ratio':>6} "
         f"{'same':>5} {'plan s':>8} {'serial s':>8} {'ratio':>6} {'same':>5} "
-        f"{'py MiB':>7} {'jvm MiB':>7}  load (audit/2-proc/plan/serial)"
+        f"{'py MiB':>7} {'jvm MiB':>7}  load (audit/2-proc/table/plan/serial)"
     )
     print(header)
     print("-" * len(header))
@@ -262,7 +280,7 @@ def main() -> None:
         work = Path(tempfile.mkdtemp(prefix=f"kreplica-bench-{size}-"))
         try:
             snaps = work / "snapshots"
-            write_fleet(snaps, clusters, size, seed=args.seed)
+            write_fleet(snaps, clusters, size, seed=args.seed, processes=2)
             fig: dict[str, tuple[Any, float, float, float]] = {}
 
             def spark_audit(out: Path = work / "audit", snaps: Path = snaps) -> Any:
@@ -274,6 +292,7 @@ def main() -> None:
             audits = [
                 ("audit", spark_audit),
                 ("base", lambda s=snaps: two_process_audit(s, policy_audit)),
+                ("table", lambda s=snaps: two_process_audit(s, policy_audit, table=True)),
             ]
             plans = [
                 ("plan", spark_plan),
@@ -285,15 +304,17 @@ def main() -> None:
                 fig[name] = _timed(fn)
             audit_doc, base = fig["audit"][0], fig["base"][0]
             spark_codes = {c["cluster_id"]: dict(c["by_code"]) for c in audit_doc["clusters"]}
-            same_findings = spark_codes == {k: base.get(k, {}) for k in spark_codes} and set(
-                base
-            ) == set(spark_codes)
+            same_findings = all(
+                spark_codes == {k: other.get(k, {}) for k in spark_codes}
+                and set(other) == set(spark_codes)
+                for other in (base, fig["table"][0])
+            )
             same_plans = _same_plans(fig["serial"][0], work / "plan")
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        a, b, p, s = (fig[k][1] for k in ("audit", "base", "plan", "serial"))
-        loads = [fig[k][2] for k in ("audit", "base", "plan", "serial")]
-        cpus = [fig[k][3] for k in ("audit", "base", "plan", "serial")]
+        a, b, t, p, s = (fig[k][1] for k in ("audit", "base", "table", "plan", "serial"))
+        loads = [fig[k][2] for k in ("audit", "base", "table", "plan", "serial")]
+        cpus = [fig[k][3] for k in ("audit", "base", "table", "plan", "serial")]
         row = {
             "partitions": size,
             "clusters": clusters,
@@ -301,6 +322,8 @@ def main() -> None:
             "audit_s": round(a, 1),
             "two_process_s": round(b, 1),
             "audit_over_two_process": round(a / b, 2),
+            "two_process_table_s": round(t, 1),
+            "audit_over_two_process_table": round(a / t, 2),
             "findings_identical": same_findings,
             "findings": sum(sum(c.values()) for c in spark_codes.values()),
             "plan_s": round(p, 1),
@@ -310,14 +333,18 @@ def main() -> None:
             "loadavg_1m": [round(x, 1) for x in loads],
             "cpu_s": {
                 k: round(x, 1)
-                for k, x in zip(("audit", "two_process", "plan", "serial_plan"), cpus, strict=True)
+                for k, x in zip(
+                    ("audit", "two_process", "two_process_table", "plan", "serial_plan"),
+                    cpus,
+                    strict=True,
+                )
             },
             "driver_python_peak_mib": round(_python_peak_mib()),
             "jvm_peak_mib": round(_jvm_peak_mib(spark) or 0),
         }
         results.append(row)
         print(
-            f"{size:>10} {clusters:>8} {a:>8.1f} {b:>8.1f} {a / b:>6.2f} "
+            f"{size:>10} {clusters:>8} {a:>8.1f} {b:>8.1f} {a / b:>6.2f} {t:>8.1f} {a / t:>6.2f} "
             f"{'yes' if same_findings else 'NO':>5} {p:>8.1f} {s:>8.1f} {p / s:>6.2f} "
             f"{'yes' if same_plans else 'NO':>5} {row['driver_python_peak_mib']:>7} "
             f"{row['jvm_peak_mib']:>7}  " + "/".join(f"{x:.1f}" for x in loads),

@@ -6,10 +6,11 @@ PYTHONPATH=. .venv/bin/python bench/bench_fleet_moonshot.py [--partitions 100000
 
 Writes the synthetic fleet (`write_fleet`, two processes; its time is printed apart, it is
 not part of the figure) unless DIR already holds its files, then runs `kreplica fleet audit
---rf 3 --min-insync 2` and `kreplica fleet plan --rf 3` as cron would: fresh processes,
-Spark's start-up included, the default heap (KREPLICA_SPARK_MEMORY, 2g). For each: wall
-time, exit code, what it wrote (findings, plans), and the peak resident memory of the JVM and
-of all Python processes together, sampled from /proc every half second, with the load.
+--rf 3 --min-insync 2` and `kreplica fleet plan --rf 3 --force --replace-dead` as cron would:
+fresh processes, Spark's start-up included, the default heap (KREPLICA_SPARK_MEMORY, 2g).
+For each: wall time, exit code, what it wrote (findings, plans), and the peak resident
+memory of the JVM and of all Python processes together, sampled from /proc every half
+second, with the load.
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def main() -> None:
     common = ["--input", str(snaps), "--master", args.master]
     figures = {}
     total = 0.0
-    for name, extra in (("audit", ["--min-insync", "2"]), ("plan", [])):
+    for name, extra in (("audit", ["--min-insync", "2"]), ("plan", ["--force", "--replace-dead"])):
         out = folder / name
         shutil.rmtree(out, ignore_errors=True)
         fig = run([*kreplica, name, *common, "--out", str(out), "--rf", "3", *extra])

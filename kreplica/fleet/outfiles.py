@@ -73,6 +73,21 @@ class OutFiles:
 
         self._remote(rename, to)
 
+    def only_file(self, rel: str) -> str | None:
+        """The one data file Spark's writer left in folder `rel` (its part file), relative to
+        --out; None when there is none."""
+        if self.out.local is not None:
+            found = sorted(p.name for p in (self.out.local / rel).glob("part-*"))
+        else:
+            statuses: list[Any] = []
+
+            def listing() -> None:
+                statuses.extend(self._fs.globStatus(self._path(f"{rel}/part-*")) or [])
+
+            self._remote(listing, rel)
+            found = sorted(str(st.getPath().getName()) for st in statuses)
+        return f"{rel}/{found[0]}" if len(found) == 1 else None
+
     def mark_done(self, command: str, counts: dict[str, Any]) -> None:
         """The success marker: written after everything else, so its presence means the run
         finished (with `status` "partial" when snapshots were skipped)."""

@@ -344,6 +344,45 @@ def plan_frame(
     return spread_files(texts, listed, packed=True).mapInArrow(plan_batches, PLAN_ROW)
 
 
+def _write_plans(frame: DataFrame, out: OutFiles) -> list[Any]:
+    """Plan files on a Hadoop URI, written by the executors (their Python has no Hadoop
+    client, their JVM has): Spark's text writer puts each file under STAGING/texts/staged=
+    <file's hash>/name=<file>/, the driver then renames it to `staged_folder(file)/<file>`
+    (no plan bytes through the driver). The rows, without the plans' text."""
+    texts = [
+        F.struct(F.lit(name).alias("name"), F.col(col).alias("text")) for col, name in PLAN_FILES
+    ]
+    folder = f"{STAGING}/texts"
+    frame = frame.persist()
+    try:
+        (
+            frame.where(F.col("has_plan"))
+            .select(
+                F.substring(F.sha1(F.col("file")), 1, 24).alias("staged"),
+                F.explode(F.array(*texts)).alias("f"),
+            )
+            .where(F.col("f.text").isNotNull())
+            # the writer ends each text with a newline, as plan files already end
+            .select("staged", "f.name", F.regexp_replace("f.text", "\n\\z", "").alias("text"))
+            .write.mode("overwrite")
+            .partitionBy("staged", "name")
+            .text(out.uri(folder))
+        )
+        rows = frame.drop(*[col for col, _ in PLAN_FILES]).collect()
+    finally:
+        frame.unpersist()
+    for row in rows:
+        if not row["has_plan"]:
+            continue
+        staged = staged_folder(row["file"])
+        for _, name in PLAN_FILES:
+            part = out.only_file(f"{folder}/staged={staged.rsplit('/', 1)[1]}/name={name}")
+            if part is not None:
+                out.move(part, f"{staged}/{name}")
+    out.remove(folder)
+    return rows
+
+
 def plan(
     spark: SparkSession,
     input_path: str,
@@ -364,19 +403,15 @@ def plan(
         write_to=str(local) if local is not None else None,
     )
     found: list[dict[str, Any]] = []
-    # a local --out: the tasks wrote the files and the driver collects summary rows (all
-    # tasks at once); a Hadoop URI: plans stream to the driver, which stages them through
-    # Hadoop's FileSystem (the executors' Python has no Hadoop client)
+    # the driver collects summary rows only: with a local --out the tasks wrote the files,
+    # with a Hadoop URI Spark's text writer does (`_write_plans`)
     try:
         with file_tasks(spark, listed):
-            rows_in = frame.collect() if local is not None else frame.toLocalIterator()
+            rows_in = frame.collect() if local is not None else _write_plans(frame, out)
         for found_row in rows_in:
             row = found_row.asDict()
-            texts_of = {column: row.pop(column) for column, _ in PLAN_FILES}
-            if local is None and row["has_plan"]:
-                for column, name in PLAN_FILES:
-                    if texts_of[column] is not None:
-                        out.write_text(f"{staged_folder(row['file'])}/{name}", texts_of[column])
+            for column, _ in PLAN_FILES:
+                row.pop(column, None)
             found.append(row)
     except Exception as exc:
         if isinstance(exc, KreplicaError):

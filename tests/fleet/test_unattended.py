@@ -243,3 +243,42 @@ def test_plan_rows_reaching_the_driver_carry_no_plan_text(
         folder = tmp_path / staged_folder(row["file"])
         assert json.loads((folder / "plan.json").read_text())["cluster_id"] == row["cluster_id"]
         assert (folder / "reassignment.json").is_file()
+
+
+def test_plans_on_a_hadoop_uri_are_written_by_the_executors(
+    spark: Any, fleet_dir: Path, tmp_path: Path
+) -> None:
+    """--out on a Hadoop URI (here file: through Hadoop's FileSystem, as hdfs:// and s3a://
+    go): Spark's text writer writes the plan files, byte for byte what a local --out gets,
+    and the rows the driver collects carry no plan text."""
+    from kreplica.fleet.adapter import PLAN_FILES, PlanSettings
+    from kreplica.fleet.job import load_fleet_policy, run_plan
+    from kreplica.fleet.pipeline import _write_plans, plan_frame
+    from kreplica.fleet.plantask import STAGING
+
+    policy = load_fleet_policy(None, rf=3, min_insync=None)
+    local, remote = tmp_path / "local", tmp_path / "remote"
+    run_plan(spark, str(fleet_dir), str(local), policy)
+    run_plan(spark, str(fleet_dir), OutDir(uri=remote.as_uri(), local=None), policy)
+
+    def files(root: Path) -> list[Path]:
+        # not the .crc files Hadoop's checksummed local file system keeps beside each file
+        return sorted(
+            p.relative_to(root)
+            for p in (root / "plans").rglob("*")
+            if p.is_file() and not p.name.startswith(".")
+        )
+
+    assert len(files(local)) >= 6 and files(remote) == files(local)
+    for name in files(local):
+        assert (remote / name).read_bytes() == (local / name).read_bytes(), name
+    assert not (remote / STAGING).exists()
+    # what reaches the driver: the summary numbers only
+    out = OutFiles(spark, OutDir(uri=(tmp_path / "rows").as_uri(), local=None))
+    texts = spark.read.text(str(fleet_dir / "synth-000[01].json"), wholetext=True)
+    frame = plan_frame(
+        texts.selectExpr("input_file_name() AS file", "value AS text"), policy, PlanSettings()
+    )
+    rows = _write_plans(frame, out)
+    assert len(rows) == 2 and all(r["has_plan"] for r in rows)
+    assert not {column for column, _ in PLAN_FILES} & set(rows[0].asDict())

@@ -109,8 +109,9 @@ def resolve(
             first[r["cluster_id"]] = r["file"]
     # Spark's whole-text reader drops a 0-byte file without a row: named here instead
     skipped += [{"file": f, "error": f"{f}: empty file (0 bytes), not a snapshot"} for f in empty]
-    read = {unquote(r["file"]) for r in meta}  # input_file_name() is %-encoded
-    unread = [short_name(f) for f in listed.files if unquote(short_name(f)) not in read]
+    # a row's file is a %-encoded URI (as `input_file_name()` gives it), a listed one is not
+    read = {unquote(r["file"]) for r in meta}
+    unread = [short_name(f) for f in listed.files if short_name(f) not in read]
     unread += listed.broken
     skipped += [
         {"file": f, "error": f"{f}: cannot be read (missing, not permitted, or an I/O error)"}

@@ -21,7 +21,8 @@ STAGING = ".kreplica-staging"
 
 
 def staged_folder(file: str) -> str:
-    """A file's plan folder under STAGING (the same in every task and the driver)."""
+    """A file's plan folder under STAGING (the same in every task and the driver; for a
+    Hadoop --out, Spark computes the same name: `pipeline._write_plans`)."""
     return f"{STAGING}/{hashlib.sha1(file.encode('utf-8')).hexdigest()[:24]}"
 
 

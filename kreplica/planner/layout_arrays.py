@@ -43,7 +43,8 @@ def zookeeper_default_topics(columns: PartitionColumns, brokers: Sequence[Broker
     ids = sorted(b.id for b in brokers)
     if not topics or not ids or not columns.rows:
         return ok
-    plain = _plain_topics(columns, np.asarray(ids, dtype=np.int64))
+    topic_of = columns.topic_of_rows()  # each row's topic, for every pass below
+    plain = _plain_topics(columns, topic_of, np.asarray(ids, dtype=np.int64))
     if not plain.any():
         return ok
     orders: list[tuple[list[int], dict[int, str] | None]] = [(ids, None)]
@@ -52,16 +53,15 @@ def zookeeper_default_topics(columns: PartitionColumns, brokers: Sequence[Broker
         named = {b: r for b, r in racks.items() if r is not None}
         orders.append((rack_alternated_brokers(named), named))
     for order, rack_of in orders:
-        ok |= _placed_over(columns, plain, order, rack_of)
+        ok |= _placed_over(columns, topic_of, plain, order, rack_of)
     return ok
 
 
-def _plain_topics(columns: PartitionColumns, ids: I64) -> Mask:
+def _plain_topics(columns: PartitionColumns, topic: I64, ids: I64) -> Mask:
     """Topics the table can answer: partition ids 0..P-1, one replication factor from 1 to
     the broker count, every replica on a listed broker."""
     starts = columns.start[:-1]
     counts = np.diff(columns.start)
-    topic = columns.topic_of_rows()
     nonempty = counts > 0
     rows = columns.rows
     n = ids.shape[0]
@@ -104,13 +104,16 @@ def _table(order: Sequence[int], rack_of: dict[int, str] | None, rf: int) -> I64
 
 
 def _placed_over(
-    columns: PartitionColumns, plain: Mask, order: Sequence[int], rack_of: dict[int, str] | None
+    columns: PartitionColumns,
+    topic_of: I64,
+    plain: Mask,
+    order: Sequence[int],
+    rack_of: dict[int, str] | None,
 ) -> Mask:
     """Plain topics whose every partition is Kafka's creation placement over `order` for
     partition 0's start index and one shift (every shift that fits partition 0 is tried)."""
     n = len(order)
     shifts = max(n - 1, 1)
-    topic_of = columns.topic_of_rows()
     rows = plain[topic_of]
     widest = int(columns.rf[rows].max())
     table = _table(order, rack_of, widest)

@@ -29,6 +29,34 @@ STANDARD_TOPICS = (
 )
 
 
+def wait_for_replica_logs(info: SandboxInfo, command_config: str | None = None) -> None:
+    """Wait until every broker reports a log for each replica of the standard topics. A leader
+    in the metadata does not mean the replica's log exists yet (a KRaft broker updates its
+    metadata first; a loaded ZooKeeper-mode broker may not have reached that LeaderAndIsr), and
+    tests compare replica dirs between two reads."""
+    from kreplica.cli.config import load_properties
+    from kreplica.sources import open_source
+    from tests.support.polling import eventually
+
+    config = load_properties(command_config) if command_config else None
+    names = [spec.name for spec in STANDARD_TOPICS]
+
+    def unplaced() -> list[str]:
+        with open_source(bootstrap_server=info.bootstrap_servers, client_config=config) as source:
+            return [
+                f"{p.topic}-{p.partition} on broker {broker}"
+                for topic in source.snapshot(names).topics
+                for p in topic.partitions
+                for broker, where in zip(
+                    p.replicas, p.replica_dirs or [None] * len(p.replicas), strict=True
+                )
+                if where is None
+            ]
+
+    missing = eventually(unplaced, lambda left: not left, timeout_s=60, interval_s=0.5)
+    assert not missing, f"no log for {missing} after 60 s"
+
+
 # The shared clusters' brokers have this many log dirs (JBOD: `data`, `data-2`), so the disk
 # tests (tests/integration/test_dirs_clusters.py) need no cluster of their own.
 SHARED_LOG_DIRS = 2
@@ -48,6 +76,7 @@ def _cluster(mode: str, version: str) -> Iterator[SandboxInfo]:
             )
         )
         create_topics(info.bootstrap_servers, STANDARD_TOPICS)
+        wait_for_replica_logs(info)
         yield info
 
 
@@ -276,6 +305,7 @@ def _secured(mode: str) -> Iterator[SandboxInfo]:
         create_topics(
             info.bootstrap_servers, STANDARD_TOPICS, client_config=sandbox.client_config(name)
         )
+        wait_for_replica_logs(info, info.client_configs["admin"])
         yield info
 
 

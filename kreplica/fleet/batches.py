@@ -29,7 +29,7 @@ from kreplica.fleet.records import (
     fleet_record,
     live_racks,
     parse_record,
-    short_name,
+    row_name,
     topic_entry,
     topic_layouts,
 )
@@ -77,7 +77,7 @@ def _batch(
     *,
     layouts: bool,
 ) -> pa.RecordBatch:
-    origin = short_name(file)
+    origin = row_name(file)
     key = None if snapshot is None else cluster_key(snapshot, file_stem(origin))
     meta = [pa.array([value], pa.string()) for value in (key, origin, error)]
     struct = schema.field("partitions").type.value_type

@@ -8,7 +8,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -109,8 +108,8 @@ def resolve(
             first[r["cluster_id"]] = r["file"]
     # Spark's whole-text reader drops a 0-byte file without a row: named here instead
     skipped += [{"file": f, "error": f"{f}: empty file (0 bytes), not a snapshot"} for f in empty]
-    # a row's file is a %-encoded URI (as `input_file_name()` gives it), a listed one is not
-    read = {unquote(r["file"]) for r in meta}
+    # a row's file is decoded once (`records.row_name`), as Hadoop lists it
+    read = {r["file"] for r in meta}
     unread = [short_name(f) for f in listed.files if short_name(f) not in read]
     unread += listed.broken
     skipped += [

@@ -11,7 +11,7 @@ from typing import Any
 
 from kreplica.fleet.adapter import PlanSettings, cluster_key, plan_cluster
 from kreplica.fleet.policy import Policy
-from kreplica.fleet.records import file_stem, parse_record, short_name
+from kreplica.fleet.records import file_stem, parse_record, row_name
 from kreplica.gcpause import gc_paused
 
 # Where a task writes a cluster's plan files under --out before the driver, knowing every
@@ -33,7 +33,7 @@ def plan_text(
     file that is not a snapshot is skipped (then nothing else is set but the file)."""
     with gc_paused():  # a snapshot and a plan are trees of acyclic objects (gcpause.py)
         snapshot, error = parse_record(file, text, columnar=True)
-        origin = short_name(file)
+        origin = row_name(file)
         if snapshot is None:
             return {"cluster_id": None, "file": origin, "skip": error}
         key = cluster_key(snapshot, file_stem(origin))

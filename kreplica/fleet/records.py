@@ -13,6 +13,7 @@ import posixpath
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import unquote
 
 from kreplica.errors import KreplicaError
 from kreplica.fleet.adapter import cluster_key
@@ -35,13 +36,20 @@ def short_name(file: str) -> str:
     return file
 
 
+def row_name(file: str) -> str:
+    """A file as Spark's reader names it (`input_file_name`: a %-encoded URI), as people wrote
+    it: file:///x/a%20b.json -> /x/a b.json. What a row carries, messages show and a snapshot
+    without a cluster id is named after. Hadoop lists names decoded: `short_name` for those."""
+    return short_name(unquote(file))
+
+
 def parse_record(
     file: str, text: str, *, columnar: bool = False
 ) -> tuple[ClusterSnapshot | None, str | None]:
     """The snapshot in `text`, or the one-line reason it cannot be read. `columnar`: as
     `kreplica plan --snapshot` reads it (partitions in arrays for the array planner when it
     can be; the same snapshot and the same errors either way)."""
-    origin = short_name(file)
+    origin = row_name(file)
     parse = parse_snapshot_text_columnar if columnar else parse_snapshot_text
     try:
         return parse(text, origin=origin), None
@@ -236,7 +244,7 @@ def record_row(file: str, text: str, policy: Policy, *, layouts: bool = True) ->
     """One parsed snapshot: cluster, file, and the one-line error of a file that does not
     parse, else its `fleet_record` under "record"."""
     snapshot, error = parse_record(file, text)
-    origin = short_name(file)
+    origin = row_name(file)
     if snapshot is None:
         return {"cluster_id": None, "file": origin, "error": error, "record": None}
     key = cluster_key(snapshot, file_stem(origin))

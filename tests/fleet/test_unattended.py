@@ -26,10 +26,11 @@ HALF = "half-written.json"
 @pytest.fixture(scope="module")
 def tiny_fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """2 synthetic clusters, a 0-byte file, a snapshot cut off half-way and a symbolic link
-    to a file that is gone (Spark and Hadoop's listing both drop it without a word)."""
+    to a file that is gone (Spark and Hadoop's listing both drop it without a word), in a
+    folder whose name holds a space (every message names files as written, not %20)."""
     from kreplica.fleet.synth import write_fleet
 
-    folder = tmp_path_factory.mktemp("tiny-fleet")
+    folder = tmp_path_factory.mktemp("tiny fleet")
     write_fleet(folder, 2, 40, seed=5)
     (folder / "empty.json").write_bytes(b"")
     # as docs/fleet.md makes it: head -c 400 examples/cluster.json > fleet/half-written.json

@@ -12,7 +12,7 @@ import socket
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 from kreplica.errors import ExitCode, KreplicaError, UsageError
 
@@ -38,7 +38,7 @@ class MasterUnreachable(KreplicaError):
 class OutDir:
     """Where results go: a local folder (`local` set) or a Hadoop URI (hdfs://, s3a://, ...)."""
 
-    uri: str  # what Spark writes to (file:///abs/path for a local folder)
+    uri: str  # what Spark writes to (`hadoop_uri` of a local folder)
     local: Path | None
 
     @property
@@ -89,7 +89,9 @@ def _spark_hosts(master: str) -> list[tuple[str, int]]:
 
 def local_path(value: str, flag: str = "--out") -> Path | None:
     """A local path for a plain path or a file: URI (file:///x, file:/x, file://localhost/x);
-    None for any other URI. Plain paths are taken relative to the working directory."""
+    None for any other URI. Plain paths are taken relative to the working directory. A file
+    URI's path is taken as written, %XX and all, as Hadoop takes it (Spark reads and writes
+    through Hadoop's Path: file:///a%20b is a folder named `a%20b` to it)."""
     scheme = _SCHEME.match(value)
     if scheme is None or len(scheme.group(1)) == 1:  # C:\x on Windows is a path
         return Path(value).expanduser().absolute()
@@ -103,7 +105,13 @@ def local_path(value: str, flag: str = "--out") -> Path | None:
         )
     if not parts.path.startswith("/"):
         raise UsageError(f"{flag} {value!r}: give an absolute path (file:///abs/path)")
-    return Path(unquote(parts.path))
+    return Path(parts.path)
+
+
+def hadoop_uri(path: Path) -> str:
+    """The URI Spark is given for a local folder: Hadoop's Path quotes what needs quoting
+    itself, so a %-encoded URI (`Path.as_uri`: file:///a%20b) would name another folder."""
+    return f"file://{path.as_posix()}"
 
 
 def check_out(value: str) -> OutDir:
@@ -119,7 +127,7 @@ def check_out(value: str) -> OutDir:
             raise UsageError(f"--out {value!r}: give a folder in that file system")
         return OutDir(uri=value.rstrip("/") or value, local=None)
     _writable(path, value)
-    return OutDir(uri=path.as_uri(), local=path)
+    return OutDir(uri=hadoop_uri(path), local=path)
 
 
 def local_out(value: str) -> Path:

@@ -15,7 +15,7 @@ import pytest
 
 from kreplica.errors import ExitCode, UsageError
 from kreplica.fleet.outfiles import OutFiles
-from kreplica.fleet.preflight import DONE_MARKER, OutDir
+from kreplica.fleet.preflight import DONE_MARKER, OutDir, hadoop_uri
 from tests.unit.cli.conftest import run_cli
 
 pytestmark = pytest.mark.integration  # a JVM: not in the fast `-m "not integration"` loop
@@ -75,6 +75,23 @@ def test_audit_names_empty_and_half_written_exit_9(
     # written last: nothing in the run is newer than the marker
     newest = max(p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file())
     assert (out / DONE_MARKER).stat().st_mtime_ns == newest
+
+
+def test_findings_land_in_an_out_folder_whose_name_needs_quoting(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Spark's Parquet writer and Python's files share the folder: a %-encoded URI handed to
+    Hadoop would be another folder (`audit%20out%2050%25`) beside the summary's."""
+    out = tmp_path / "audit out 50%"
+    example = REPO / "examples" / "cluster.json"  # 3 findings
+    result = run_cli(["fleet", "audit", "--input", str(example), "--out", str(out),
+                      "--worst", "0", "--output", "json"])  # fmt: skip
+    assert result.code == ExitCode.OK, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+    findings = Path(result.json()["data"]["findings"])
+    assert findings == out / "findings" and (findings / "_SUCCESS").is_file()
+    assert len(spark.read.parquet(hadoop_uri(findings)).collect()) == 3
+    assert (out / DONE_MARKER).is_file()
 
 
 def test_plan_json_envelope_is_partial_and_plans_land(

@@ -20,6 +20,7 @@ from kreplica.fleet.preflight import (
     MasterUnreachable,
     check_master,
     check_out,
+    hadoop_uri,
     local_path,
 )
 from kreplica.fleet.report import plan_markdown
@@ -143,7 +144,7 @@ def test_local_path_keeps_file_uris_absolute(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     assert local_path("file:///srv/fleet out") == Path("/srv/fleet out")
-    assert local_path("file:///srv/a%20b") == Path("/srv/a b")
+    assert local_path("file:///srv/a%20b") == Path("/srv/a%20b")  # as Hadoop's Path takes it
     assert local_path("file:/srv/x") == Path("/srv/x")
     assert local_path("file://localhost/srv/x") == Path("/srv/x")
     assert local_path("rel/dir") == tmp_path / "rel" / "dir"
@@ -368,3 +369,10 @@ def test_the_class_archive_is_written_once_and_used_only_when_whole(
     assert part is not None and not part.startswith(final)
     monkeypatch.setenv("KREPLICA_SPARK_CDS", "0")
     assert class_archive(java, str(home), cache) == ("", None)
+
+
+def test_the_uri_spark_is_given_for_a_local_folder_is_not_percent_encoded() -> None:
+    """Hadoop's Path quotes a space or a % itself; `Path.as_uri()` would make them part of
+    the name (file:///a%20b is folder `a%20b` to Hadoop)."""
+    assert hadoop_uri(Path("/srv/fleet out/50%")) == "file:///srv/fleet out/50%"
+    assert local_path(hadoop_uri(Path("/srv/fleet out/50%"))) == Path("/srv/fleet out/50%")

@@ -285,7 +285,7 @@ def partial_message(doc: dict[str, Any]) -> str:
         more = f" and {len(refused) - 1} more" if len(refused) > 1 else ""
         parts.append(
             f"{len(refused)} cluster(s) refused by the planner ({first['cluster_id']}: "
-            f"{first['error_code']}{more})"
+            f"{first['error']}{more})"
         )
     return (
         f"{'; '.join(parts)}; the other clusters' results are written (the summary names each one)"

@@ -5,7 +5,8 @@
     throttles: Kafka's lists for the moving partitions, merged with what is set; the previous
                values go to the journal first ("throttle-set"), so they can always be restored;
                then every broker must report the rate kreplica set ("throttle-confirmed") or
-               the apply stops before the first wave (kreplica.executor.throttle_confirm)
+               the apply stops before the first wave (kreplica.executor.throttle_confirm; one
+               that reported it already gets it one byte/s lower first: apply_base._set_rates)
     for each wave (plan_waves; with replica_at_a_time, one replica per partition per round):
         journal "submit", then submit; poll until every partition has its target replicas and
         nothing of it is in flight; journal "complete" per partition and "wave-done"
@@ -393,13 +394,11 @@ class Applier(Waiting, DirMoves):
         # the topic lists first, the broker rates last: a broker applies config changes in the
         # order they were written, so one that reports the new rate has the lists too
         # (kreplica.executor.throttle_confirm)
-        for resource, values in sorted(fitted.items(), key=lambda i: (i[0][0] != "topic", i[0])):
+        for resource, values in sorted(fitted.items()):
             kind, name = resource
-            previous = {
-                k: v
-                for k, v in existing.get(resource, {}).items()
-                if k in (TOPIC_KEYS if kind == "topic" else BROKER_KEYS)
-            }
+            if kind != "topic":
+                continue
+            previous = {k: v for k, v in existing.get(resource, {}).items() if k in TOPIC_KEYS}
             if resource in already_ours:  # resumed: what was there first is in the journal
                 previous = {}
             # journal first: if we die right after the write, the restore still knows
@@ -421,10 +420,9 @@ class Applier(Waiting, DirMoves):
                 "brokers": len(brokers),
             }
         )
-        self._confirm_throttles(
-            {name: dict(values) for (kind, name), values in fitted.items() if kind == "broker"},
-            "moves",
-        )
+        rates = {name: v for (kind, name), v in plan.configs().items() if kind == "broker"}
+        reported = {name: v for (kind, name), v in existing.items() if kind == "broker"}
+        self._set_rates(rates, reported, BROKER_KEYS, "moves")
 
     def restore_throttles(self) -> None:
         restore_journal_throttles(self.cluster, self.journal, self.emit, self.clock.sleep)

@@ -28,6 +28,7 @@ from kreplica.executor.pace import (
 from kreplica.executor.planfile import PlanFile
 from kreplica.executor.throttle_confirm import broker_order, describe_missing, wait_applied
 from kreplica.executor.throttle_records import journal_throttles
+from kreplica.executor.throttles import one_less
 from kreplica.model import ClusterSnapshot
 
 Key = tuple[str, int]
@@ -178,8 +179,60 @@ class ApplierState:
             return names, []
         return [b for b in names if b in live], sorted(int(b) for b in names if b not in live)
 
+    def _set_rates(
+        self,
+        rates: Mapping[str, Mapping[str, str]],
+        existing: Mapping[str, Mapping[str, str]],
+        keys: Collection[str],
+        what: Literal["moves", "dirs"],
+    ) -> None:
+        """Write each broker's rate configs (the journal first, with what was there before:
+        its `keys` of `existing`), then wait until every live one reports them.
+
+        A broker that reports one of them already proves nothing by reporting it: a change
+        written before may not be applied yet (the restore of the run before, say), and would
+        unthrottle the moves once it is. It gets the rates one byte/s lower first (never
+        faster than asked), and ours once it reports those: it has then applied every change
+        written before."""
+        _, already_ours = journal_throttles(self.journal.read())
+        stepped = [
+            name
+            for name, values in rates.items()
+            if any(existing.get(name, {}).get(k) == v for k, v in values.items())
+        ]
+        first = {name: one_less(v) if name in stepped else dict(v) for name, v in rates.items()}
+        for name in sorted(first, key=broker_order):
+            previous = {k: v for k, v in existing.get(name, {}).items() if k in keys}
+            if ("broker", name) in already_ours:  # resumed: the journal has what was first
+                previous = {}
+            self._write_rate(name, previous, first[name])
+        if stepped:
+            self._confirm_throttles(first, what, announce=False)
+            for name in sorted(stepped, key=broker_order):
+                self._write_rate(name, {}, dict(rates[name]))
+        self._confirm_throttles(rates, what)
+
+    def _write_rate(
+        self, name: str, previous: Mapping[str, str], values: Mapping[str, str]
+    ) -> None:
+        # journal first: if we die right after the write, the restore still knows
+        self.journal.append(
+            {
+                "event": "throttle-set",
+                "kind": "broker",
+                "name": name,
+                "previous": dict(previous),
+                "values": dict(values),
+            }
+        )
+        self.cluster.alter_configs("broker", name, values)
+
     def _confirm_throttles(
-        self, wanted: Mapping[str, Mapping[str, str]], what: Literal["moves", "dirs"]
+        self,
+        wanted: Mapping[str, Mapping[str, str]],
+        what: Literal["moves", "dirs"],
+        *,
+        announce: bool = True,
     ) -> None:
         """Before submitting: wait until every live broker in `wanted` (broker id -> the rate
         configs kreplica just wrote) reports them, so no move starts unthrottled; refuse
@@ -207,7 +260,8 @@ class ApplierState:
                 "restored unless moves of this plan are running; look at the broker (its log; "
                 "in ZooKeeper mode its ZooKeeper session), then apply again with `resume`"
             )
-        self._throttle_confirmed(what, live, down, result.seconds, result.rounds)
+        if announce:
+            self._throttle_confirmed(what, live, down, result.seconds, result.rounds)
 
     def _throttle_confirmed(
         self,

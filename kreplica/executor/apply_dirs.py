@@ -22,7 +22,6 @@ from kreplica.executor.cancel import cancel_marker
 from kreplica.executor.dirmoves import DirKey, ReplicaLog, is_done
 from kreplica.executor.dirmoves import copied as dir_copied
 from kreplica.executor.moves import Move
-from kreplica.executor.throttle_records import journal_throttles
 from kreplica.executor.throttles import (
     ALTER_DIRS_RATE,
 )
@@ -83,29 +82,9 @@ class DirMoves(ApplierState):
             return
         names = [str(b) for b in sorted(brokers)]
         existing = self.cluster.configs("broker", names)
-        _, already_ours = journal_throttles(self.journal.read())
-        written: dict[str, dict[str, str]] = {}
-        for name in names:
-            before = existing.get(name, {})
-            if before.get(ALTER_DIRS_RATE) == str(rate):
-                continue
-            previous = {k: v for k, v in before.items() if k == ALTER_DIRS_RATE}
-            if ("broker", name) in already_ours:  # resumed: the journal has what was there first
-                previous = {}
-            values = {ALTER_DIRS_RATE: str(rate)}
-            self.journal.append(
-                {
-                    "event": "throttle-set",
-                    "kind": "broker",
-                    "name": name,
-                    "previous": previous,
-                    "values": values,
-                }
-            )
-            self.cluster.alter_configs("broker", name, values)
-            written[name] = values
         self.emit({"event": "dir-throttle-set", "rate": rate, "brokers": len(names)})
-        self._confirm_throttles(written, "dirs")
+        rates = {name: {ALTER_DIRS_RATE: str(rate)} for name in names}
+        self._set_rates(rates, existing, (ALTER_DIRS_RATE,), "dirs")
 
     def _move_dirs(self, wave: int, todo: Mapping[DirKey, str]) -> list[DirKey]:
         """AlterReplicaLogDirs for every replica still to move, with the broker throttle for

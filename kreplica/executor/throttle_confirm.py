@@ -47,9 +47,10 @@ class Confirmation:
 
 
 def differences(
-    wanted: Mapping[str, Mapping[str, str]], reported: Mapping[str, Mapping[str, str]]
+    wanted: Mapping[str, Mapping[str, str | None]], reported: Mapping[str, Mapping[str, str]]
 ) -> dict[str, dict[str, str | None]]:
-    """Per broker, the wanted configs whose reported value differs: {key: reported or None}."""
+    """Per broker, the wanted configs whose reported value differs: {key: reported or None}.
+    A wanted None is a config removed (reported by none)."""
     out: dict[str, dict[str, str | None]] = {}
     for broker, values in wanted.items():
         have = reported.get(broker)
@@ -61,7 +62,7 @@ def differences(
 
 
 def check_once(
-    read: ReadBrokers, wanted: Mapping[str, Mapping[str, str]]
+    read: ReadBrokers, wanted: Mapping[str, Mapping[str, str | None]]
 ) -> tuple[dict[str, dict[str, str | None]], str | None]:
     """One read of the brokers in `wanted`: those not reporting their values yet, and the read's
     error when it failed as a whole (then every broker counts as not reporting)."""

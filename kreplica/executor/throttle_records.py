@@ -12,6 +12,7 @@ from kreplica.errors import ReassignmentInProgress
 from kreplica.executor.events import Emit
 from kreplica.executor.journal import Journal
 from kreplica.executor.kafka_cluster import BrokerDown
+from kreplica.executor.throttle_confirm import broker_order, check_once
 from kreplica.executor.throttles import BROKER_KEYS, TOPIC_KEYS, restore_plan
 
 Resource = tuple[str, str]
@@ -73,6 +74,49 @@ def _read_throttles(
         for name, values in cluster.configs(kind, sorted(names)).items():
             current[(kind, name)] = values
     return current
+
+
+RESTORE_CONFIRM_S = 10.0  # how long a restore waits for the brokers to apply it
+
+
+def _wait_restored(
+    cluster: ConfigCluster,
+    written: Mapping[str, Mapping[str, str | None]],
+    emit: Emit,
+    sleep: Callable[[float], None],
+) -> None:
+    """Wait (up to RESTORE_CONFIRM_S) until each broker reports the rates put back. A broker
+    applies a config change a moment after it is written (ZooKeeper mode: a change
+    notification); a command run right after this one would otherwise read the rate being
+    removed as the one there before, put it back when it restores, and take it as proof that
+    its own equal rate is in effect. A warning when one has not applied it yet."""
+    pending = {b: dict(v) for b, v in written.items() if v}
+    waited, pause = 0.0, 0.05
+    while True:
+        if not pending:
+            return
+        missing, _ = check_once(lambda names: cluster.configs("broker", names), pending)
+        pending = {b: pending[b] for b in missing}
+        if not pending or waited >= RESTORE_CONFIRM_S:
+            break
+        sleep(pause)
+        waited += pause
+        pause = min(pause * 2, 1.0)
+    if not pending:
+        return
+    shown = "; ".join(
+        f"broker {b} reports "
+        + ", ".join(f"{k} {v if v is not None else 'unset'}" for k, v in sorted(missing[b].items()))
+        for b in sorted(missing, key=broker_order)[:3]
+    )
+    emit(
+        {
+            "event": "warning",
+            "message": f"the restored throttle rates are not in effect yet after "
+            f"{RESTORE_CONFIRM_S:g} s ({shown}); the brokers apply them when they process the "
+            "change (`kreplica throttles` shows what they report)",
+        }
+    )
 
 
 def list_throttles(
@@ -155,6 +199,12 @@ def restore_journal_throttles(
         if kind == "broker" and path and path != "the Admin API":
             via[name] = path
     journal.append({"event": "throttle-restored", "configs": done, "via": via})
+    written = {
+        name: dict(changed)
+        for (kind, name), changed in changes.items()
+        if kind == "broker" and name not in via and (kind, name) not in pending
+    }
+    _wait_restored(cluster, written, emit, sleep)
     for (kind, name), reason in sorted(pending.items()):
         # still ours to restore: resume, cancel, `throttles --clear` or the next command that
         # sees the broker back clears it

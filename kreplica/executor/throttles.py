@@ -276,6 +276,12 @@ class ThrottlePlan:
         return out
 
 
+def one_less(values: Mapping[str, str]) -> dict[str, str]:
+    """The rates one byte/s lower: a value the brokers report only once they have applied a
+    change written after any before it (a value that is not a count above 1 is kept)."""
+    return {k: str(int(v) - 1) if v.isdigit() and int(v) > 1 else v for k, v in values.items()}
+
+
 def fit_to_limit(
     configs: Mapping[Resource, Mapping[str, str]],
 ) -> tuple[dict[Resource, dict[str, str]], list[str]]:

@@ -266,7 +266,10 @@ def test_cancel_with_an_original_replica_down_is_refused(op: Operator, kafka: Ka
 
 def test_throttles_come_off_a_receiving_broker_that_died(op: Operator, kafka: Kafka) -> None:
     topic = "receiver"
-    _topic(op, topic, {0: [1, 2], 1: [2, 3]}, 2 * 1024 * 1024)
+    # A throttled follower still fetches up to replica.fetch.max.bytes (1 MiB) per partition
+    # whenever the quota's samples (11 of 1 s) have rolled over: 4 MiB per partition keeps the
+    # moves in flight for half a minute at 20KB/s, not one window (a loaded machine took that)
+    _topic(op, topic, {0: [1, 2], 1: [2, 3]}, 8 * 1024 * 1024)
     plan = _write_plan(op, "r.json", {(topic, 0): [1, 2, 5], (topic, 1): [2, 3, 5]})
     load = LightProducer(op.info.bootstrap_servers, topic)
     load.start()

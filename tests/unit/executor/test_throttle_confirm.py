@@ -216,3 +216,85 @@ def test_a_pace_change_not_applied_is_a_warning_once_and_the_moves_go_on(tmp_pat
     assert len(warnings) == 1
     assert "the rate 2000 is not in effect after 31 s: broker 2" in warnings[0]["message"]
     assert clock.sleeps == []
+
+
+def _stale(cluster: LaggingCluster, broker: str, rate: str, reads: int) -> None:
+    """Broker `broker` still reports `rate` for `reads` more reads: the restore of a run
+    before removed it, and the broker has not processed that change yet."""
+    cluster.applied[broker] = {LEADER_RATE: rate, FOLLOWER_RATE: rate}
+    cluster.left[broker] = reads
+
+
+def test_a_broker_already_reporting_the_rate_gets_one_less_first_so_the_report_proves_it(
+    tmp_path: Path,
+) -> None:
+    """The rate being removed reads as ours: taken as proof, the moves would start while
+    the broker is about to apply the removal (unthrottled until it applies ours)."""
+    cluster = LaggingCluster(lag=3)
+    _stale(cluster, "2", "1000", reads=3)
+    clock = FakeClock()
+    applier = _applier(tmp_path, cluster, throttle=1000)
+    applier.clock = _Clock(now=clock.now, sleep=clock.sleep)
+    applier.run()
+    events = Journal(tmp_path / "plan.journal.jsonl").read()
+    set_on_2 = [
+        e["values"][LEADER_RATE]
+        for e in events
+        if e["event"] == "throttle-set" and e["kind"] == "broker" and e["name"] == "2"
+    ]
+    assert set_on_2 == ["999", "1000"]
+    # the others did not report it: one write each
+    others = [e for e in events if e["event"] == "throttle-set" and e["kind"] == "broker"]
+    assert len(others) == len({e["name"] for e in others}) + 1
+    kinds = [e["event"] for e in events]
+    # ours is written only once 999 is reported, and the moves wait for it
+    last_set = max(i for i, k in enumerate(kinds) if k == "throttle-set")
+    assert last_set < kinds.index("throttle-confirmed") < kinds.index("submit")
+    assert kinds.count("throttle-confirmed") == 1
+    assert [w for w in cluster.writes if w == ("broker", "2")][:2] == [("broker", "2")] * 2
+
+
+def test_a_restore_waits_until_the_brokers_report_it(tmp_path: Path) -> None:
+    """So a command run right after does not read the rate being removed as the one there."""
+    cluster = LaggingCluster(lag=3)
+    clock = FakeClock()
+    applier = _applier(tmp_path, cluster, throttle=1000)
+    applier.clock = _Clock(now=clock.now, sleep=clock.sleep)
+    applier.run()
+    assert cluster.configs("broker", ["2"]) == {"2": {}}  # applied: the next read sees it
+    assert cluster.applied["2"] == {}
+    warned = [e for e in applier.events if e["event"] == "warning"]  # type: ignore[attr-defined]
+    assert warned == []
+
+
+def test_a_restore_a_broker_does_not_apply_is_a_warning_after_a_bounded_wait() -> None:
+    from kreplica.executor.throttle_records import RESTORE_CONFIRM_S, restore_journal_throttles
+
+    class Never(LaggingCluster):
+        def alter_configs(self, kind: str, name: str, values: Mapping[str, str | None]) -> None:
+            super().alter_configs(kind, name, values)
+            if kind == "broker" and name == "2" and all(v is None for v in values.values()):
+                self.left[name] = None  # the removal is never applied
+
+    cluster = Never(lag=0)
+    journal = Journal(Path("/nonexistent-kreplica-test") / "j.jsonl")
+    events: list[dict[str, Any]] = [
+        {
+            "event": "throttle-set",
+            "kind": "broker",
+            "name": "2",
+            "previous": {},
+            "values": {LEADER_RATE: "1000"},
+        }
+    ]
+    cluster.alter_configs("broker", "2", {LEADER_RATE: "1000"})
+    cluster.configs("broker", ["2"])  # applied
+    journal.read = lambda: events  # type: ignore[method-assign]
+    journal.append = events.append  # type: ignore[method-assign]
+    clock = FakeClock()
+    emitted: list[dict[str, Any]] = []
+    assert restore_journal_throttles(cluster, journal, emitted.append, clock.sleep) == 1
+    [warning] = [e for e in emitted if e["event"] == "warning"]
+    assert "not in effect yet after 10 s" in warning["message"]
+    assert f"broker 2 reports {LEADER_RATE} 1000" in warning["message"]
+    assert RESTORE_CONFIRM_S <= clock.t < RESTORE_CONFIRM_S + 2

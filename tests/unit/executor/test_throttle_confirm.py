@@ -126,16 +126,22 @@ class LaggingCluster(SimulatedCluster):
         return out
 
 
+def _run_on_clock(tmp_path: Path, cluster: LaggingCluster) -> Any:
+    """An apply with --throttle 1000 run to its end on a fake clock."""
+    clock = FakeClock()
+    applier = _applier(tmp_path, cluster, throttle=1000)
+    applier.clock = _Clock(now=clock.now, sleep=clock.sleep)
+    applier.run()
+    return applier
+
+
 def _kinds(tmp_path: Path) -> list[str]:
     return [e["event"] for e in Journal(tmp_path / "plan.journal.jsonl").read()]
 
 
 def test_the_first_wave_waits_until_every_broker_reports_the_rate(tmp_path: Path) -> None:
     cluster = LaggingCluster(lag=3)
-    clock = FakeClock()
-    applier = _applier(tmp_path, cluster, throttle=1000)
-    applier.clock = _Clock(now=clock.now, sleep=clock.sleep)
-    applier.run()
+    applier = _run_on_clock(tmp_path, cluster)
     kinds = _kinds(tmp_path)
     assert kinds.index("throttle-set") < kinds.index("throttle-confirmed") < kinds.index("submit")
     confirmed = next(
@@ -232,10 +238,7 @@ def test_a_broker_already_reporting_the_rate_gets_one_less_first_so_the_report_p
     the broker is about to apply the removal (unthrottled until it applies ours)."""
     cluster = LaggingCluster(lag=3)
     _stale(cluster, "2", "1000", reads=3)
-    clock = FakeClock()
-    applier = _applier(tmp_path, cluster, throttle=1000)
-    applier.clock = _Clock(now=clock.now, sleep=clock.sleep)
-    applier.run()
+    _run_on_clock(tmp_path, cluster)
     events = Journal(tmp_path / "plan.journal.jsonl").read()
     set_on_2 = [
         e["values"][LEADER_RATE]
@@ -257,10 +260,7 @@ def test_a_broker_already_reporting_the_rate_gets_one_less_first_so_the_report_p
 def test_a_restore_waits_until_the_brokers_report_it(tmp_path: Path) -> None:
     """So a command run right after does not read the rate being removed as the one there."""
     cluster = LaggingCluster(lag=3)
-    clock = FakeClock()
-    applier = _applier(tmp_path, cluster, throttle=1000)
-    applier.clock = _Clock(now=clock.now, sleep=clock.sleep)
-    applier.run()
+    applier = _run_on_clock(tmp_path, cluster)
     assert cluster.configs("broker", ["2"]) == {"2": {}}  # applied: the next read sees it
     assert cluster.applied["2"] == {}
     warned = [e for e in applier.events if e["event"] == "warning"]  # type: ignore[attr-defined]

@@ -15,7 +15,12 @@ from kreplica.fleet.synth import synth_fleet
 from kreplica.kafka import add_partitions
 from kreplica.kafka.randoms import JavaRandom
 from kreplica.kafka.zk import assign_replicas, rack_alternated_brokers
-from kreplica.planner.explain import ZOOKEEPER, default_or_closest, layout_verdict
+from kreplica.planner.explain import (
+    KRAFT_STRIPED,
+    ZOOKEEPER,
+    default_or_closest,
+    layout_verdict,
+)
 from kreplica.planner.layout_arrays import zookeeper_default_topics
 from kreplica.sources.snapshot import (
     dump_snapshot,
@@ -48,18 +53,33 @@ def _doc(brokers: list[tuple[int, str | None]], topics: dict[str, dict[int, list
 
 
 def _agrees(snapshot: ColumnarSnapshot) -> tuple[np.ndarray, list[Any]]:
-    """The mask, and the search's verdicts; every topic the mask confirms is the search's
-    (Kafka default, ZooKeeper)."""
+    """The mask, and the search's verdicts; every topic the mask confirms is Kafka's default
+    to the search too, and to the audit's short search. (The placement the search names may be
+    KRaft's striped one: a topic both explain, the striped placer without an add-partitions
+    call, goes to it.)"""
     assert snapshot.columns is not None
     mask = zookeeper_default_topics(snapshot.columns, snapshot.brokers)
     verdicts = [
         layout_verdict(snapshot, snapshot.columns.materialise(i))
         for i in range(len(snapshot.columns.topics))
     ]
-    for confirmed, verdict, shell in zip(mask, verdicts, snapshot.columns.topics, strict=True):
+    for i, (confirmed, verdict) in enumerate(zip(mask, verdicts, strict=True)):
         if confirmed:
-            assert verdict == (True, ZOOKEEPER), shell.name
+            name = snapshot.columns.topics[i].name
+            assert verdict[0] is True and verdict[1] in (ZOOKEEPER, KRAFT_STRIPED), name
+            topic = snapshot.columns.materialise(i)
+            assert default_or_closest(snapshot, topic) == (True, None), name
     return mask, verdicts
+
+
+def test_a_rack_unaware_creation_on_racks_is_confirmed_as_the_search_says_default() -> None:
+    """Found by hypothesis: ZooKeeper mode places {0: [3], 1: [4]} rack-unaware (start 3;
+    kafka-topics --disable-rack-aware on a racked cluster); the search explains it by a
+    creation plus an add-partitions call, ties it with KRaft's striped placement, and names
+    that. Kafka's default either way, which is what the audit asks."""
+    brokers = [(0, "a"), (1, "a"), (2, "a"), (3, "b"), (4, "a")]
+    mask, verdicts = _agrees(_columnar(_doc(brokers, {"t1": {0: [3], 1: [4]}})))
+    assert list(mask) == [True] and verdicts[0][0] is True
 
 
 def test_synthetic_fleet_agrees_with_the_search() -> None:

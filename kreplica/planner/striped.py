@@ -111,12 +111,13 @@ class _Ring(Generic[_T]):
             self.where[value] = pos
 
     def pins(self) -> list[tuple[int, _T]]:
-        found: list[tuple[int, _T]] = []
-        for pos in range(self.size):
-            value = self.get(pos)
-            if not isinstance(value, _Unset):
-                found.append((pos, value))
-        return found
+        """The (position, value) pairs known, by position."""
+        if self.fixed is not None:
+            if self.base is None:
+                return []
+            fixed, base, size = self.fixed, self.base, self.size
+            return [(pos, fixed[(base + pos) % size]) for pos in range(size)]
+        return sorted(self.at.items())
 
     def settle(self, votes: Mapping[tuple[int, _T], int]) -> None:
         """Pin the strongest votes first; a position and a value are each taken once."""
@@ -179,6 +180,8 @@ class _Matcher:
         self.u = cycle_length
         self.before = self._states_before()
         self.budget = _TOPIC_BUDGET
+        # Unpinned envs, built once: `at` and the walks copy what they change, never these.
+        self.blank = {first: self.fresh(first) for first in (True, False)}
 
     # -- the placer's bookkeeping -------------------------------------------------------------
 
@@ -309,7 +312,7 @@ class _Matcher:
     def exact(self, cycle: Sequence[int], first_cycle: bool) -> bool:
         """Can every partition of the cycle fit under one set of pins (depth-first, budgeted)?"""
         budget = min(_SEARCH_BUDGET, self.budget)
-        stack = [self.walks(cycle[0], self.at(cycle[0], self.fresh(first_cycle)))]
+        stack = [self.walks(cycle[0], self.at(cycle[0], self.blank[first_cycle]))]
         while stack:
             budget -= 1
             self.budget -= 1
@@ -331,7 +334,7 @@ class _Matcher:
         rack_votes: dict[tuple[int, _Rack], int] = {}
         broker_votes: dict[_Rack, dict[tuple[int, int], int]] = {k: {} for k in self.rack_names}
         for p in cycle:
-            way = next(self.walks(p, self.at(p, self.fresh(first_cycle))), None)
+            way = next(self.walks(p, self.at(p, self.blank[first_cycle])), None)
             if way is None:
                 continue
             for key in way.racks.pins():

@@ -288,6 +288,15 @@ def _classify(
             explained_by[p] = None
             continue
         in_prefix = False
+        replicas = parts[p]
+        if replicas and replicas[0] != add_order[(p + add_start) % n]:
+            # Every add-partitions call gives p the same leader, not this one: only the
+            # creation layout may explain p (trying each call would say the same, slowly).
+            if by_creation(p):
+                explained_by[p] = None
+            else:
+                nonconforming.append(p)
+            continue
         if call is not None and by_call(call, p):
             explained_by[p] = call
             by_a_call.append(p)

@@ -221,6 +221,25 @@ class _Matcher:
 
     # -- one partition ------------------------------------------------------------------------
 
+    def walks_at(self, p: int, env: _Env) -> Iterator[_Env]:
+        """`walks` of ``p`` from ``env``'s pins and the bookkeeping before ``p`` (``env`` is
+        not changed). Most partitions of a hand-made topic fail at the leader once the rings
+        hold pins: that is checked first, as the walk would, without copying ``env``."""
+        replicas = self.parts[p]
+        known = env.racks.get(p % self.r)
+        if replicas and replicas[0] in self.rack_of and not isinstance(known, _Unset):
+            leader = replicas[0]
+            epoch, index, bumps = self.before[p][known]
+            if epoch != self.epoch(p):
+                index, bumps = 0, bumps + 1
+            if index < self.size[known]:  # the rack at the first position gives a broker:
+                if known != self.rack_of[leader]:  # the leader's rack it must be
+                    return iter(())
+                pos = (bumps + index) % self.size[known]
+                if not env.brokers[known].can_pin(pos, leader):  # and its broker there
+                    return iter(())
+        return self.walks(p, self.at(p, env))
+
     def walks(self, p: int, env: _Env) -> Iterator[_Env]:
         """Every way (given ``env``'s pins, which it may change) the placer can produce
         partition ``p``'s replicas; each yielded env holds the pins that way needs."""
@@ -325,7 +344,7 @@ class _Matcher:
                 return True
             else:
                 p = cycle[len(stack)]
-                stack.append(self.walks(p, self.at(p, env)))
+                stack.append(self.walks_at(p, env))
         return False
 
     def by_votes(self, cycle: Sequence[int], first_cycle: bool) -> set[int]:
@@ -349,7 +368,7 @@ class _Matcher:
             env.broker_ring(rack).settle(votes)
         fits: set[int] = set()
         for p in cycle:
-            way = next(self.walks(p, self.at(p, env)), None)
+            way = next(self.walks_at(p, env), None)
             if way is not None:
                 fits.add(p)
                 env = way

@@ -358,13 +358,18 @@ def _infer_unaware(parts: Mapping[int, Sequence[int]], members: list[int]) -> Ka
     if len(tied) * len(parts) > _TIE_BREAK_BUDGET:
         tied = tied[:1]  # a topic this far from Kafka's layout: any of the shifts will do
     best: tuple[int, int, dict[int, int]] | None = None
-    ids = sorted(parts)
-    for matched, shift, positions, where in tied:
+    after = [p for p in sorted(parts) if p > longest]
+    gains = [0] * (len(after) + 1)  # the most a shift can still gain from each index on
+    for i in range(len(after) - 1, -1, -1):
+        gains[i] = gains[i + 1] + (placeable[after[i]] is not None)
+    for _, shift, positions, where in tied:
         # Past the prefix, partitions that still agree pin the remaining positions (a
         # partition edited by hand then costs only itself); they also break ties of shifts.
         agreeing = 0
-        for p in ids:
-            if p > matched and _pin(positions, where, placeable[p], n, p, shift):
+        for i, p in enumerate(after):
+            if best is not None and agreeing + gains[i] <= best[0]:
+                break  # it cannot beat the best so far, which wins ties: no need to finish
+            if _pin(positions, where, placeable[p], n, p, shift):
                 agreeing += 1
         if best is None or agreeing > best[0]:
             best = (agreeing, shift, positions)
@@ -458,8 +463,12 @@ def _infer_aware(
         return None
     tied = [shift for matched, shift in prefixes if matched == longest]
     if len(tied) > 1 and len(tied) * len(parts) <= _TIE_BREAK_BUDGET:
-        # A partition edited by hand ended the prefix early: let all partitions decide.
-        shift = max(tied, key=lambda s: (sum(fits(p, s) for p in parts if p > longest), -s))
+        # A partition edited by hand ended the prefix early: let all partitions decide. Those
+        # with no replicas fit every shift, those whose leader is not Kafka's none.
+        after = [p for p in parts if p > longest]
+        empty = sum(not parts[p] for p in after)
+        led = [p for p in after if parts[p] and parts[p][0] == order[(p + start) % n]]
+        shift = max(tied, key=lambda s: (empty + sum(fits(p, s) for p in led), -s))
     else:
         shift = tied[0]
     conforming, nonconforming, ranges = _classify(parts, order, rack_of, start, shift)

@@ -180,6 +180,15 @@ class _Matcher:
         self.u = cycle_length
         self.before = self._states_before()
         self.budget = _TOPIC_BUDGET
+        # The partitions some walk may produce (replicas, distinct, of known brokers): checked
+        # once, not at each of the many walks of a partition.
+        self.walkable = {
+            p: list(replicas)
+            for p, replicas in parts.items()
+            if replicas
+            and len(set(replicas)) == len(replicas)
+            and all(b in rack_of for b in replicas)
+        }
         # Unpinned envs, built once: `at` and the walks copy what they change, never these.
         self.blank = {first: self.fresh(first) for first in (True, False)}
 
@@ -243,23 +252,21 @@ class _Matcher:
     def walks(self, p: int, env: _Env) -> Iterator[_Env]:
         """Every way (given ``env``'s pins, which it may change) the placer can produce
         partition ``p``'s replicas; each yielded env holds the pins that way needs."""
-        replicas = list(self.parts[p])
-        if not replicas or len(set(replicas)) != len(replicas):
+        replicas = self.walkable.get(p)
+        if replicas is None:
             return
         e = self.epoch(p)
         r = self.r
         start = p % r
         rack_of = self.rack_of
-
-        def yields(env: _Env, rack: _Rack) -> bool:
-            epoch, index, _ = env.states[rack]
-            return epoch != e or index < self.size[rack]
+        size = self.size
+        rack_names = self.rack_names
 
         def take(env: _Env, rack: _Rack, broker: int) -> bool:
             st = env.states[rack]
             if st[0] != e:
                 st[0], st[1], st[2] = e, 0, st[2] + 1
-            pos = (st[2] + st[1]) % self.size[rack]
+            pos = (st[2] + st[1]) % size[rack]
             st[1] += 1
             if not env.brokers[rack].can_pin(pos, broker):
                 return False
@@ -267,15 +274,22 @@ class _Matcher:
             return True
 
         def options(env: _Env, pos: int, want: _Rack) -> list[tuple[bool, _Rack]]:
-            """(gives a broker, rack) for each rack that may sit at rack position ``pos``."""
+            """(gives a broker, rack) for each rack that may sit at rack position ``pos``.
+            A rack gives one unless it gave all its brokers in this epoch (tested inline:
+            this runs for every replica of every walk)."""
             known = env.racks.get(pos)
+            states = env.states
             if not isinstance(known, _Unset):
-                return [(yields(env, known), known)]
+                epoch, index, _ = states[known]
+                return [(epoch != e or index < size[known], known)]
             found: list[tuple[bool, _Rack]] = []
-            if env.racks.can_pin(pos, want) and yields(env, want):
+            epoch, index, _ = states[want]
+            if (epoch != e or index < size[want]) and env.racks.can_pin(pos, want):
                 found.append((True, want))
-            for rack in self.rack_names:  # racks that give nothing in this epoch (the quirk)
-                if rack != want and not yields(env, rack) and env.racks.can_pin(pos, rack):
+            for rack in rack_names:  # racks that give nothing in this epoch (the quirk)
+                epoch, index, _ = states[rack]
+                gives = epoch != e or index < size[rack]
+                if not gives and rack != want and env.racks.can_pin(pos, rack):
                     found.append((False, rack))
             return found
 
@@ -323,8 +337,7 @@ class _Matcher:
                 else:
                     yield from leader(branch, (first + 1) % r, tries + 1)
 
-        if all(b in rack_of for b in replicas):
-            yield from leader(env, start, 0)
+        yield from leader(env, start, 0)
 
     # -- one cycle ----------------------------------------------------------------------------
 

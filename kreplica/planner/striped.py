@@ -88,7 +88,11 @@ class _Ring(Generic[_T]):
     def copy(self) -> _Ring[_T]:
         other: _Ring[_T] = _Ring.__new__(_Ring)
         other.size, other.fixed, other.index = self.size, self.fixed, self.index
-        other.base, other.at, other.where = self.base, dict(self.at), dict(self.where)
+        other.base = self.base
+        if self.fixed is not None:  # a fixed ring's pins are its base: at/where stay empty
+            other.at, other.where = self.at, self.where
+        else:
+            other.at, other.where = dict(self.at), dict(self.where)
         return other
 
     def get(self, pos: int) -> _T | _Unset:
@@ -268,7 +272,10 @@ class _Matcher:
                 st[0], st[1], st[2] = e, 0, st[2] + 1
             pos = (st[2] + st[1]) % size[rack]
             st[1] += 1
-            if not env.brokers[rack].can_pin(pos, broker):
+            ring = env.brokers[rack]
+            if ring.get(pos) == broker:
+                return True  # pinned so already: no copy of the ring needed
+            if not ring.can_pin(pos, broker):
                 return False
             env.broker_ring(rack).pin(pos, broker)
             return True

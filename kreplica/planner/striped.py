@@ -33,6 +33,7 @@ from kreplica.kafka import java_compare_strings
 __all__ = ["StripedMatch", "match_striped"]
 
 _Rack = str | None
+_State = tuple[int, int, int]  # a rack's BrokerList: (epoch, index, bumps)
 
 # Candidate walks and cross-partition backtracking steps the exact search may take per cycle,
 # and per topic, before it gives up and the partitions vote instead (a topic this far off is
@@ -150,11 +151,11 @@ class _Env:
         self,
         racks: _Ring[_Rack],
         brokers: dict[_Rack, _Ring[int]],
-        states: Mapping[_Rack, Sequence[int]],
+        states: Mapping[_Rack, _State],
     ) -> None:
         self.racks = racks
         self.brokers = dict(brokers)
-        self.states = {k: list(v) for k, v in states.items()}  # rack -> [epoch, index, bumps]
+        self.states = dict(states)  # immutable values: a shallow copy is a copy
         self.owned: set[_Rack] = set()
 
     def copy(self) -> _Env:
@@ -204,23 +205,23 @@ class _Matcher:
     def cycle(self, p: int) -> int:
         return p // self.u if self.u > 1 else 0
 
-    def _states_before(self) -> dict[int, dict[_Rack, list[int]]]:
+    def _states_before(self) -> dict[int, dict[_Rack, _State]]:
         """Each rack's BrokerList (epoch, index, bumps) before each partition, replayed from
         the replicas the partitions hold (a replica taken = one successful ``next``)."""
-        states: dict[_Rack, list[int]] = {k: [0, 0, 0] for k in self.rack_names}
-        out: dict[int, dict[_Rack, list[int]]] = {}
+        states: dict[_Rack, _State] = dict.fromkeys(self.rack_names, (0, 0, 0))
+        out: dict[int, dict[_Rack, _State]] = {}
         for p in sorted(self.parts):
-            out[p] = {k: list(v) for k, v in states.items()}
+            out[p] = dict(states)
             e = self.epoch(p)
             taken: dict[_Rack, int] = {}
             for b in self.parts[p]:
                 if b in self.rack_of:
                     taken[self.rack_of[b]] = taken.get(self.rack_of[b], 0) + 1
             for rack, count in taken.items():
-                st = states[rack]
-                if st[0] != e:
-                    st[0], st[1], st[2] = e, 0, st[2] + 1
-                st[1] += count
+                epoch, index, bumps = states[rack]
+                if epoch != e:
+                    epoch, index, bumps = e, 0, bumps + 1
+                states[rack] = (epoch, index + count, bumps)
         return out
 
     def fresh(self, first_cycle: bool) -> _Env:
@@ -267,11 +268,11 @@ class _Matcher:
         rack_names = self.rack_names
 
         def take(env: _Env, rack: _Rack, broker: int) -> bool:
-            st = env.states[rack]
-            if st[0] != e:
-                st[0], st[1], st[2] = e, 0, st[2] + 1
-            pos = (st[2] + st[1]) % size[rack]
-            st[1] += 1
+            epoch, index, bumps = env.states[rack]
+            if epoch != e:
+                epoch, index, bumps = e, 0, bumps + 1
+            pos = (bumps + index) % size[rack]
+            env.states[rack] = (epoch, index + 1, bumps)
             ring = env.brokers[rack]
             if ring.get(pos) == broker:
                 return True  # pinned so already: no copy of the ring needed

@@ -142,6 +142,18 @@ def test_ring_pins_are_every_known_position(values: list[int], fixed: bool, data
         if pos < ring.size and ring.can_pin(pos, value):
             ring.pin(pos, value)
         assert ring.pins() == _plain_pins(ring)
+        for known, held in ring.pins():  # a walk taking a pinned broker again copies no ring:
+            again = ring.copy()  # pinning it again would change nothing
+            assert again.can_pin(known, held)
+            again.pin(known, held)
+            assert again.pins() == ring.pins()
+    before = ring.pins()
+    copied = ring.copy()  # a copy's pins are its own (a fixed ring's copy shares no pins)
+    for pos in range(copied.size):
+        for value in values:
+            if copied.can_pin(pos, value):
+                copied.pin(pos, value)
+    assert ring.pins() == before == _plain_pins(ring)
 
 
 def _topic(rng: random.Random, racks: dict[int, str | None]) -> dict[int, list[int]]:

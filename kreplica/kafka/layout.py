@@ -102,6 +102,44 @@ def _is_prefix(observed: Sequence[int], kafka: Sequence[int]) -> bool:
     return len(observed) <= len(kafka) and list(observed) == list(kafka[: len(observed)])
 
 
+def _fits_unaware(
+    observed: Sequence[int], order: Sequence[int], rf: int, first: int, shift: int
+) -> bool:
+    """``_is_prefix(observed, zk_replicas(order, None, 0, rf, first, shift))`` without building
+    Kafka's replicas: the classification asks it of every partition of every candidate."""
+    if len(observed) > rf:
+        return False
+    if not observed:
+        return True
+    n = len(order)
+    if observed[0] != order[first]:
+        return False
+    return all(
+        observed[j + 1] == order[(first + 1 + (shift + j) % (n - 1)) % n]
+        for j in range(len(observed) - 1)
+    )
+
+
+def _aware_replicas(
+    order: Sequence[int], rack_of: Mapping[int, str], rf: int
+) -> Callable[[int, int], list[int]]:
+    """``zk_replicas`` over a rack-alternated list, memoised for one search: it takes the
+    shift only modulo n - 1 (as ``shift * numRacks``), so n * (n - 1) lists serve every
+    partition and candidate shift. The lists returned are shared: read them only."""
+    num_racks = len(set(rack_of.values()))
+    period = max(1, len(order) - 1)
+    memo: dict[tuple[int, int], list[int]] = {}
+
+    def replicas(first: int, shift: int) -> list[int]:
+        key = (first, shift % period)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = zk_replicas(order, rack_of, num_racks, rf, first, shift)
+        return found
+
+    return replicas
+
+
 def _contiguous_ids(parts: Mapping[int, Sequence[int]]) -> int:
     count = 0
     while count in parts:
@@ -109,17 +147,30 @@ def _contiguous_ids(parts: Mapping[int, Sequence[int]]) -> int:
     return count
 
 
-def _pinned_positions(
-    replicas: Sequence[int], members: set[int], n: int, partition: int, shift: int
-) -> list[tuple[int, int]] | None:
-    """(list position, broker) pairs a rack-unaware placement needs for this partition.
+def _placeable(
+    parts: Mapping[int, Sequence[int]], members: set[int], n: int
+) -> dict[int, Sequence[int] | None]:
+    """Each partition's replicas when some rack-unaware order of ``members`` can give them,
+    else None (no replicas, duplicates, unknown brokers, RF above n). Checked once per
+    search, not once per candidate shift."""
+    return {
+        p: (
+            replicas
+            if replicas
+            and len(replicas) <= n
+            and len(set(replicas)) == len(replicas)
+            and members.issuperset(replicas)
+            else None
+        )
+        for p, replicas in parts.items()
+    }
 
-    None when no order can give these replicas (duplicates, unknown brokers, RF above n).
-    """
-    if not replicas or len(replicas) > n or len(set(replicas)) != len(replicas):
-        return None
-    if not members.issuperset(replicas):
-        return None
+
+def _pinned_positions(
+    replicas: Sequence[int], n: int, partition: int, shift: int
+) -> list[tuple[int, int]]:
+    """(list position, broker) pairs a rack-unaware placement needs for this partition, whose
+    replicas `_placeable` accepted."""
     first = partition % n
     current_shift = shift + partition // n
     pinned = [(first, replicas[0])]
@@ -129,18 +180,38 @@ def _pinned_positions(
     return pinned
 
 
-def _pin(at: dict[int, int], where: dict[int, int], pinned: list[tuple[int, int]] | None) -> bool:
-    """Add the pins if they agree with those so far (position <-> broker is one-to-one)."""
-    if pinned is None or any(at.get(pos, b) != b or where.get(b, pos) != pos for pos, b in pinned):
+def _pin(
+    at: dict[int, int],
+    where: dict[int, int],
+    replicas: Sequence[int] | None,
+    n: int,
+    partition: int,
+    shift: int,
+) -> bool:
+    """Add the partition's pins if they agree with those so far (position <-> broker is
+    one-to-one). ``replicas``: as `_placeable` gives them (None pins nothing)."""
+    if replicas is None:
         return False
-    for pos, b in pinned:
+    first = partition % n
+    leader = replicas[0]
+    # the leader first: it needs no arithmetic, and a hand-made topic fails there mostly
+    if at.get(first, leader) != leader or where.get(leader, first) != first:
+        return False
+    current_shift = shift + partition // n
+    # the positions replica_index gives, inline: this runs for every partition and shift
+    positions = [first]
+    positions += [(first + 1 + (current_shift + j) % (n - 1)) % n for j in range(len(replicas) - 1)]
+    for pos, b in zip(positions[1:], replicas[1:], strict=True):
+        if at.get(pos, b) != b or where.get(b, pos) != pos:
+            return False
+    for pos, b in zip(positions, replicas, strict=True):
         at[pos] = b
         where[b] = pos
     return True
 
 
 def _unaware_prefix(
-    parts: Mapping[int, Sequence[int]], members: set[int], n: int, count: int, shift: int
+    placeable: Mapping[int, Sequence[int] | None], n: int, count: int, shift: int
 ) -> tuple[int, dict[int, int], dict[int, int]]:
     """Longest prefix of partitions consistent with some order (start 0) and this shift.
 
@@ -150,7 +221,7 @@ def _unaware_prefix(
     at: dict[int, int] = {}  # position -> broker
     where: dict[int, int] = {}  # broker -> position
     for p in range(count):
-        if not _pin(at, where, _pinned_positions(parts[p], members, n, p, shift)):
+        if not _pin(at, where, placeable[p], n, p, shift):
             return p, at, where
     return count, at, where
 
@@ -188,18 +259,23 @@ def _classify(
     explains (edited by hand) leaves the current call running.
     """
     n = len(order)
-    num_racks = len(set(rack_of.values())) if rack_of is not None else 0
     rf = max(1, min(n, max(len(r) for r in parts.values())))
     add_order = order if rack_of is not None else sorted(order)
     add_start = zk_add_start_index(sorted(order), parts[0][0])
 
+    # rack-aware: the creation and the add-partitions placements index the same list
+    aware = _aware_replicas(order, rack_of, rf) if rack_of is not None else None
+
     def by_creation(p: int) -> bool:
-        kafka = zk_replicas(order, rack_of, num_racks, rf, (p + start) % n, shift + p // n)
-        return _is_prefix(parts[p], kafka)
+        if aware is None:
+            return _fits_unaware(parts[p], order, rf, (p + start) % n, shift + p // n)
+        return _is_prefix(parts[p], aware((p + start) % n, shift + p // n))
 
     def by_call(call_start: int, p: int) -> bool:
-        kafka = _add_call_replicas(add_order, rack_of, num_racks, rf, add_start, call_start, p)
-        return _is_prefix(parts[p], kafka)
+        call_shift = batch_shift(n, add_start, call_start, p)
+        if aware is None:
+            return _fits_unaware(parts[p], add_order, rf, (p + add_start) % n, call_shift)
+        return _is_prefix(parts[p], aware((p + add_start) % n, call_shift))
 
     explained_by: dict[int, int | None] = {}  # conforming partition -> its call (None: creation)
     by_a_call: list[int] = []  # the partitions explained by a call, ascending
@@ -212,6 +288,15 @@ def _classify(
             explained_by[p] = None
             continue
         in_prefix = False
+        replicas = parts[p]
+        if replicas and replicas[0] != add_order[(p + add_start) % n]:
+            # Every add-partitions call gives p the same leader, not this one: only the
+            # creation layout may explain p (trying each call would say the same, slowly).
+            if by_creation(p):
+                explained_by[p] = None
+            else:
+                nonconforming.append(p)
+            continue
         if call is not None and by_call(call, p):
             explained_by[p] = call
             by_a_call.append(p)
@@ -256,12 +341,13 @@ _TIE_BREAK_BUDGET = 10_000
 def _infer_unaware(parts: Mapping[int, Sequence[int]], members: list[int]) -> KafkaLayout | None:
     n = len(members)
     member_set = set(members)
+    placeable = _placeable(parts, member_set, n)
     count = _contiguous_ids(parts)
     has_followers = any(len(parts[p]) > 1 for p in range(count))
     shifts = range(n - 1) if n > 1 and has_followers else range(1)
     prefixes: list[tuple[int, int, dict[int, int], dict[int, int]]] = []
     for shift in shifts:
-        matched, positions, where = _unaware_prefix(parts, member_set, n, count, shift)
+        matched, positions, where = _unaware_prefix(placeable, n, count, shift)
         prefixes.append((matched, shift, positions, where))
         if matched == count:
             break
@@ -272,14 +358,19 @@ def _infer_unaware(parts: Mapping[int, Sequence[int]], members: list[int]) -> Ka
     if len(tied) * len(parts) > _TIE_BREAK_BUDGET:
         tied = tied[:1]  # a topic this far from Kafka's layout: any of the shifts will do
     best: tuple[int, int, dict[int, int]] | None = None
-    for matched, shift, positions, where in tied:
+    after = [p for p in sorted(parts) if p > longest]
+    gains = [0] * (len(after) + 1)  # the most a shift can still gain from each index on
+    for i in range(len(after) - 1, -1, -1):
+        gains[i] = gains[i + 1] + (placeable[after[i]] is not None)
+    for _, shift, positions, where in tied:
         # Past the prefix, partitions that still agree pin the remaining positions (a
         # partition edited by hand then costs only itself); they also break ties of shifts.
-        agreeing = sum(
-            _pin(positions, where, _pinned_positions(parts[p], member_set, n, p, shift))
-            for p in sorted(parts)
-            if p > matched
-        )
+        agreeing = 0
+        for i, p in enumerate(after):
+            if best is not None and agreeing + gains[i] <= best[0]:
+                break  # it cannot beat the best so far, which wins ties: no need to finish
+            if _pin(positions, where, placeable[p], n, p, shift):
+                agreeing += 1
         if best is None or agreeing > best[0]:
             best = (agreeing, shift, positions)
     assert best is not None
@@ -301,8 +392,8 @@ def _infer_unaware_by_votes(
     partition then costs only itself, where the longest-prefix search stops at it.
     """
     n = len(members)
-    member_set = set(members)
-    usable = [p for p in sorted(parts) if _pinned_positions(parts[p], member_set, n, p, 0)]
+    placeable = _placeable(parts, set(members), n)
+    usable = [p for p in sorted(parts) if placeable[p] is not None]
     if n < 2 or not usable:
         return None
     at: dict[int, int] = {}
@@ -330,10 +421,10 @@ def _infer_unaware_by_votes(
     shift = min(shift_votes, key=lambda s: (-shift_votes[s], s)) if shift_votes else 0
     follower_votes: dict[tuple[int, int], int] = {}
     for p in usable:
-        for pos, broker in _pinned_positions(parts[p], member_set, n, p, shift) or []:
+        for pos, broker in _pinned_positions(parts[p], n, p, shift):
             follower_votes[(pos, broker)] = follower_votes.get((pos, broker), 0) + 1
     settle(follower_votes)
-    spare = iter(sorted(member_set - set(where)))
+    spare = iter(sorted(set(members) - set(where)))
     order = tuple(at[i] if i in at else next(spare) for i in range(n))
     conforming, nonconforming, ranges = _classify(parts, order, None, 0, shift)
     if 0 not in conforming:  # add-partitions and extend() both build on partition 0
@@ -353,11 +444,10 @@ def _infer_aware(
     start = order.index(leader)
     count = _contiguous_ids(parts)
     rf = max(1, min(n, max(len(parts[p]) for p in range(count))))
-    num_racks = len(set(rack_of.values()))
+    kafka = _aware_replicas(order, rack_of, rf)
 
     def fits(p: int, shift: int) -> bool:
-        kafka = zk_replicas(order, rack_of, num_racks, rf, (p + start) % n, shift + p // n)
-        return _is_prefix(parts[p], kafka)
+        return _is_prefix(parts[p], kafka((p + start) % n, shift + p // n))
 
     # shift * numRacks only matters modulo n - 1, and it grows by one per wrap.
     prefixes: list[tuple[int, int]] = []
@@ -373,8 +463,12 @@ def _infer_aware(
         return None
     tied = [shift for matched, shift in prefixes if matched == longest]
     if len(tied) > 1 and len(tied) * len(parts) <= _TIE_BREAK_BUDGET:
-        # A partition edited by hand ended the prefix early: let all partitions decide.
-        shift = max(tied, key=lambda s: (sum(fits(p, s) for p in parts if p > longest), -s))
+        # A partition edited by hand ended the prefix early: let all partitions decide. Those
+        # with no replicas fit every shift, those whose leader is not Kafka's none.
+        after = [p for p in parts if p > longest]
+        empty = sum(not parts[p] for p in after)
+        led = [p for p in after if parts[p] and parts[p][0] == order[(p + start) % n]]
+        shift = max(tied, key=lambda s: (empty + sum(fits(p, s) for p in led), -s))
     else:
         shift = tied[0]
     conforming, nonconforming, ranges = _classify(parts, order, rack_of, start, shift)

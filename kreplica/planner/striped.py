@@ -33,6 +33,7 @@ from kreplica.kafka import java_compare_strings
 __all__ = ["StripedMatch", "match_striped"]
 
 _Rack = str | None
+_State = tuple[int, int, int]  # a rack's BrokerList: (epoch, index, bumps)
 
 # Candidate walks and cross-partition backtracking steps the exact search may take per cycle,
 # and per topic, before it gives up and the partitions vote instead (a topic this far off is
@@ -88,7 +89,11 @@ class _Ring(Generic[_T]):
     def copy(self) -> _Ring[_T]:
         other: _Ring[_T] = _Ring.__new__(_Ring)
         other.size, other.fixed, other.index = self.size, self.fixed, self.index
-        other.base, other.at, other.where = self.base, dict(self.at), dict(self.where)
+        other.base = self.base
+        if self.fixed is not None:  # a fixed ring's pins are its base: at/where stay empty
+            other.at, other.where = self.at, self.where
+        else:
+            other.at, other.where = dict(self.at), dict(self.where)
         return other
 
     def get(self, pos: int) -> _T | _Unset:
@@ -111,12 +116,13 @@ class _Ring(Generic[_T]):
             self.where[value] = pos
 
     def pins(self) -> list[tuple[int, _T]]:
-        found: list[tuple[int, _T]] = []
-        for pos in range(self.size):
-            value = self.get(pos)
-            if not isinstance(value, _Unset):
-                found.append((pos, value))
-        return found
+        """The (position, value) pairs known, by position."""
+        if self.fixed is not None:
+            if self.base is None:
+                return []
+            fixed, base, size = self.fixed, self.base, self.size
+            return [(pos, fixed[(base + pos) % size]) for pos in range(size)]
+        return sorted(self.at.items())
 
     def settle(self, votes: Mapping[tuple[int, _T], int]) -> None:
         """Pin the strongest votes first; a position and a value are each taken once."""
@@ -145,11 +151,11 @@ class _Env:
         self,
         racks: _Ring[_Rack],
         brokers: dict[_Rack, _Ring[int]],
-        states: Mapping[_Rack, Sequence[int]],
+        states: Mapping[_Rack, _State],
     ) -> None:
         self.racks = racks
         self.brokers = dict(brokers)
-        self.states = {k: list(v) for k, v in states.items()}  # rack -> [epoch, index, bumps]
+        self.states = dict(states)  # immutable values: a shallow copy is a copy
         self.owned: set[_Rack] = set()
 
     def copy(self) -> _Env:
@@ -179,6 +185,17 @@ class _Matcher:
         self.u = cycle_length
         self.before = self._states_before()
         self.budget = _TOPIC_BUDGET
+        # The partitions some walk may produce (replicas, distinct, of known brokers): checked
+        # once, not at each of the many walks of a partition.
+        self.walkable = {
+            p: list(replicas)
+            for p, replicas in parts.items()
+            if replicas
+            and len(set(replicas)) == len(replicas)
+            and all(b in rack_of for b in replicas)
+        }
+        # Unpinned envs, built once: `at` and the walks copy what they change, never these.
+        self.blank = {first: self.fresh(first) for first in (True, False)}
 
     # -- the placer's bookkeeping -------------------------------------------------------------
 
@@ -188,23 +205,23 @@ class _Matcher:
     def cycle(self, p: int) -> int:
         return p // self.u if self.u > 1 else 0
 
-    def _states_before(self) -> dict[int, dict[_Rack, list[int]]]:
+    def _states_before(self) -> dict[int, dict[_Rack, _State]]:
         """Each rack's BrokerList (epoch, index, bumps) before each partition, replayed from
         the replicas the partitions hold (a replica taken = one successful ``next``)."""
-        states: dict[_Rack, list[int]] = {k: [0, 0, 0] for k in self.rack_names}
-        out: dict[int, dict[_Rack, list[int]]] = {}
+        states: dict[_Rack, _State] = dict.fromkeys(self.rack_names, (0, 0, 0))
+        out: dict[int, dict[_Rack, _State]] = {}
         for p in sorted(self.parts):
-            out[p] = {k: list(v) for k, v in states.items()}
+            out[p] = dict(states)
             e = self.epoch(p)
             taken: dict[_Rack, int] = {}
             for b in self.parts[p]:
                 if b in self.rack_of:
                     taken[self.rack_of[b]] = taken.get(self.rack_of[b], 0) + 1
             for rack, count in taken.items():
-                st = states[rack]
-                if st[0] != e:
-                    st[0], st[1], st[2] = e, 0, st[2] + 1
-                st[1] += count
+                epoch, index, bumps = states[rack]
+                if epoch != e:
+                    epoch, index, bumps = e, 0, bumps + 1
+                states[rack] = (epoch, index + count, bumps)
         return out
 
     def fresh(self, first_cycle: bool) -> _Env:
@@ -218,42 +235,69 @@ class _Matcher:
 
     # -- one partition ------------------------------------------------------------------------
 
+    def walks_at(self, p: int, env: _Env) -> Iterator[_Env]:
+        """`walks` of ``p`` from ``env``'s pins and the bookkeeping before ``p`` (``env`` is
+        not changed). Most partitions of a hand-made topic fail at the leader once the rings
+        hold pins: that is checked first, as the walk would, without copying ``env``."""
+        replicas = self.parts[p]
+        known = env.racks.get(p % self.r)
+        if replicas and replicas[0] in self.rack_of and not isinstance(known, _Unset):
+            leader = replicas[0]
+            epoch, index, bumps = self.before[p][known]
+            if epoch != self.epoch(p):
+                index, bumps = 0, bumps + 1
+            if index < self.size[known]:  # the rack at the first position gives a broker:
+                if known != self.rack_of[leader]:  # the leader's rack it must be
+                    return iter(())
+                pos = (bumps + index) % self.size[known]
+                if not env.brokers[known].can_pin(pos, leader):  # and its broker there
+                    return iter(())
+        return self.walks(p, self.at(p, env))
+
     def walks(self, p: int, env: _Env) -> Iterator[_Env]:
         """Every way (given ``env``'s pins, which it may change) the placer can produce
         partition ``p``'s replicas; each yielded env holds the pins that way needs."""
-        replicas = list(self.parts[p])
-        if not replicas or len(set(replicas)) != len(replicas):
+        replicas = self.walkable.get(p)
+        if replicas is None:
             return
         e = self.epoch(p)
         r = self.r
         start = p % r
         rack_of = self.rack_of
-
-        def yields(env: _Env, rack: _Rack) -> bool:
-            epoch, index, _ = env.states[rack]
-            return epoch != e or index < self.size[rack]
+        size = self.size
+        rack_names = self.rack_names
 
         def take(env: _Env, rack: _Rack, broker: int) -> bool:
-            st = env.states[rack]
-            if st[0] != e:
-                st[0], st[1], st[2] = e, 0, st[2] + 1
-            pos = (st[2] + st[1]) % self.size[rack]
-            st[1] += 1
-            if not env.brokers[rack].can_pin(pos, broker):
+            epoch, index, bumps = env.states[rack]
+            if epoch != e:
+                epoch, index, bumps = e, 0, bumps + 1
+            pos = (bumps + index) % size[rack]
+            env.states[rack] = (epoch, index + 1, bumps)
+            ring = env.brokers[rack]
+            if ring.get(pos) == broker:
+                return True  # pinned so already: no copy of the ring needed
+            if not ring.can_pin(pos, broker):
                 return False
             env.broker_ring(rack).pin(pos, broker)
             return True
 
         def options(env: _Env, pos: int, want: _Rack) -> list[tuple[bool, _Rack]]:
-            """(gives a broker, rack) for each rack that may sit at rack position ``pos``."""
+            """(gives a broker, rack) for each rack that may sit at rack position ``pos``.
+            A rack gives one unless it gave all its brokers in this epoch (tested inline:
+            this runs for every replica of every walk)."""
             known = env.racks.get(pos)
+            states = env.states
             if not isinstance(known, _Unset):
-                return [(yields(env, known), known)]
+                epoch, index, _ = states[known]
+                return [(epoch != e or index < size[known], known)]
             found: list[tuple[bool, _Rack]] = []
-            if env.racks.can_pin(pos, want) and yields(env, want):
+            epoch, index, _ = states[want]
+            if (epoch != e or index < size[want]) and env.racks.can_pin(pos, want):
                 found.append((True, want))
-            for rack in self.rack_names:  # racks that give nothing in this epoch (the quirk)
-                if rack != want and not yields(env, rack) and env.racks.can_pin(pos, rack):
+            for rack in rack_names:  # racks that give nothing in this epoch (the quirk)
+                epoch, index, _ = states[rack]
+                gives = epoch != e or index < size[rack]
+                if not gives and rack != want and env.racks.can_pin(pos, rack):
                     found.append((False, rack))
             return found
 
@@ -301,15 +345,14 @@ class _Matcher:
                 else:
                     yield from leader(branch, (first + 1) % r, tries + 1)
 
-        if all(b in rack_of for b in replicas):
-            yield from leader(env, start, 0)
+        yield from leader(env, start, 0)
 
     # -- one cycle ----------------------------------------------------------------------------
 
     def exact(self, cycle: Sequence[int], first_cycle: bool) -> bool:
         """Can every partition of the cycle fit under one set of pins (depth-first, budgeted)?"""
         budget = min(_SEARCH_BUDGET, self.budget)
-        stack = [self.walks(cycle[0], self.at(cycle[0], self.fresh(first_cycle)))]
+        stack = [self.walks(cycle[0], self.at(cycle[0], self.blank[first_cycle]))]
         while stack:
             budget -= 1
             self.budget -= 1
@@ -322,7 +365,7 @@ class _Matcher:
                 return True
             else:
                 p = cycle[len(stack)]
-                stack.append(self.walks(p, self.at(p, env)))
+                stack.append(self.walks_at(p, env))
         return False
 
     def by_votes(self, cycle: Sequence[int], first_cycle: bool) -> set[int]:
@@ -331,7 +374,7 @@ class _Matcher:
         rack_votes: dict[tuple[int, _Rack], int] = {}
         broker_votes: dict[_Rack, dict[tuple[int, int], int]] = {k: {} for k in self.rack_names}
         for p in cycle:
-            way = next(self.walks(p, self.at(p, self.fresh(first_cycle))), None)
+            way = next(self.walks(p, self.at(p, self.blank[first_cycle])), None)
             if way is None:
                 continue
             for key in way.racks.pins():
@@ -346,7 +389,7 @@ class _Matcher:
             env.broker_ring(rack).settle(votes)
         fits: set[int] = set()
         for p in cycle:
-            way = next(self.walks(p, self.at(p, env)), None)
+            way = next(self.walks_at(p, env), None)
             if way is not None:
                 fits.add(p)
                 env = way

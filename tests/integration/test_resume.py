@@ -66,7 +66,10 @@ def test_an_interrupted_drain_resumes_as_printed_with_its_election(
     create_topics(
         info.bootstrap_servers, [TopicSpec(topic, assignment={p: [1, DRAINED] for p in range(4)})]
     )
-    produce(info.bootstrap_servers, topic, 1024 * 1024)  # 16 s at the throttle: time to stop it
+    # 2 MiB a partition: a throttled follower still fetches up to replica.fetch.max.bytes
+    # (1 MiB) a partition each time the quota's samples (11 of 1 s) roll over, so a wave takes
+    # two windows at least: time to stop the drain before both waves are done
+    produce(info.bootstrap_servers, topic, 8 * 1024 * 1024)
     source = (
         ["--zookeeper", info.zookeeper]
         if info.zookeeper

@@ -75,7 +75,7 @@ def check_once(
 
 def wait_applied(
     read: ReadBrokers,
-    wanted: Mapping[str, Mapping[str, str]],
+    wanted: Mapping[str, Mapping[str, str | None]],
     *,
     timeout_s: float,
     now: Callable[[], float],
@@ -114,9 +114,11 @@ def broker_order(name: str) -> tuple[int, str]:
     return (int(name), name) if name.isdigit() else (1 << 62, name)
 
 
-def describe_missing(missing: Mapping[str, Mapping[str, str | None]], wanted_rate: str) -> str:
+def describe_missing(
+    missing: Mapping[str, Mapping[str, str | None]], wanted_rate: str | None = None
+) -> str:
     """'broker 2 reports leader.replication.throttled.rate 50000000' for a message (the first
-    few brokers)."""
+    few brokers), and what kreplica set when `wanted_rate` is given."""
     parts = []
     for broker in sorted(missing, key=broker_order)[:3]:
         values = missing[broker]
@@ -130,4 +132,4 @@ def describe_missing(missing: Mapping[str, Mapping[str, str | None]], wanted_rat
         parts.append(f"broker {broker} reports {shown}")
     more = len(missing) - 3
     text = "; ".join(parts) + (f" and {more} more broker(s)" if more > 0 else "")
-    return f"{text} (kreplica set {wanted_rate})"
+    return text if wanted_rate is None else f"{text} (kreplica set {wanted_rate})"

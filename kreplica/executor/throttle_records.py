@@ -12,7 +12,7 @@ from kreplica.errors import ReassignmentInProgress
 from kreplica.executor.events import Emit
 from kreplica.executor.journal import Journal
 from kreplica.executor.kafka_cluster import BrokerDown
-from kreplica.executor.throttle_confirm import broker_order, check_once
+from kreplica.executor.throttle_confirm import describe_missing, wait_applied
 from kreplica.executor.throttles import BROKER_KEYS, TOPIC_KEYS, restore_plan
 
 Resource = tuple[str, str]
@@ -90,25 +90,22 @@ def _wait_restored(
     notification); a command run right after this one would otherwise read the rate being
     removed as the one there before, put it back when it restores, and take it as proof that
     its own equal rate is in effect. A warning when one has not applied it yet."""
-    pending = {b: dict(v) for b, v in written.items() if v}
-    waited, pause = 0.0, 0.05
-    while True:
-        if not pending:
-            return
-        missing, _ = check_once(lambda names: cluster.configs("broker", names), pending)
-        pending = {b: pending[b] for b in missing}
-        if not pending or waited >= RESTORE_CONFIRM_S:
-            break
-        sleep(pause)
-        waited += pause
-        pause = min(pause * 2, 1.0)
-    if not pending:
-        return
-    shown = "; ".join(
-        f"broker {b} reports "
-        + ", ".join(f"{k} {v if v is not None else 'unset'}" for k, v in sorted(missing[b].items()))
-        for b in sorted(missing, key=broker_order)[:3]
+    slept = [0.0]  # the clock: what was slept (a test's sleep takes no time)
+
+    def nap(seconds: float) -> None:
+        sleep(seconds)
+        slept[0] += seconds
+
+    result = wait_applied(
+        lambda names: cluster.configs("broker", names),
+        written,
+        timeout_s=RESTORE_CONFIRM_S,
+        now=lambda: slept[0],
+        sleep=nap,
     )
+    if result.confirmed:
+        return
+    shown = describe_missing(result.missing)
     emit(
         {
             "event": "warning",

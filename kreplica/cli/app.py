@@ -638,7 +638,9 @@ def throttles(
     """List replication throttles (--clear removes them).
 
     --clear restores the throttles kreplica set and did not restore yet (it reads the plans'
-    journals), putting back what was there before; --clear --all removes every one.
+    journals), putting back what was there before; --clear --all removes every one. Exit 9
+    (partial) when a down broker's throttles could be neither read nor removed (it is named);
+    0 only when every broker was seen.
     """
     from kreplica.cli import apply_cmd, common
 

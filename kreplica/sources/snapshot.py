@@ -111,9 +111,7 @@ def _topic_shell(raw: Any, origin: str, path: str) -> tuple[Topic, Any]:
         configs[MIN_ISR] = _min_isr_config(configs[MIN_ISR], origin, f"{path}.configs.{MIN_ISR}")
     min_isr = t.get("min_insync_replicas")
     if min_isr is not None:
-        min_isr = _int(min_isr, origin, f"{path}.min_insync_replicas")
-        if min_isr < 1:
-            raise _fail(origin, f"{path}.min_insync_replicas", f"must be >= 1, got {min_isr}")
+        min_isr = _id(min_isr, origin, f"{path}.min_insync_replicas", "min.insync.replicas", 1)
     shell = Topic(
         name=name,
         partitions=(),

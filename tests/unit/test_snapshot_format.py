@@ -94,6 +94,17 @@ OUT_OF_KAFKAS_RANGE = [  # (mutation, path, what the message says)
     (_min_isr(1.5), "topics[0].configs.min.insync.replicas", 'got "1.5"'),
     (_min_isr(""), "topics[0].configs.min.insync.replicas", 'got ""'),
     (_min_isr("٣"), "topics[0].configs.min.insync.replicas", "got"),  # a digit, not ASCII
+    (_min_isr(str(2**31)), "topics[0].configs.min.insync.replicas", "got"),  # Java's int
+    (
+        lambda d: d["topics"][0].update(min_insync_replicas=0),
+        "topics[0].min_insync_replicas",
+        "1 to",
+    ),
+    (
+        lambda d: d["topics"][0].update(min_insync_replicas=2**40),
+        "topics[0].min_insync_replicas",
+        "1 to",
+    ),
 ]
 
 

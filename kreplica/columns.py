@@ -178,9 +178,9 @@ def _build(topics: Sequence[tuple[Topic, Any]]) -> PartitionColumns | None:
         ordered = np.sort(matrix, axis=1)
         if bool(((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] != PAD)).any()):
             return None  # a broker twice in one list
-    pid_arr = np.array(pids, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
-    if n and int(pid_arr.min()) < 0:
+    if n and (min(pids) < 0 or max(pids) > _INT32_MAX):  # Kafka's partition ids are 32-bit
         return None
+    pid_arr = np.array(pids, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
 
     leaders = field("leader")
     kinds = _types(leaders)
@@ -188,7 +188,11 @@ def _build(topics: Sequence[tuple[Topic, Any]]) -> PartitionColumns | None:
         return None
     if _NONE in kinds:
         leaders = [NO_LEADER if x is None else x for x in leaders]
+    if n and (min(leaders) < NO_LEADER or max(leaders) > _INT32_MAX):
+        return None
     leader_arr = np.array(leaders, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
+    if n and bool(((leader_arr < -1) & (leader_arr != NO_LEADER)).any()):
+        return None  # a leader is a broker id, or -1 (none)
 
     sizes = field("size_bytes")
     kinds = _types(sizes)
@@ -221,7 +225,7 @@ def _build(topics: Sequence[tuple[Topic, Any]]) -> PartitionColumns | None:
         value = isrs[i]
         if value is None:
             continue
-        if value and _types(value) != {int}:
+        if value and (_types(value) != {int} or min(value) < 0 or max(value) > _INT32_MAX):
             return None
         other_raw[i] = tuple(value)
         reordered = len(value) == len(reps[i]) and sorted(value) == sorted(reps[i])

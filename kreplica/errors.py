@@ -67,23 +67,48 @@ def flag_words(message: str, where: Mapping[str, str] | None = None) -> str:
 
 @unique
 class ExitCode(IntEnum):
-    """Process exit codes. Stable: scripts depend on them (listed in the README)."""
+    """Process exit codes. Stable: scripts depend on them. EXIT_CODES says each one's meaning
+    in a few words: `kreplica --help` prints them, and the README's table starts each row
+    with them (tests/unit/test_exit_codes.py)."""
 
-    OK = 0
-    ERROR = 1  # unexpected failure (a bug: rerun with --debug and report it)
-    USAGE = 2  # bad command line or bad input file
-    SOURCE = 3  # cannot read the cluster (unreachable, auth, missing topic, bad snapshot)
+    OK = 0  # also: nothing to change
+    ERROR = 1  # a bug: rerun with --debug and report it
+    USAGE = 2  # bad option, bad input file (a malformed snapshot, plan or config), two sources
+    SOURCE = 3  # cannot read the cluster: unreachable, authentication, unknown topic
     INFEASIBLE = 4  # the request cannot be met (RF above eligible brokers, fewer partitions, ...)
     STALE_PLAN = 5  # the plan was made for another cluster or the cluster drifted since
     IN_PROGRESS = 6  # a reassignment is already in flight
     VERIFY_FAILED = 7  # verification after apply, or `check` found error-level problems
     NOT_IMPLEMENTED = 8  # the command exists but this part is not built yet
-    PARTIAL = 9  # a fleet run finished without part of its input (named in its summary)
+    # finished without part of its input or of the cluster (named): a fleet run, `throttles`
+    PARTIAL = 9
     UNSAFE_CANCEL = 10  # cancel refused: partitions would fall under min.insync.replicas
-    # apply refused: mid-migration to KRaft, new controller, under-replicated; or stopped
-    # before a wave because a broker did not apply the throttle
+    # apply refused: mid-migration to KRaft, a controller changed since the cluster ran,
+    # under-replicated; or stopped before a wave because a broker did not apply the throttle
     UNSETTLED = 11
     INTERRUPTED = 130  # Ctrl-C
+
+
+EXIT_CODES: dict[ExitCode, str] = {
+    ExitCode.OK: "ok",
+    ExitCode.ERROR: "unexpected failure",
+    ExitCode.USAGE: "usage",
+    ExitCode.SOURCE: "cannot read the cluster",
+    ExitCode.INFEASIBLE: "the request cannot be met",
+    ExitCode.STALE_PLAN: "stale plan",
+    ExitCode.IN_PROGRESS: "reassignment in progress",
+    ExitCode.VERIFY_FAILED: "check or verify failed",
+    ExitCode.NOT_IMPLEMENTED: "not built yet",
+    ExitCode.PARTIAL: "partial",
+    ExitCode.UNSAFE_CANCEL: "cancel refused",
+    ExitCode.UNSETTLED: "apply refused to start",
+    ExitCode.INTERRUPTED: "interrupted",
+}
+
+
+def exit_codes_text() -> str:
+    """`0 ok, 1 unexpected failure, ...`: every exit code, in the enum's order."""
+    return ", ".join(f"{code.value} {EXIT_CODES[code]}" for code in ExitCode)
 
 
 class KreplicaError(Exception):

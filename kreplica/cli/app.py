@@ -24,7 +24,7 @@ try:  # typer >= 0.2x vendors click; older releases use the click package
 except ImportError:  # pragma: no cover - depends on the installed typer
     from click import exceptions as click_exceptions  # type: ignore[no-redef]
 from kreplica.cli.options import APPLY, OUTPUT, PLAN, SOURCE, Options, shared
-from kreplica.errors import ExitCode, KreplicaError
+from kreplica.errors import ExitCode, KreplicaError, exit_codes_text
 
 
 class _Interrupted(Exception):
@@ -130,7 +130,17 @@ def _version_callback(value: bool) -> None:
         raise typer.Exit(0)
 
 
-@app.callback()
+ROOT_HELP = f"""\
+Minimal, rack-safe, Kafka-exact replica plans: change RF, add partitions, repair racks.
+
+Plans are shown as a diff. --dry-run changes nothing; --out PLAN.json writes Kafka's
+reassignment JSON (plus its rollback) for kafka-reassign-partitions.
+
+Exit codes: {exit_codes_text()}.
+"""
+
+
+@app.callback(help=ROOT_HELP)
 def _root(
     version: Annotated[
         bool,
@@ -139,15 +149,7 @@ def _root(
         ),
     ] = False,
 ) -> None:
-    """Minimal, rack-safe, Kafka-exact replica plans: change RF, add partitions, repair racks.
-
-    Plans are shown as a diff. --dry-run changes nothing; --out PLAN.json writes Kafka's
-    reassignment JSON (plus its rollback) for kafka-reassign-partitions.
-
-    Exit codes: 0 ok, 1 bug, 2 usage, 3 source, 4 infeasible, 5 stale plan, 6 reassignment in
-    progress, 7 check/verify failed, 8 not built yet, 9 fleet run partial, 10 cancel refused
-    (unsafe), 130 interrupted.
-    """
+    """The options every command shares (the help is ROOT_HELP, from the exit-code enum)."""
 
 
 def _topic_option(help_text: str) -> Any:
@@ -636,7 +638,9 @@ def throttles(
     """List replication throttles (--clear removes them).
 
     --clear restores the throttles kreplica set and did not restore yet (it reads the plans'
-    journals), putting back what was there before; --clear --all removes every one.
+    journals), putting back what was there before; --clear --all removes every one. Exit 9
+    (partial) when a down broker's throttles could be neither read nor removed (it is named);
+    0 only when every broker was seen.
     """
     from kreplica.cli import apply_cmd, common
 

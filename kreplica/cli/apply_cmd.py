@@ -12,7 +12,7 @@ from kreplica.cli.applying import clear_pending, connect, journals_to_clear, run
 from kreplica.cli.common import console
 from kreplica.cli.config import SourceSpec
 from kreplica.cli.options import Options, OutputFormat
-from kreplica.errors import KreplicaError, UsageError, VerificationFailed
+from kreplica.errors import KreplicaError, PartialResult, UsageError, VerificationFailed
 from kreplica.executor import facade
 
 
@@ -157,6 +157,7 @@ def throttles(
     """List the replication throttles set on a cluster. --clear restores those kreplica set
     and has not restored (found in the plans' journals), --clear --all removes every one."""
     unread: list[int] = []
+    removed: list[int] = []  # unread brokers whose throttles --clear --all removed all the same
     with connect(spec) as connection:
         snap = facade.snapshot(connection)
         clear_pending(connection)  # what earlier runs could not clear, now its broker is back
@@ -199,6 +200,7 @@ def throttles(
                     warn_stderr({"event": "warning", "message": str(exc)})
                     continue
                 cleared += 1
+                removed.append(broker)
                 console(stderr=True).print(
                     f"broker {broker} is down: its throttles were removed through {way}",
                     markup=False,
@@ -208,20 +210,36 @@ def throttles(
                 cleared += facade.restore_journal_throttles(connection, path, snap.cluster_id)
         if clear:
             rows = listed()
+    missed = _throttles_missed([b for b in unread if b not in removed])
     if opts.output is OutputFormat.json:
-        output.emit_envelope({"throttles": rows, "cleared": cleared, "unread_brokers": unread})
-        return
+        errors = [{"code": "partial", "message": missed}] if missed else None
+        output.emit_envelope(
+            {"throttles": rows, "cleared": cleared, "unread_brokers": unread},
+            errors,
+            status="partial" if missed else "",
+        )
+    else:
+        _print_throttles(rows, unread, cleared if clear else None)
+    if missed:
+        raise PartialResult(missed)
+
+
+def _throttles_missed(unseen: list[int]) -> str | None:
+    """What of the cluster `throttles` could neither read nor clear (exit 9), or None."""
+    if not unseen:
+        return None
+    return (
+        f"broker(s) {', '.join(map(str, unseen))} down: their throttles could not be read "
+        "(unread, not none); run this again once they are back"
+    )
+
+
+def _print_throttles(rows: list[dict[str, str]], unread: list[int], cleared: int | None) -> None:
     out = console()
-    if clear:
+    if cleared is not None:
         out.print(f"cleared {cleared} throttle config(s)", markup=False)
     if not rows:
         where = "on the brokers that could be read" if unread else ""
         out.print(f"no replication throttles are set {where}".strip(), markup=False)
     for row in rows:
         out.print(f"{row['kind']} {row['name']}: {row['config']}={row['value']}", markup=False)
-    if unread:
-        out.print(
-            f"broker(s) {', '.join(map(str, unread))} down: their throttles could not be read "
-            "(unread, not none); run this again once they are back",
-            markup=False,
-        )

@@ -655,7 +655,8 @@ APPLY = [
                 "--controller-settle",
                 metavar="SECONDS",
                 help="Refuse to start within SECONDS of a controller change (ZooKeeper "
-                "mode; 0: no check).",
+                "mode; a cluster's first start is no change once its partitions have leaders; "
+                "0: no check).",
                 envvar="KREPLICA_CONTROLLER_SETTLE",
                 rich_help_panel=APPLY_PANEL,
             ),

@@ -27,6 +27,7 @@ from kreplica.executor.throttles import BROKER_KEYS, TOPIC_KEYS
 from kreplica.model import ClusterSnapshot
 
 Key = tuple[str, int]
+FIRST_EPOCH = 1  # the first controller's epoch, ZooKeeper's and a KRaft quorum's
 FAILOVER_S = 60.0  # how long a write waits for a controller to answer again (a failover)
 TOPIC_BATCH = 200  # topics per DescribeConfigs request
 
@@ -149,6 +150,7 @@ class KafkaCluster:
         controller: str | None = None
         age: float | None = None
         leaderless = False
+        first: bool | None = None
         unknown: list[str] = []
         if self.zookeeper is not None:
             node = self.zookeeper.controller_znode()
@@ -158,6 +160,8 @@ class KafkaCluster:
                 data, created = node
                 controller, migration = read_controller_znode(data)
                 age = time.time() - created
+                epoch = self.zookeeper.controller_epoch()
+                first = None if epoch is None else epoch <= FIRST_EPOCH
         flags: dict[int, str | None] = {}
         for broker, entries in self._live_broker_configs(together=True):
             entry = entries.get(MIGRATION_FLAG)
@@ -176,12 +180,14 @@ class KafkaCluster:
             else:
                 leader = int(part.get("leader_id", -1))
                 leaderless = leader < 0
-                controller = f"KRaft controller {leader} (epoch {part.get('leader_epoch')})"
+                epoch = part.get("leader_epoch")
+                controller = f"KRaft controller {leader} (epoch {epoch})"
+                first = epoch == FIRST_EPOCH if isinstance(epoch, int) else None
                 unknown.append(
                     "the controller's age: KRaft tells a client who leads the quorum, not "
                     "since when"
                 )
-        return ControllerFacts(migration, controller, age, leaderless, tuple(unknown))
+        return ControllerFacts(migration, controller, age, leaderless, first, tuple(unknown))
 
     # -- reading -----------------------------------------------------------------------------
 

@@ -5,7 +5,11 @@ Refused, with nothing written (ClusterUnsettled, exit 11):
     mid-migration from ZooKeeper to KRaft     KAFKA-16120/16121: reassignments in the hybrid
                                               phase can stall or leave stray replicas
     the active controller changed less than   a new controller is still loading state and
-    `settle_s` seconds ago                    electing leaders; moves pile on top of that
+    `settle_s` seconds ago                    electing leaders; moves pile on top of that.
+                                              The cluster's first controller (no failover
+                                              since it started) whose partitions all have
+                                              leaders is settled: a fresh cluster (a CI job)
+                                              applies at once
     partitions outside the plan are under-    a replica on a live broker is catching up:
     replicated (--allow-under-replicated)     more copying slows that repair (replicas
                                               missing because their broker is down are
@@ -21,6 +25,10 @@ What a client can know (`ControllerFacts`, gathered by the executor's cluster):
   (the moment the current controller won its election). KRaft: DescribeQuorum names the
   quorum leader and its epoch, not when it was elected, so the age is unknown; a quorum with
   no leader is refused.
+- first controller: ZooKeeper's /controller_epoch is created as 0 and each election adds 1, so
+  1 is the cluster's first controller; a KRaft quorum's first leader has leader epoch 1. A
+  higher epoch is a controller that took over from another (or a cluster restarted whole):
+  the age counts then.
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ class ControllerFacts:
     controller: str | None = None  # who controls it, for messages ("broker 2", "node 3007")
     controller_age_s: float | None = None  # seconds since it took over; None: unknown
     leaderless: bool = False  # no active controller right now (an election under way)
+    first: bool | None = None  # the cluster's first controller (epoch 1); None: unknown
     unknown: tuple[str, ...] = ()  # what of the controller's age could not be told, and why
 
 
@@ -116,8 +125,10 @@ def check_safe_start(
     allow_under_replicated: bool,
 ) -> SafeStart:
     """Raise ClusterUnsettled for the first reason not to start; else what was let through."""
-    check_controller(facts, settle_s=settle_s)
-    unknown = facts.unknown if settle_s > 0 else ()  # all about the age, unasked with 0
+    unled = leaderless_partitions(snapshot)
+    check_controller(facts, settle_s=settle_s, unled=unled)
+    settled = facts.first is True and not unled  # a first start: its age does not matter
+    unknown = facts.unknown if settle_s > 0 and not settled else ()  # all about the age
     result = SafeStart(notes=[f"not checked before starting: {u}" for u in unknown])
     low, down_only = under_replicated_outside(snapshot, plan_keys, in_flight)
     if low and not allow_under_replicated:
@@ -135,9 +146,22 @@ def check_safe_start(
     return result
 
 
-def check_controller(facts: ControllerFacts, *, settle_s: float) -> None:
+def leaderless_partitions(snapshot: ClusterSnapshot) -> list[Key]:
+    """Partitions with no leader now (leader -1: offline, or not elected yet)."""
+    return sorted(
+        (topic.name, part.partition)
+        for topic in snapshot.topics
+        for part in topic.partitions
+        if part.leader is not None and part.leader < 0
+    )
+
+
+def check_controller(
+    facts: ControllerFacts, *, settle_s: float, unled: Collection[Key] = ()
+) -> None:
     """Raise ClusterUnsettled mid-migration, with no active controller, or with one elected
-    less than `settle_s` seconds ago."""
+    less than `settle_s` seconds ago: after a failover, or at the cluster's first start while
+    partitions (`unled`) have no leader yet."""
     if facts.migration is not None:
         raise ClusterUnsettled(
             f"the cluster is mid-migration from ZooKeeper to KRaft ({facts.migration}); "
@@ -149,10 +173,18 @@ def check_controller(facts: ControllerFacts, *, settle_s: float) -> None:
             "the cluster has no active controller right now (no KRaft quorum leader, or no "
             "/controller in ZooKeeper): an election is under way; wait a minute and apply again"
         )
-    if settle_s > 0 and facts.controller_age_s is not None and facts.controller_age_s < settle_s:
-        who = facts.controller or "the active controller"
+    age = facts.controller_age_s
+    if settle_s <= 0 or age is None or age >= settle_s or (facts.first and not unled):
+        return
+    who = facts.controller or "the active controller"
+    since = f"{who} became the active controller {max(0.0, age):.0f}s ago"
+    if facts.first:
         raise ClusterUnsettled(
-            f"{who} became the active controller {max(0.0, facts.controller_age_s):.0f}s ago "
-            f"(less than `controller_settle_s` {settle_s:g}s); wait until it has settled, or "
-            "pass `controller_settle_s` 0"
+            f"{since}, when the cluster started, and {len(unled)} partition(s) have no leader "
+            f"yet ({_names(sorted(unled))}); wait until they have, or pass "
+            "`controller_settle_s` 0"
         )
+    raise ClusterUnsettled(
+        f"{since} (less than `controller_settle_s` {settle_s:g}s); wait until it has settled, "
+        "or pass `controller_settle_s` 0"
+    )

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from kreplica.fleet.policy import Policy, policy_from_dict
+from kreplica.fleet.preflight import hadoop_literal
 
 _INTS = T.ArrayType(T.IntegerType())
 _META = [
@@ -103,9 +104,13 @@ def is_parquet(path: str) -> bool:
 
 
 def spark_path(path: str) -> str:
-    """What Spark reads: a local folder means its *.json files; globs and URIs pass through."""
+    """What Spark reads: a local folder means its *.json files, a local file itself (glob
+    characters in their names escaped: a path that exists is a path); globs and URIs pass
+    through."""
     if not _URI.match(path) and os.path.isdir(path):
-        return os.path.join(os.path.abspath(path), "*.json")
+        return os.path.join(hadoop_literal(os.path.abspath(path)), "*.json")
+    if not _URI.match(path) and os.path.exists(path):
+        return hadoop_literal(path)
     return path
 
 
@@ -119,7 +124,8 @@ def read_texts(spark: SparkSession, path: str, listed: Listed | None = None) -> 
         tasks = max(cores * TASKS_PER_CORE, -(-count // FILES_PER_TASK))
         return local_texts(spark, listed.local, min(count, tasks))
     if is_parquet(path):
-        raw = spark.read.parquet(path)
+        literal = not _URI.match(path) and os.path.exists(path)  # a path, not a pattern
+        raw = spark.read.parquet(hadoop_literal(path) if literal else path)
         cols = [F.col(c) for c in raw.columns]
         return raw.select(
             F.concat(
@@ -186,7 +192,11 @@ def list_inputs(spark: SparkSession, path: str) -> Listed:
                 local = None
     broken = []
     if not _URI.match(pattern):
-        broken = [f for f in glob.glob(pattern) if os.path.islink(f) and not os.path.exists(f)]
+        if os.path.isdir(path):  # the same files as `pattern`, by Python's glob rules
+            found = glob.glob(os.path.join(glob.escape(os.path.abspath(path)), "*.json"))
+        else:
+            found = [path] if os.path.lexists(path) else glob.glob(path)
+        broken = [f for f in found if os.path.islink(f) and not os.path.exists(f)]
     return Listed(sorted(files), sorted(empty), sorted(broken), size, local or [])
 
 

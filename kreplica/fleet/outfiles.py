@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kreplica.errors import UsageError
-from kreplica.fleet.preflight import DONE_MARKER, OutDir
+from kreplica.fleet.preflight import DONE_MARKER, OutDir, hadoop_literal
 
 JARS_NEEDED = (
     "hdfs:// and s3a:// need that file system's Hadoop jars on Spark's classpath "
@@ -32,6 +32,11 @@ class OutFiles:
 
     def uri(self, rel: str = "") -> str:
         return f"{self.out.uri}/{rel}" if rel else self.out.uri
+
+    def literal(self, rel: str = "") -> str:
+        """`uri(rel)` for a read that globs (Spark's readers, globStatus): the folder the user
+        named, glob characters and all, not a pattern."""
+        return hadoop_literal(self.uri(rel))
 
     def shown(self, rel: str = "") -> str:
         if self.out.local is not None:
@@ -82,7 +87,8 @@ class OutFiles:
             statuses: list[Any] = []
 
             def listing() -> None:
-                statuses.extend(self._fs.globStatus(self._path(f"{rel}/part-*")) or [])
+                pattern = self._spark._jvm.org.apache.hadoop.fs.Path(f"{self.literal(rel)}/part-*")
+                statuses.extend(self._fs.globStatus(pattern) or [])
 
             self._remote(listing, rel)
             found = sorted(str(st.getPath().getName()) for st in statuses)

@@ -228,7 +228,7 @@ def audit(
     )
     progress(f"wrote findings to {out.shown('findings')} (Parquet, partitioned by cluster_id)")
     # the summary and the charts read the findings written, not the checks again
-    findings = spark.read.schema(FINDINGS_SCHEMA).parquet(out.uri("findings"))
+    findings = spark.read.schema(FINDINGS_SCHEMA).parquet(out.literal("findings"))
     summary_rows = cluster_summary(findings, loaded.sizes)
     ranked = [r["cluster_id"] for r in summary_rows if r["errors"] or r["warnings"]]
     charted = ranked[:worst]

@@ -114,6 +114,15 @@ def hadoop_uri(path: Path) -> str:
     return f"file://{path.as_posix()}"
 
 
+_HADOOP_GLOB = re.compile(r"([\\*?\[\]{}])")
+
+
+def hadoop_literal(path: str) -> str:
+    """`path` for a Hadoop (and Spark) read that globs: its glob characters (`* ? [ ] { }`
+    and `\\`) escaped, so a folder named `audit[2026-11]` or `a{b,c}` is that folder."""
+    return _HADOOP_GLOB.sub(r"\\\1", path)
+
+
 def check_out(value: str) -> OutDir:
     """The output folder, created and proven writable when local (a probe file is written
     and removed); a previous run's success marker is removed, so a run that stops half-way
@@ -172,7 +181,9 @@ def local_input_bytes(value: str) -> int | None:
     if path is None:
         return None
     if path.is_dir():
-        found = [str(p) for p in path.rglob("*.parquet")] or glob.glob(str(path / "*.json"))
+        found = [str(p) for p in path.rglob("*.parquet")] or glob.glob(
+            os.path.join(glob.escape(str(path)), "*.json")
+        )
     else:
         found = glob.glob(str(path))
     try:

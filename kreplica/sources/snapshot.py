@@ -107,11 +107,11 @@ def _topic_shell(raw: Any, origin: str, path: str) -> tuple[Topic, Any]:
         raise _fail(origin, f"{path}.name", "must be a non-empty string")
     configs_raw = _obj(t.get("configs", {}) or {}, origin, f"{path}.configs")
     configs = {str(k): str(v) for k, v in configs_raw.items() if v is not None}
+    if MIN_ISR in configs:
+        configs[MIN_ISR] = _min_isr_config(configs[MIN_ISR], origin, f"{path}.configs.{MIN_ISR}")
     min_isr = t.get("min_insync_replicas")
     if min_isr is not None:
-        min_isr = _int(min_isr, origin, f"{path}.min_insync_replicas")
-        if min_isr < 1:
-            raise _fail(origin, f"{path}.min_insync_replicas", f"must be >= 1, got {min_isr}")
+        min_isr = _id(min_isr, origin, f"{path}.min_insync_replicas", "min.insync.replicas", 1)
     shell = Topic(
         name=name,
         partitions=(),
@@ -147,10 +147,39 @@ def _opt_str(value: Any, origin: str, path: str) -> str | None:
     raise _fail(origin, path, f"must be a string or null, got {json.dumps(value)}")
 
 
+INT32_MAX = 2**31 - 1  # Kafka's broker and partition ids are 32-bit, >= 0
+
+
+def _id(value: Any, origin: str, path: str, what: str, low: int = 0) -> int:
+    """An integer in Kafka's range for `what` (a broker id, a partition id): low..2^31-1."""
+    number = _int(value, origin, path)
+    if not low <= number <= INT32_MAX:
+        raise _fail(
+            origin, path, f"must be a {what} from {low} to {INT32_MAX} (Kafka's), got {number}"
+        )
+    return number
+
+
 def _int_list(value: Any, origin: str, path: str) -> tuple[int, ...]:
     if not isinstance(value, list):
         raise _fail(origin, path, f"must be a list of broker ids, got {json.dumps(value)}")
-    return tuple(_int(v, origin, f"{path}[{i}]") for i, v in enumerate(value))
+    return tuple(_id(v, origin, f"{path}[{i}]", "broker id") for i, v in enumerate(value))
+
+
+MIN_ISR = "min.insync.replicas"
+
+
+def _min_isr_config(value: str, origin: str, path: str) -> str:
+    """A topic's `min.insync.replicas` as Kafka parses it (an int, surrounding blanks
+    trimmed, at least 1), written the one way the model reads it."""
+    text = value.strip()
+    digits = text[1:] if text[:1] in "+-" else text
+    number = int(text) if digits.isascii() and digits.isdigit() else None
+    if number is None or not 1 <= number <= INT32_MAX:
+        raise _fail(
+            origin, path, f"must be a whole number >= 1 as Kafka takes it, got {json.dumps(value)}"
+        )
+    return str(number)
 
 
 def _list(value: Any, origin: str, path: str) -> list[Any]:
@@ -215,7 +244,7 @@ def _parse_broker(raw: Any, origin: str, path: str) -> Broker:
         raise _fail(origin, f"{path}.alive", "must be true or false")
     port = b.get("port")
     return Broker(
-        id=_int(b["id"], origin, f"{path}.id"),
+        id=_id(b["id"], origin, f"{path}.id", "broker id"),
         rack=_opt_str(b.get("rack"), origin, f"{path}.rack"),
         host=_opt_str(b.get("host"), origin, f"{path}.host"),
         port=None if port is None else _int(port, origin, f"{path}.port"),
@@ -324,17 +353,17 @@ def _plain_partition(
         return None
     number = p.get("partition")
     raw = p.get("replicas")
-    if type(number) is not int or number < 0 or type(raw) is not list:
+    if type(number) is not int or not 0 <= number <= INT32_MAX or type(raw) is not list:
         return None
     for b in raw:
-        if type(b) is not int:
+        if type(b) is not int or not 0 <= b <= INT32_MAX:
             return None
     replicas = tuple(raw)
     if len(set(replicas)) != len(replicas):
         return None
     replicas = shared.setdefault(replicas, replicas)
     leader = p.get("leader")
-    if leader is not None and type(leader) is not int:
+    if leader is not None and (type(leader) is not int or not -1 <= leader <= INT32_MAX):
         return None
     isr_raw = p.get("isr")
     isr: tuple[int, ...] | None = None
@@ -342,7 +371,7 @@ def _plain_partition(
         if type(isr_raw) is not list:
             return None
         for b in isr_raw:
-            if type(b) is not int:
+            if type(b) is not int or not 0 <= b <= INT32_MAX:
                 return None
         isr = tuple(isr_raw)
         isr = replicas if isr == replicas else shared.setdefault(isr, isr)
@@ -370,9 +399,7 @@ def _parse_partition(raw: Any, topic: str, origin: str, path: str) -> Partition:
     for key in ("partition", "replicas"):
         if key not in p:
             raise _fail(origin, f"{path}.{key}", "is missing")
-    number = _int(p["partition"], origin, f"{path}.partition")
-    if number < 0:
-        raise _fail(origin, f"{path}.partition", "must be >= 0")
+    number = _id(p["partition"], origin, f"{path}.partition", "partition id")
     replicas = _int_list(p["replicas"], origin, f"{path}.replicas")
     if len(set(replicas)) != len(replicas):
         raise _fail(origin, f"{path}.replicas", f"lists a broker twice: {list(replicas)}")
@@ -386,7 +413,7 @@ def _parse_partition(raw: Any, topic: str, origin: str, path: str) -> Partition:
         topic=topic,
         partition=number,
         replicas=replicas,
-        leader=None if leader is None else _int(leader, origin, f"{path}.leader"),
+        leader=None if leader is None else _id(leader, origin, f"{path}.leader", "leader", -1),
         isr=None if isr is None else _int_list(isr, origin, f"{path}.isr"),
         size_bytes=size_bytes,
         adding_replicas=_int_list(p.get("adding_replicas", []), origin, f"{path}.adding_replicas"),

@@ -279,6 +279,15 @@ class ZooKeeperSource(LiveSource):
             parsed = {}
         return (parsed if isinstance(parsed, dict) else {}), stat.ctime / 1000.0
 
+    def controller_epoch(self) -> int | None:
+        """/controller_epoch: 1 while the cluster's first controller holds it (created as 0,
+        each election adds 1); None when absent or unreadable as a number."""
+        raw = self._read_many(["/controller_epoch"]).get("/controller_epoch")
+        try:
+            return int(raw or b"")
+        except ValueError:
+            return None
+
     def _list(self, path: str) -> list[str]:
         """Children of `path`; [] when it does not exist."""
         from kazoo.exceptions import KazooException, NoNodeError

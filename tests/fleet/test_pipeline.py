@@ -4,6 +4,7 @@ bad files skipped by name."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -132,3 +133,39 @@ def test_cli_audit_in_process(fleet_dir: Path, tmp_path: Path, spark: Any) -> No
     assert envelope["command"] == "fleet audit" and envelope["status"] == "partial"
     assert envelope["data"]["totals"]["clusters"] == 6
     assert "skipped: " in result.stderr and "broken.json" in result.stderr
+
+
+ODD = "[2026-11] {a,b}? x"  # Hadoop's glob characters and a space
+
+
+def test_folders_named_like_patterns_are_folders(
+    spark: Any, fleet_dir: Path, planned: Any, tmp_path: Path
+) -> None:
+    """--input and --out folders whose names hold `[ ] { } ?` and a space are read and written
+    as the folders they name (Spark's readers glob what they are given): the audit reads its
+    findings back, the plans are the plans of the plain folders."""
+    folder = tmp_path / f"in {ODD}"
+    folder.mkdir()
+    for snapshot in sorted(fleet_dir.glob("synth-*.json")):
+        shutil.copy(snapshot, folder / snapshot.name)
+    audit_out = tmp_path / f"audit {ODD}"
+    policy = load_fleet_policy(None, rf=3, min_insync=2)
+    audited = run_audit(spark, str(folder), str(audit_out), policy, worst=0)
+    assert audited["skipped"] == [] and audited["totals"]["clusters"] == 6
+    summary = json.loads((audit_out / "audit-summary.json").read_text())
+    assert summary["totals"] == audited["totals"]
+    assert sum(c["errors"] + c["warnings"] + c["infos"] for c in summary["clusters"]) > 0
+
+    out, doc = planned
+    plan_out = tmp_path / f"plan {ODD}"
+    again = run_plan(
+        spark, str(folder), str(plan_out), load_fleet_policy(None, rf=3, min_insync=None)
+    )
+    assert again["skipped"] == []
+    compared = 0
+    for row in doc["clusters"]:
+        if row["status"] == "ok":
+            name = f"plans/{row['cluster_id']}/reassignment.json"
+            assert (plan_out / name).read_text() == (out / name).read_text()
+            compared += 1
+    assert compared >= 4

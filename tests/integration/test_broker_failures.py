@@ -39,6 +39,7 @@ from tests.integration.test_apply import (
     Operator,
     _envelope,
     _ok,
+    _one_line,
     consume_all,
 )
 from tests.support.cli import collect_lines
@@ -326,16 +327,22 @@ def test_throttles_name_a_down_broker_and_clear_all_reaches_it(op: Operator, kaf
     kafka.wait("broker 4 throttled", lambda: bool(_broker_throttles(kafka, 4)))
     _stop(op, kafka, 4)
 
-    listed = _envelope(_ok(op.run("throttles", *_source(op), "--output", "json")))
+    as_json = op.run("throttles", *_source(op), "--output", "json")
+    listed = _envelope(as_json)
     shown = op.run("throttles", *_source(op))
-    op.log.append(f"throttles with broker 4 down: {shown.stdout.strip()}")
-    if op.info.zookeeper:  # read from /config/brokers/4
+    op.log.append(f"throttles with broker 4 down: {shown.stdout.strip()} {shown.stderr.strip()}")
+    if op.info.zookeeper:  # read from /config/brokers/4: everything seen, exit 0
+        _ok(as_json)
+        _ok(shown)
         assert {(r["name"], r["config"]) for r in listed["throttles"]} == {
             ("4", key) for key in RATE_KEYS
         }
-    else:  # nothing can read it: named, never "none"
+    else:  # nothing can read it: named, never "none", and partial (exit 9), not 0
+        assert as_json.returncode == shown.returncode == ExitCode.PARTIAL == 9
         assert listed["unread_brokers"] == [4], listed
-        assert "broker(s) 4 down: their throttles could not be read" in shown.stdout
+        assert json.loads(as_json.stdout)["status"] == "partial"
+        line = _one_line(shown, ExitCode.PARTIAL)
+        assert line.startswith("error: broker(s) 4 down: their throttles could not be read")
         assert "no replication throttles are set\n" not in shown.stdout
 
     cleared = _ok(op.run("throttles", "--clear", "--all", *_source(op)))

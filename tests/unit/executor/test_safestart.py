@@ -105,3 +105,42 @@ def test_the_migration_flag_of_live_brokers() -> None:
     assert why == "broker(s) 1, 3 run with zookeeper.metadata.migration.enable=true"
     with pytest.raises(ClusterUnsettled, match=r"mid-migration .*broker\(s\) 1, 3 run with"):
         _check(ControllerFacts(migration=why), _snapshot((2, 3)))
+
+
+def _unled(snap: ClusterSnapshot) -> ClusterSnapshot:
+    """`snap` with partition b-0 not led yet (leader -1, as Kafka records it)."""
+    a, b = snap.topics
+    first, second = b.partitions
+    return ClusterSnapshot(
+        brokers=snap.brokers,
+        topics=(a, Topic("b", (Partition("b", 0, first.replicas, leader=-1, isr=()), second))),
+    )
+
+
+def test_a_first_start_is_not_a_failover() -> None:
+    """The cluster's first controller (epoch 1) elected seconds ago, every partition led: a
+    fresh cluster, settled; with a partition not led yet, refused until `settle_s`; a later
+    controller (a failover) is refused as before."""
+    healthy = _snapshot((2, 3))
+    fresh = ControllerFacts(controller="broker 1", controller_age_s=3.0, first=True)
+    assert _check(fresh, healthy).notes == []  # type: ignore[attr-defined]
+    with pytest.raises(
+        ClusterUnsettled,
+        match=r"when the cluster started, and 1 partition\(s\) "
+        r"have no leader yet \(b-0\)",
+    ):
+        _check(fresh, _unled(healthy))
+    assert _check(fresh, _unled(healthy), settle_s=2.0, allow_under_replicated=True)
+    failover = ControllerFacts(controller="broker 1", controller_age_s=3.0, first=False)
+    with pytest.raises(ClusterUnsettled, match=r"broker 1 became the active controller 3s ago \("):
+        _check(failover, healthy)
+    # KRaft: no age; its quorum's first leader with every partition led needs no note
+    kraft = ControllerFacts(unknown=("the controller's age: not since when",), first=True)
+    assert _check(kraft, healthy).notes == []  # type: ignore[attr-defined]
+    assert (
+        _check(kraft, _unled(healthy), allow_under_replicated=True)
+        .notes[0]
+        .startswith(  # type: ignore[attr-defined]
+            "not checked before starting: the controller's age"
+        )
+    )

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+pytest.importorskip("pyspark", reason="the fleet extra is not installed (pip install '.[fleet]')")
+
 from kreplica.fleet.frames import Listed
 from kreplica.fleet.pipeline import resolve
 from kreplica.fleet.policy import Policy

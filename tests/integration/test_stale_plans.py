@@ -28,26 +28,18 @@ from kreplica.sandbox import SandboxInfo
 from kreplica.testing import TopicSpec, create_topics
 from tests.integration.conftest import produce
 from tests.integration.test_apply import Kafka, Operator, _ok, _one_line
-from tests.support.groups import per_mode
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 
-@pytest.fixture(params=per_mode("cluster"))
-def info(request: pytest.FixtureRequest) -> SandboxInfo:
-    fixture = "zk_cluster" if request.param == "zk" else "kraft_cluster"
-    result: SandboxInfo = request.getfixturevalue(fixture)
-    return result
+@pytest.fixture
+def op(session_cluster: SandboxInfo, tmp_path: Path) -> Operator:
+    return Operator(session_cluster, tmp_path)
 
 
 @pytest.fixture
-def op(info: SandboxInfo, tmp_path: Path) -> Operator:
-    return Operator(info, tmp_path)
-
-
-@pytest.fixture
-def kafka(info: SandboxInfo) -> Iterator[Kafka]:
-    client = Kafka(info)
+def kafka(session_cluster: SandboxInfo) -> Iterator[Kafka]:
+    client = Kafka(session_cluster)
     yield client
     client.close()
 

@@ -583,8 +583,9 @@ def cancel(
         bool,
         typer.Option(
             "--rollback-finished",
-            help="Then apply PLAN.rollback.json, so the partitions that had finished go back "
-            "too (plans that change RF or partition counts only).",
+            help="Then apply PLAN.rollback.json (at the plan's throttle rate), so the "
+            "partitions that had finished go back too (plans that change RF or partition "
+            "counts only).",
         ),
     ] = False,
     opts: Options,

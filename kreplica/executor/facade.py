@@ -281,9 +281,10 @@ def cancel(
 ) -> CancelOutcome:
     """Cancel the plan's reassignments in flight (they return to their old replicas) and
     restore its throttles. `roll_back_finished` (a plan that changes RF or partition counts
-    only): then apply PLAN.rollback.json with these options, so the partitions that had
-    finished return too and no topic is left at two RFs; refused before anything is
-    cancelled when the plan or its rollback does not allow it."""
+    only): then apply PLAN.rollback.json with these options (without a throttle, at the
+    highest rate the plan's apply set), so the partitions that had finished return too and no
+    topic is left at two RFs; refused before anything is cancelled when the plan or its
+    rollback does not allow it."""
     from kreplica.executor.cancel import cancel_plan
     from kreplica.executor.journal import Journal
     from kreplica.executor.planfile import plan_siblings
@@ -310,7 +311,12 @@ def cancel(
         rollback,
     )
     if roll_back_finished is not None and finished:
-        outcome.rolled_back = apply(connection, rollback, roll_back_finished, progress=emit)
+        options = roll_back_finished
+        if options.throttle is None:  # the rollback copies no faster than the plan did
+            from kreplica.executor.throttle_records import journal_rate
+
+            options = dataclasses.replace(options, throttle=journal_rate(journal.read()))
+        outcome.rolled_back = apply(connection, rollback, options, progress=emit)
     return outcome
 
 

@@ -17,6 +17,7 @@ from kreplica.executor import facade
 from kreplica.executor.journal import Journal, fold
 from kreplica.executor.options import ApplyOptions
 from kreplica.executor.planfile import PlanFile
+from kreplica.executor.throttle_records import journal_rate
 from tests.unit.executor.test_apply_loop import SimulatedCluster
 
 Key = tuple[str, int]
@@ -79,3 +80,15 @@ def test_the_journal_dates_the_finish_and_the_cancel(tmp_path: Path) -> None:
     path = tmp_path / "plan.journal.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
     assert facade.journal_cancelled_on(tmp_path / "plan.json") == "2026-11-28T09:01:00.000Z"
+
+
+def test_the_rollback_copies_at_the_highest_rate_the_plan_set() -> None:
+    rate = "leader.replication.throttled.rate"
+    events: list[dict[str, Any]] = [
+        {"event": "throttle-set", "kind": "topic", "name": "t", "values": {"x": "1,2"}},
+        {"event": "throttle-set", "kind": "broker", "name": "1", "values": {rate: "29999"}},
+        {"event": "throttle-set", "kind": "broker", "name": "1", "values": {rate: "30000"}},
+        {"event": "throttle-restored"},
+    ]
+    assert journal_rate(events) == 30000
+    assert journal_rate(events[:1]) is None

@@ -160,10 +160,11 @@ def preflight(
                 )
             )
     if drifted:
-        whole = plan.resized_topics
+        whole = {key[0] for key, _ in drifted} & plan.resized_topics
+        skipped = _leave_out(result, drifted, whole)
         if on_drift != "skip":
-            raise StalePlan(_drift_refusal(plan, drifted, whole))
-        result.skipped = _leave_out(result, drifted, whole)
+            raise StalePlan(_drift_refusal(result, drifted, whole))
+        result.skipped = skipped
     others = sorted(k for k in in_flight if k not in plan.targets)
     if others and not additional and (result.todo or result.create):
         raise ReassignmentInProgress(
@@ -188,40 +189,46 @@ def preflight(
     return result
 
 
-def _drift_refusal(plan: PlanFile, drifted: Sequence[tuple[Key, str]], whole: set[str]) -> str:
-    """Why the plan is refused, and the safe ways on: a new plan; `on_drift` skip only when
-    something of the plan did not change (never "apply the rest" of a topic's change)."""
+def _drift_refusal(
+    left: Preflight, drifted: Sequence[tuple[Key, str]], whole: Collection[str]
+) -> str:
+    """Why the plan is refused, and the safe ways on: a new plan, or `on_drift` skip when
+    something of the plan did not change (`left`: what skip would still apply), never "apply
+    the rest" of a topic's change."""
     more = f" (and {len(drifted) - 3} more)" if len(drifted) > 3 else ""
     text = (
         f"the cluster changed since this plan was made: {'; '.join(d for _, d in drifted[:3])}"
         f"{more}; make a new plan from the current state"
     )
-    changed = {key[0] for key, _ in drifted}
-    untouched = [t for t in plan.topics if t not in changed]
-    if untouched and changed & whole:
-        text += (
-            f" (`on_drift` skip leaves out the topic(s) that changed whole, "
-            f"{', '.join(sorted(changed))}, and applies the plan to {', '.join(untouched[:3])}"
-            + (f" and {len(untouched) - 3} more" if len(untouched) > 3 else "")
-            + ")"
-        )
-    elif len(drifted) < len(plan.targets) + len(plan.new_partitions) and not changed & whole:
-        text += " (`on_drift` skip leaves out the partitions that changed)"
-    return text
+    keys = [m.key for m in left.todo] + list(left.create)
+    if not keys:
+        return text
+    topics = sorted({t for t, _ in keys})
+    named = ", ".join(topics[:3]) + (f" and {len(topics) - 3} more" if len(topics) > 3 else "")
+    also = (
+        f" (and all of {', '.join(sorted(whole))}: a change of RF or partition count applies whole)"
+        if whole
+        else ""
+    )
+    return (
+        f"{text}; `on_drift` skip leaves out what changed{also} and applies only the "
+        f"{len(keys)} partition(s) that did not change, of {named}"
+    )
 
 
-def _leave_out(result: Preflight, drifted: Sequence[tuple[Key, str]], whole: set[str]) -> list[str]:
-    """`on_drift` skip: leave out the partitions that changed, and every partition of a topic
-    whose RF or partition count changes when any of its partitions changed. What is moving
-    already (submitted before) or done stays as it is. Returns what was left out, as lines."""
-    changed = {key[0] for key, _ in drifted} & whole
-    kept = [m for m in result.todo if m.topic not in changed]
-    dropped = [m.key for m in result.todo if m.topic in changed]
-    dropped += [k for k in result.create if k[0] in changed]
-    result.todo = kept
-    result.create = {k: v for k, v in result.create.items() if k[0] not in changed}
-    lines = [d for key, d in drifted if key[0] not in changed]
-    for topic in sorted(changed):
+def _leave_out(
+    result: Preflight, drifted: Sequence[tuple[Key, str]], whole: Collection[str]
+) -> list[str]:
+    """`on_drift` skip: leave out the partitions that changed, and every partition of the
+    topics in `whole` (their RF or partition count changes, and some partition of theirs
+    changed). What is moving already (submitted before) or done stays as it is. Returns what
+    was left out, as lines."""
+    dropped = [m.key for m in result.todo if m.topic in whole]
+    dropped += [k for k in result.create if k[0] in whole]
+    result.todo = [m for m in result.todo if m.topic not in whole]
+    result.create = {k: v for k, v in result.create.items() if k[0] not in whole}
+    lines = [d for key, d in drifted if key[0] not in whole]
+    for topic in sorted(whole):
         first = next(d for key, d in drifted if key[0] == topic)
         others = sum(1 for t, _ in dropped if t == topic)
         lines.append(

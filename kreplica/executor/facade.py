@@ -298,7 +298,8 @@ def cancel(
     if roll_back_finished is not None:
         _wait_cancelled(connection, plan, journal, running)
     snap = connection.cluster.snapshot(plan.topics)
-    finished = plan.finished_moves(snap, cancelled)
+    # still moving (a running apply's last submissions, cancelled by it): not finished
+    finished = plan.finished_moves(snap, {*cancelled, *connection.cluster.in_flight()})
     sizes = {len(plan.targets[k]) for k in finished}
     resized = any(len(plan.before.get(k, ())) != len(plan.targets[k]) for k in finished)
     existing = {(t.name, p.partition) for t in snap.topics for p in t.partitions}

@@ -156,5 +156,5 @@ def verify(connection: Connection, plan_path: PathLike) -> list[Difference]:
 def cancel(connection: Connection, plan_path: PathLike, *, force: bool = False) -> list[str]:
     """Cancel the plan's moves in flight (they go back to their old replicas) and restore its
     throttles; returns the partitions cancelled ("topic-partition")."""
-    cancelled, _running = facade.cancel(connection, Path(plan_path), force=force)
-    return [f"{t}-{p}" for t, p in cancelled]
+    outcome = facade.cancel(connection, Path(plan_path), force=force)
+    return [f"{t}-{p}" for t, p in outcome.cancelled]

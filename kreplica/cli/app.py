@@ -581,16 +581,33 @@ def cancel(
             "its min.insync.replicas (recorded in the journal).",
         ),
     ] = False,
+    rollback_finished: Annotated[
+        bool,
+        typer.Option(
+            "--rollback-finished",
+            help="Then apply PLAN.rollback.json (at the plan's throttle rate), so the "
+            "partitions that had finished go back too (plans that change RF or partition "
+            "counts only).",
+        ),
+    ] = False,
     opts: Options,
 ) -> None:
     """Stop a plan's moves in flight. They return to their old replicas; throttles are restored.
 
-    Refused (exit 10, nothing changed) when a partition would be left under its
-    min.insync.replicas, e.g. an original replica's broker is down.
+    Partitions whose move had finished stay as planned; the output counts them and names the
+    rollback file that returns them (--rollback-finished applies it at once). Refused (exit
+    10, nothing changed) when a partition would be left under its min.insync.replicas, e.g.
+    an original replica's broker is down.
     """
     from kreplica.cli import apply_cmd, applying
 
-    apply_cmd.cancel(opts, applying.plan_source(opts, plan_file), plan_file, force=force)
+    apply_cmd.cancel(
+        opts,
+        applying.plan_source(opts, plan_file),
+        plan_file,
+        force=force,
+        rollback_finished=rollback_finished,
+    )
 
 
 @app.command()

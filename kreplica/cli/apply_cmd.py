@@ -4,6 +4,7 @@ kreplica.cli.applying."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from kreplica.cli.config import SourceSpec
 from kreplica.cli.options import Options, OutputFormat
 from kreplica.errors import KreplicaError, PartialResult, UsageError, VerificationFailed
 from kreplica.executor import facade
+from kreplica.executor.options import ApplyOptions
 
 
 def apply(opts: Options, spec: SourceSpec, plan_path: Path) -> None:
@@ -38,12 +40,13 @@ def verify(opts: Options, spec: SourceSpec, plan_path: Path) -> None:
         for d in differences
     ]
     total = len(plan.targets) + len(plan.new_partitions)
+    cancelled_on = facade.journal_cancelled_on(plan_path)
     if opts.output is OutputFormat.json:
         errors = (
             [
                 {
                     "code": "verification-failed",
-                    "message": _verify_line(plan_path, differences, total),
+                    "message": _verify_line(plan_path, differences, total, cancelled_on),
                 }
             ]
             if differences
@@ -69,44 +72,102 @@ def verify(opts: Options, spec: SourceSpec, plan_path: Path) -> None:
                 f"{plan_path}: all {total} partition(s) as planned, nothing in flight", markup=False
             )
     if differences:
-        raise VerificationFailed(_verify_line(plan_path, differences, total))
+        raise VerificationFailed(_verify_line(plan_path, differences, total, cancelled_on))
 
 
-def _verify_line(plan_path: Path, differences: list[Any], total: int) -> str:
+def _verify_line(
+    plan_path: Path, differences: list[Any], total: int, cancelled_on: str | None
+) -> str:
     moving = sum(1 for d in differences if d.moving)
-    return (
-        f"{plan_path}: {len(differences)} of {total} partition(s) not as planned"
-        + (f" ({moving} still moving)" if moving else "")
-        + "; wait and verify again, or kreplica apply --resume / kreplica cancel"
+    line = f"{plan_path}: {len(differences)} of {total} partition(s) not as planned" + (
+        f" ({moving} still moving)" if moving else ""
     )
+    if cancelled_on is not None:  # the journal says why: no cancel to suggest again
+        rollback = facade.plan_paths(plan_path)["rollback"]
+        return (
+            f"{line}: its apply was cancelled on {cancelled_on[:10]} (journal); apply it "
+            f"again to finish it, or apply {rollback} to return what had finished"
+        )
+    return line + "; wait and verify again, or kreplica apply --resume / kreplica cancel"
 
 
-def cancel(opts: Options, spec: SourceSpec, plan_path: Path, *, force: bool = False) -> None:
+def cancel(
+    opts: Options,
+    spec: SourceSpec,
+    plan_path: Path,
+    *,
+    force: bool = False,
+    rollback_finished: bool = False,
+) -> None:
     plan = facade.load_plan(plan_path)
+    roll_back = (
+        ApplyOptions(poll_interval_s=float(os.environ.get("KREPLICA_POLL_INTERVAL", "2")))
+        if rollback_finished
+        else None
+    )
     with connect(spec) as connection:
         output.state().interrupt_note = (
             f"interrupted: part of the cancel may have been sent; `kreplica cancel {plan_path}` "
             f"again finishes it, `kreplica verify {plan_path}` shows where things are"
         )
-        cancelled, running = facade.cancel(
-            connection, plan_path, plan=plan, emit=warn_stderr, force=force
+        outcome = facade.cancel(
+            connection,
+            plan_path,
+            plan=plan,
+            emit=warn_stderr,
+            force=force,
+            roll_back_finished=roll_back,
         )
         clear_pending(connection)
-    names = [f"{t}-{p}" for t, p in cancelled]
+    names = [f"{t}-{p}" for t, p in outcome.cancelled]
+    rolled = outcome.rolled_back
     if opts.output is OutputFormat.json:
-        output.emit_envelope({"plan": str(plan_path), "cancelled": names, "apply_running": running})
-    else:
-        text = (
-            f"cancelled {len(names)} reassignment(s) in flight; they return to their old replicas"
-            if names
-            else "nothing of this plan was in flight"
+        output.emit_envelope(
+            {
+                "plan": str(plan_path),
+                "cancelled": names,
+                "apply_running": outcome.running,
+                "finished": [f"{t}-{p}" for t, p in outcome.finished],
+                "created": [f"{t}-{p}" for t, p in outcome.created],
+                "rollback": str(outcome.rollback),
+                "rolled_back": [f"{t}-{p}" for t, p in rolled.moved] if rolled else [],
+            }
         )
-        after = (
-            "the running apply stops and restores the throttles"
-            if running
-            else "kreplica's throttles restored"
+        return
+    console().print(f"{plan_path}: {cancel_line(outcome)}", markup=False)
+
+
+def cancel_line(outcome: facade.CancelOutcome) -> str:
+    """What a cancel stopped, what stays, and the way back: one line."""
+    parts = [
+        f"{len(outcome.cancelled)} returned to their old replicas"
+        if outcome.cancelled
+        else "nothing of this plan was in flight"
+    ]
+    if outcome.finished:
+        where = (
+            f"at RF {outcome.finished_rf}"
+            if outcome.finished_rf is not None
+            else "on their new replicas"
         )
-        console().print(f"{plan_path}: {text}; {after}", markup=False)
+        if outcome.rolled_back is not None:
+            parts.append(
+                f"{len(outcome.finished)} had finished and {outcome.rollback} returned "
+                f"{len(outcome.rolled_back.moved)} of them"
+            )
+        else:
+            parts.append(
+                f"{len(outcome.finished)} had finished and stay {where}: "
+                f"{outcome.rollback} returns them"
+            )
+    if outcome.created:
+        parts.append(f"{len(outcome.created)} new partition(s) stay (Kafka cannot remove them)")
+    parts.append(
+        "the running apply stops and restores the throttles"
+        if outcome.running
+        else "kreplica's throttles restored"
+    )
+    return "; ".join(parts)
 
 
 def elect(opts: Options, spec: SourceSpec, plan_path: Path | None, topics: list[str]) -> None:

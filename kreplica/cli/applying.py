@@ -267,7 +267,12 @@ def run_apply(
                 "kreplica was running (journalled as completed)",
                 markup=False,
             )
-        if result.nothing_to_do:
+        if result.nothing_to_do and result.skipped:
+            out.print(
+                f"{plan_path}: nothing applied, what is left of the plan changed since it was made",
+                markup=False,
+            )
+        elif result.nothing_to_do:
             out.print(f"{plan_path}: nothing to do, the plan is applied already", markup=False)
         else:
             out.print(

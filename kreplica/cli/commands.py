@@ -207,9 +207,14 @@ def check(opts: Options, plan_file: Path) -> None:
         str(plan_file),
         fix="pass a kafka-reassign-partitions JSON or a PLAN.kreplica.json",
     )
+    from kreplica.executor.facade import plan_document_of
+
+    # PLAN.json is checked as its plan document beside it, as apply reads it: the same
+    # cluster id, before-state and new partitions
+    document = plan_document_of(plan_file, data)
     spec = source_spec(opts)
     snap = read_cluster(spec)
-    findings = check_reassignment(snap, data)
+    findings = check_reassignment(snap, document if document is not None else data)
     from kreplica.render.text import finding_text, plural
 
     errors = [f for f in findings if f.level == "error"]

@@ -51,17 +51,11 @@ def balance_dirs(opts: Options, *, brokers: str | None) -> None:
 
 
 def _write(plan: Any, snap: ClusterSnapshot, out: Path, *, overwrite: bool) -> dict[str, Path]:
-    from kreplica.planner.dirs import plan_document, reassignment_json, replicas_of, rollback_json
+    from kreplica.planner.dirs import plan_files, replicas_of
 
     replicas = replicas_of(snap)
     return write_documents(
-        out,
-        lambda: {
-            "reassignment": reassignment_json(plan, replicas),
-            "rollback": rollback_json(plan, replicas),
-            "plan_document": plan_document(plan, replicas, cluster_id=snap.cluster_id),
-        },
-        overwrite=overwrite,
+        out, lambda: plan_files(plan, replicas, cluster_id=snap.cluster_id), overwrite=overwrite
     )
 
 

@@ -112,13 +112,12 @@ class Applier(Waiting, DirMoves):
     def _run(self) -> ApplyResult:
         started = self.clock.now()
         events = self.journal.read()
-        if events and not self.options.resume:
-            state = self.journal.state()
-            if not (state.finished or state.cancelled):
-                raise UsageError(
-                    f"{self.journal.path} shows an apply of this plan that did not finish; "
-                    "continue it with `resume`, or stop it with kreplica cancel"
-                )
+        state = fold(events)
+        if events and not self.options.resume and not (state.finished or state.cancelled):
+            raise UsageError(
+                f"{self.journal.path} shows an apply of this plan that did not finish; "
+                "continue it with `resume`, or stop it with kreplica cancel"
+            )
         if self.options.resume and not events:
             raise UsageError(
                 f"`resume`: no journal at {self.journal.path}, so nothing to resume; "
@@ -144,6 +143,7 @@ class Applier(Waiting, DirMoves):
             additional=self.options.additional,
             on_drift=self.options.on_drift,
             allow_under_min_isr=self.options.allow_under_min_isr,
+            finished_on=state.finished_at if state.finished else None,
         )
         result = ApplyResult(
             already_done=list(check.done), skipped=list(check.skipped), warnings=check.warnings
@@ -159,7 +159,8 @@ class Applier(Waiting, DirMoves):
             self._journal_complete(meanwhile)
             if events and not any(e.get("event") == "finish" for e in events):
                 self.restore_throttles()
-                self.journal.append({"event": "finish", "already_done": len(check.done)})
+                if not check.skipped:  # what was left out is not applied: no finish
+                    self.journal.append({"event": "finish", "already_done": len(check.done)})
             self.emit({"event": "nothing-to-do", "done": len(check.done)})
             return result
         self._safe_start(in_flight)  # refused: nothing written, no journal

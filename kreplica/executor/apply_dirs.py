@@ -71,7 +71,8 @@ class DirMoves(ApplierState):
                 more = f" (and {len(drifted) - 3} more)" if len(drifted) > 3 else ""
                 raise StalePlan(
                     f"the cluster changed since this plan was made: {'; '.join(drifted[:3])}"
-                    f"{more}; make a new plan, or pass `on_drift` skip to apply the rest"
+                    f"{more}; make a new plan from the current state; `on_drift` skip leaves "
+                    "out the moves that changed and applies only the others"
                 )
             result.skipped += drifted
         return todo

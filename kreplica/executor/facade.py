@@ -114,6 +114,14 @@ def load_plan(plan_path: Path) -> PlanFile:
     return load_plan_file(plan_path)
 
 
+def plan_document_of(plan_path: Path, data: Any) -> dict[str, Any] | None:
+    """The plan document that goes with the plan file at `plan_path` (contents `data`): the
+    file itself, or PLAN.kreplica.json beside it; None for bare Kafka JSON."""
+    from kreplica.executor.planfile import plan_document_of as document_of
+
+    return document_of(plan_path, data)
+
+
 def load_plan_to_apply(plan_path: Path) -> PlanFile:
     """The plan, refused (with nothing touched) when it moves nothing."""
     from kreplica.executor.apply import require_moves
@@ -144,6 +152,14 @@ def journal_via(plan_path: Path) -> str | None:
     from kreplica.executor.journal import Journal
 
     return Journal(journal_path(plan_path)).state().via
+
+
+def journal_cancelled_on(plan_path: Path) -> str | None:
+    """When the plan's last apply was cancelled (the journal's `ts`), else None."""
+    from kreplica.executor.journal import Journal
+
+    state = Journal(journal_path(plan_path)).state()
+    return (state.cancelled_at or "?") if state.cancelled else None
 
 
 def journal_finished(path: Path) -> bool:
@@ -236,6 +252,24 @@ def verify(
     return verify_plan(connection.cluster, plan if plan is not None else load_plan(plan_path))
 
 
+@dataclass
+class CancelOutcome:
+    """What `cancel` did and what stays: `cancelled`, the moves stopped (back to their old
+    replicas); `running`, whether an apply of the plan was asked to stop; `finished`, the
+    partitions the plan had moved already (they stay; PLAN.rollback.json returns them) and
+    `finished_rf`, their replication factor when they share one and the plan changed it;
+    `created`, new partitions the plan made (Kafka cannot remove them); `rolled_back`, the
+    rollback's apply when `roll_back_finished` asked for one."""
+
+    cancelled: list[Key]
+    running: bool
+    finished: list[Key]
+    finished_rf: int | None
+    created: list[Key]
+    rollback: Path
+    rolled_back: ApplyResult | None = None
+
+
 def cancel(
     connection: Connection,
     plan_path: Path,
@@ -243,17 +277,95 @@ def cancel(
     plan: PlanFile | None = None,
     emit: Emit = lambda event: None,
     force: bool = False,
-) -> tuple[list[Key], bool]:
+    roll_back_finished: ApplyOptions | None = None,
+) -> CancelOutcome:
     """Cancel the plan's reassignments in flight (they return to their old replicas) and
-    restore its throttles; returns (the partitions cancelled, whether an apply is running)."""
+    restore its throttles. `roll_back_finished` (a plan that changes RF or partition counts
+    only): then apply PLAN.rollback.json with these options (without a throttle, at the
+    highest rate the plan's apply set), so the partitions that had finished return too and no
+    topic is left at two RFs; refused before anything is cancelled when the plan or its
+    rollback does not allow it."""
     from kreplica.executor.cancel import cancel_plan
     from kreplica.executor.journal import Journal
+    from kreplica.executor.planfile import plan_siblings
 
     plan = plan if plan is not None else load_plan(plan_path)
-    cancelled, running = cancel_plan(
-        connection.cluster, plan, Journal(journal_path(plan_path)), emit, force=force
+    rollback = plan_siblings(plan_path)["rollback"]
+    if roll_back_finished is not None:
+        _require_rollback(plan, rollback)
+    journal = Journal(journal_path(plan_path))
+    cancelled, running = cancel_plan(connection.cluster, plan, journal, emit, force=force)
+    if roll_back_finished is not None:
+        _wait_cancelled(connection, plan, journal, running)
+    snap = connection.cluster.snapshot(plan.topics)
+    # still moving (a running apply's last submissions, cancelled by it): not finished
+    finished = plan.finished_moves(snap, {*cancelled, *connection.cluster.in_flight()})
+    sizes = {len(plan.targets[k]) for k in finished}
+    resized = any(len(plan.before.get(k, ())) != len(plan.targets[k]) for k in finished)
+    existing = {(t.name, p.partition) for t in snap.topics for p in t.partitions}
+    outcome = CancelOutcome(
+        list(cancelled),
+        bool(running),
+        finished,
+        sizes.pop() if len(sizes) == 1 and resized else None,
+        sorted(k for k in plan.new_partitions if k in existing),
+        rollback,
     )
-    return list(cancelled), bool(running)
+    if roll_back_finished is not None and finished:
+        options = roll_back_finished
+        if options.throttle is None:  # the rollback copies no faster than the plan did
+            from kreplica.executor.throttle_records import journal_rate
+
+            options = dataclasses.replace(options, throttle=journal_rate(journal.read()))
+        outcome.rolled_back = apply(connection, rollback, options, progress=emit)
+    return outcome
+
+
+def _require_rollback(plan: PlanFile, rollback: Path) -> None:
+    """`roll_back_finished` is for a change of topic shape (RF, partition count), whose
+    rollback returns replicas where they were; a drain's or rebalance's rollback would move
+    data back onto brokers being emptied, so it is left to an apply the operator reviews."""
+    if not plan.resized_topics:
+        raise UsageError(
+            f"`roll_back_finished`: {plan.path} changes no replication factor or partition "
+            f"count; cancel without it, then review and apply {rollback} if it should go back"
+        )
+    if not rollback.exists():
+        raise UsageError(
+            f"`roll_back_finished`: {rollback} is missing; cancel without it, then make a plan "
+            "that returns the partitions you want back"
+        )
+
+
+def _wait_cancelled(
+    connection: Connection,
+    plan: PlanFile,
+    journal: Any,
+    running: bool,
+    *,
+    timeout_s: float = 60.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Until the apply asked to stop has let go of the journal and none of the plan's
+    partitions is in flight: the rollback then starts from where the cancel left them."""
+    from kreplica.errors import ReassignmentInProgress
+
+    deadline = time.monotonic() + timeout_s
+    while running:
+        try:
+            with journal.lock():
+                running = False
+        except ReassignmentInProgress:
+            if time.monotonic() > deadline:
+                raise
+            sleep(0.5)
+    while set(plan.targets) & set(connection.cluster.in_flight()):
+        if time.monotonic() > deadline:
+            raise ReassignmentInProgress(
+                f"the cancelled moves of {plan.path} are still listed in flight after "
+                f"{timeout_s:.0f} s; run kreplica verify, then apply its rollback"
+            )
+        sleep(0.5)
 
 
 def status(

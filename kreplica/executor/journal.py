@@ -147,8 +147,10 @@ class JournalState:
     # of those, the ones a restore could not write (broker down): resource -> why
     throttles_pending: dict[Resource, str] = field(default_factory=dict)
     cancelled: bool = False  # a cancel came after the last start
+    cancelled_at: str | None = None  # its time (`ts`)
     cancelled_partitions: list[Key] = field(default_factory=list)
     finished: bool = False  # a finish came after the last start
+    finished_at: str | None = None  # its time (`ts`)
     errors: list[str] = field(default_factory=list)  # messages of error events after last start
     last_seq: int = 0
     _last_submit: dict[Key, int] = field(default_factory=dict, repr=False)
@@ -175,6 +177,11 @@ def _text_key(text: str) -> Key:
     return (topic, int(partition))
 
 
+def _ts(event: dict[str, Any]) -> str | None:
+    ts = event.get("ts")
+    return ts if isinstance(ts, str) else None
+
+
 def fold(events: list[dict[str, Any]]) -> JournalState:
     """The state after `events` (as `Journal.read` returns them); unknown events are skipped."""
     state = JournalState()
@@ -186,6 +193,7 @@ def fold(events: list[dict[str, Any]]) -> JournalState:
             state.started = True
             state.starts += 1
             state.cancelled = state.finished = False
+            state.cancelled_at = state.finished_at = None
             state.cancelled_partitions = []
             state.errors = []
             if state.plan is None and event.get("plan") is not None:
@@ -237,6 +245,7 @@ def fold(events: list[dict[str, Any]]) -> JournalState:
             )
         elif kind == "cancel":
             state.cancelled = True
+            state.cancelled_at = _ts(event)
             for item in event.get("partitions") or ():
                 if isinstance(item, str):
                     state.cancelled_partitions.append(_text_key(item))
@@ -244,6 +253,7 @@ def fold(events: list[dict[str, Any]]) -> JournalState:
                     state.cancelled_partitions.append(_key(item["topic"], item["partition"]))
         elif kind == "finish":
             state.finished = True
+            state.finished_at = _ts(event)
         elif kind == "error":
             state.errors.append(str(event.get("message", "")))
     return state

@@ -7,10 +7,12 @@ can be applied too, but nothing then proves it was made for this cluster or this
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kreplica.errors import StalePlan
 from kreplica.executor.journal import journal_path
 from kreplica.model import ClusterSnapshot
 from kreplica.planner.serialize import (
@@ -25,12 +27,14 @@ Key = tuple[str, int]
 
 
 def plan_siblings(path: Path) -> dict[str, Path]:
-    """PLAN.json -> its rollback, plan document and journal beside it."""
+    """PLAN.json -> its rollback, plan document, the rollback's plan document and journal
+    beside it (PLAN.rollback.json's plan document is then PLAN.rollback.kreplica.json)."""
     stem = path.name[: -len(".json")] if path.name.endswith(".json") else path.name
     return {
         "reassignment": path,
         "rollback": path.with_name(stem + ".rollback.json"),
         "plan_document": path.with_name(stem + ".kreplica.json"),
+        "rollback_document": path.with_name(stem + ".rollback.kreplica.json"),
         "journal": journal_path(path),
     }
 
@@ -61,6 +65,29 @@ class PlanFile:
     def dir_topics(self) -> list[str]:
         return sorted({t for t, _, _ in self.dirs})
 
+    @property
+    def resized_topics(self) -> set[str]:
+        """The topics whose replication factor or partition count the plan changes: their
+        change applies whole or not at all (half of it is a topic at two RFs)."""
+        resized = {
+            key[0]
+            for key, target in self.targets.items()
+            if len(self.before.get(key, target)) != len(target)
+        }
+        return resized | {topic for topic, _ in self.new_partitions}
+
+    def finished_moves(self, snapshot: ClusterSnapshot, exclude: Collection[Key]) -> list[Key]:
+        """The partitions (outside `exclude`) that now have the replicas the plan gave them
+        and had others when it was made: moved by the plan, and so what its rollback returns."""
+        current = {(t.name, p.partition): p.replicas for t in snapshot.topics for p in t.partitions}
+        return sorted(
+            key
+            for key, target in self.targets.items()
+            if key not in exclude
+            and current.get(key) == target
+            and self.before.get(key, target) != target
+        )
+
     def done(self, snapshot: ClusterSnapshot) -> bool:
         """Every partition already has its planned replicas and every new one exists so."""
         current = {(t.name, p.partition): p.replicas for t in snapshot.topics for p in t.partitions}
@@ -75,33 +102,37 @@ def _read_json(path: Path, what: str) -> Any:
     )
 
 
+def plan_document_of(path: Path, data: Any) -> dict[str, Any] | None:
+    """The plan document of the plan file at `path` (its contents `data`): the file itself
+    when it is one, else PLAN.kreplica.json beside it, else None (bare Kafka JSON). A plan
+    document that lists other reassignments than the file is refused (StalePlan)."""
+    if isinstance(data, dict) and "kreplica_plan" in data:
+        return data
+    sibling = plan_siblings(path)["plan_document"]
+    if not sibling.exists():
+        return None
+    loaded = _read_json(sibling, "plan document")
+    if not isinstance(loaded, dict) or "kreplica_plan" not in loaded:
+        return None
+    planned = {(t, p): tuple(r) for t, p, r in parse_reassignment_json(loaded)}
+    if planned != {(t, p): tuple(r) for t, p, r in parse_reassignment_json(data)}:
+        raise StalePlan(
+            f"{path} and its plan document {sibling} list different reassignments; one was "
+            "edited: make a new plan"
+        )
+    return loaded
+
+
 def load_plan_file(path: Path) -> PlanFile:
     """Read PLAN.json (or PLAN.kreplica.json directly) and the plan document beside it."""
     data = _read_json(path, "plan file")
-    document: dict[str, Any] | None = None
-    if isinstance(data, dict) and "kreplica_plan" in data:
-        document = data
-    else:
-        sibling = plan_siblings(path)["plan_document"]
-        if sibling.exists():
-            loaded = _read_json(sibling, "plan document")
-            if isinstance(loaded, dict) and "kreplica_plan" in loaded:
-                document = loaded
-    rows = parse_reassignment_json(data)
-    targets = {(t, p): tuple(r) for t, p, r in rows}
+    document = plan_document_of(path, data)
+    targets = {(t, p): tuple(r) for t, p, r in parse_reassignment_json(data)}
     before: dict[Key, tuple[int, ...]] = {}
     new: dict[Key, tuple[int, ...]] = {}
     if document is not None:
         before = {(t, p): tuple(r) for t, p, r in parse_plan_before(document)}
         new = {(t, p): tuple(r) for t, p, r in parse_new_partitions(document)}
-        planned = {(t, p): tuple(r) for t, p, r in parse_reassignment_json(document)}
-        if document is not data and planned != targets:
-            from kreplica.errors import StalePlan
-
-            raise StalePlan(
-                f"{path} and its plan document {plan_siblings(path)['plan_document']} list "
-                "different reassignments; one was edited: make a new plan"
-            )
     from kreplica.executor.dirmoves import dir_targets
 
     dirs = dir_targets(targets, parse_log_dirs(data))

@@ -7,7 +7,9 @@ exit code, and nothing has been written when it is raised:
     cluster id differs from the plan document's                     StalePlan (5)
     the plan has errors `kreplica check` reports (unknown broker...) VerificationFailed (7)
     a target broker is not alive                                    PlanInfeasible (4)
-    a partition changed since the plan (--on-drift skip: left out)  StalePlan (5)
+    the journal says the plan was applied, and the cluster changed since StalePlan (5)
+    a partition changed since the plan (--on-drift skip: left out;   StalePlan (5)
+      a topic whose RF or partition count the plan changes is left out whole)
     a partition of the plan is being moved by someone else          ReassignmentInProgress (6)
     other reassignments in flight, without --additional             ReassignmentInProgress (6)
     a partition under its min.insync.replicas (--allow-under-min-isr) PlanInfeasible (4)
@@ -17,7 +19,7 @@ exit code, and nothing has been written when it is raised:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -75,7 +77,9 @@ def preflight(
     additional: bool = False,
     on_drift: OnDrift = "fail",
     allow_under_min_isr: bool = False,
+    finished_on: str | None = None,
 ) -> Preflight:
+    """`finished_on`: when the plan's journal says an apply of it finished (its date)."""
     result = Preflight()
     if plan.document is None:
         result.warnings.append(
@@ -90,6 +94,8 @@ def preflight(
         )
     parts = {(t.name, p.partition): p for t in snapshot.topics for p in t.partitions}
     live = snapshot.live_broker_ids()
+    if finished_on is not None:
+        _refuse_changed_since_applied(plan, parts, finished_on)
 
     remaining = {
         k: v for k, v in plan.targets.items() if parts.get(k) is None or parts[k].replicas != v
@@ -111,7 +117,7 @@ def preflight(
         )
 
     ours_moving: list[Key] = []
-    drifted: list[str] = []
+    drifted: list[tuple[Key, str]] = []
     for key, target in plan.targets.items():
         part = parts[key]
         if key in in_flight:
@@ -130,7 +136,9 @@ def preflight(
             result.waiting.append(key)
             continue
         if was is not None and was != part.replicas:
-            drifted.append(f"{key[0]}-{key[1]} was {list(was)} and is now {list(part.replicas)}")
+            drifted.append(
+                (key, f"{key[0]}-{key[1]} was {list(was)} and is now {list(part.replicas)}")
+            )
             continue
         result.todo.append(Move(key[0], key[1], part.replicas, target, part.size_bytes))
     if ours_moving:
@@ -146,16 +154,17 @@ def preflight(
             result.done.append(key)
         else:
             drifted.append(
-                f"{key[0]}-{key[1]} was to be created and exists as {list(existing.replicas)}"
+                (
+                    key,
+                    f"{key[0]}-{key[1]} was to be created and exists as {list(existing.replicas)}",
+                )
             )
     if drifted:
+        whole = {key[0] for key, _ in drifted} & plan.resized_topics
+        skipped = _leave_out(result, drifted, whole)
         if on_drift != "skip":
-            more = f" (and {len(drifted) - 3} more)" if len(drifted) > 3 else ""
-            raise StalePlan(
-                f"the cluster changed since this plan was made: {'; '.join(drifted[:3])}{more}; "
-                "make a new plan, or pass `on_drift` skip to apply the rest"
-            )
-        result.skipped = drifted
+            raise StalePlan(_drift_refusal(result, drifted, whole))
+        result.skipped = skipped
     others = sorted(k for k in in_flight if k not in plan.targets)
     if others and not additional and (result.todo or result.create):
         raise ReassignmentInProgress(
@@ -178,6 +187,75 @@ def preflight(
         )
     _disk_recheck(snapshot, plan, result)
     return result
+
+
+def _drift_refusal(
+    left: Preflight, drifted: Sequence[tuple[Key, str]], whole: Collection[str]
+) -> str:
+    """Why the plan is refused, and the safe ways on: a new plan, or `on_drift` skip when
+    something of the plan did not change (`left`: what skip would still apply), never "apply
+    the rest" of a topic's change."""
+    more = f" (and {len(drifted) - 3} more)" if len(drifted) > 3 else ""
+    text = (
+        f"the cluster changed since this plan was made: {'; '.join(d for _, d in drifted[:3])}"
+        f"{more}; make a new plan from the current state"
+    )
+    keys = [m.key for m in left.todo] + list(left.create)
+    if not keys:
+        return text
+    topics = sorted({t for t, _ in keys})
+    named = ", ".join(topics[:3]) + (f" and {len(topics) - 3} more" if len(topics) > 3 else "")
+    also = (
+        f" (and all of {', '.join(sorted(whole))}: a change of RF or partition count applies whole)"
+        if whole
+        else ""
+    )
+    return (
+        f"{text}; `on_drift` skip leaves out what changed{also} and applies only the "
+        f"{len(keys)} partition(s) that did not change, of {named}"
+    )
+
+
+def _leave_out(
+    result: Preflight, drifted: Sequence[tuple[Key, str]], whole: Collection[str]
+) -> list[str]:
+    """`on_drift` skip: leave out the partitions that changed, and every partition of the
+    topics in `whole` (their RF or partition count changes, and some partition of theirs
+    changed). What is moving already (submitted before) or done stays as it is. Returns what
+    was left out, as lines."""
+    dropped = [m.key for m in result.todo if m.topic in whole]
+    dropped += [k for k in result.create if k[0] in whole]
+    result.todo = [m for m in result.todo if m.topic not in whole]
+    result.create = {k: v for k, v in result.create.items() if k[0] not in whole}
+    lines = [d for key, d in drifted if key[0] not in whole]
+    for topic in sorted(whole):
+        first = next(d for key, d in drifted if key[0] == topic)
+        others = sum(1 for t, _ in dropped if t == topic)
+        lines.append(
+            f"topic {topic} whole ({first}; its RF or partition count changes all or nothing, "
+            f"so its {others} other partition(s) were left too)"
+        )
+    return lines
+
+
+def _refuse_changed_since_applied(
+    plan: PlanFile, parts: Mapping[Key, Partition], finished_on: str
+) -> None:
+    """The journal says this plan was applied: if the cluster no longer looks as it made it,
+    someone changed it since, and applying it again would undo their change."""
+    wanted = {**plan.targets, **plan.new_partitions}
+    changed = [
+        f"{t}-{p} is now {list(parts[(t, p)].replicas) if (t, p) in parts else 'gone'}"
+        for (t, p), target in sorted(wanted.items())
+        if (t, p) not in parts or parts[(t, p)].replicas != target
+    ]
+    if changed:
+        more = f" (and {len(changed) - 3} more)" if len(changed) > 3 else ""
+        raise StalePlan(
+            f"{plan.path} was applied on {finished_on[:10]}; the cluster changed since "
+            f"({'; '.join(changed[:3])}{more}): applying it again would undo that change; "
+            "make a new plan from the current state"
+        )
 
 
 def _disk_recheck(snapshot: ClusterSnapshot, plan: PlanFile, result: Preflight) -> None:

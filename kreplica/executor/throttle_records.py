@@ -13,7 +13,13 @@ from kreplica.executor.events import Emit
 from kreplica.executor.journal import Journal
 from kreplica.executor.kafka_cluster import BrokerDown
 from kreplica.executor.throttle_confirm import describe_missing, wait_applied
-from kreplica.executor.throttles import BROKER_KEYS, TOPIC_KEYS, restore_plan
+from kreplica.executor.throttles import (
+    BROKER_KEYS,
+    FOLLOWER_RATE,
+    LEADER_RATE,
+    TOPIC_KEYS,
+    restore_plan,
+)
 
 Resource = tuple[str, str]
 
@@ -41,6 +47,20 @@ def journal_throttles(
             previous.clear()
             ours.clear()
     return previous, ours
+
+
+def journal_rate(events: Sequence[Mapping[str, Any]]) -> int | None:
+    """The highest replication rate (bytes/s) the journal's apply set on a broker, restored
+    since or not; None when it set none (an apply without a throttle)."""
+    rates = [
+        int(value)
+        for event in events
+        if event.get("event") in ("throttle-set", "throttle-pending")
+        and event.get("kind") == "broker"
+        for key, value in (event.get("values") or {}).items()
+        if key in (LEADER_RATE, FOLLOWER_RATE) and str(value).isdigit()
+    ]
+    return max(rates, default=None)
 
 
 def _earlier_values(

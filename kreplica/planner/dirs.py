@@ -36,6 +36,7 @@ from typing import Any, Protocol
 
 from kreplica.errors import PlanInfeasible, UsageError
 from kreplica.model import ClusterSnapshot, LogDir
+from kreplica.planner.serialize import rollback_document
 
 DEFAULT_HEADROOM = 0.10
 ANY = "any"
@@ -496,6 +497,27 @@ def report(plan: DirPlan) -> dict[str, Any]:
             }
             for r in plan.rows
         ],
+    }
+
+
+def plan_files(
+    plan: DirPlan,
+    replicas_of: Mapping[tuple[str, int], Sequence[int]],
+    *,
+    cluster_id: str | None,
+) -> dict[str, Any]:
+    """The four plan files' documents by sibling key, as serialize.plan_files gives them for
+    a replica plan: the rollback's plan document has each moved replica in its target dir."""
+    document = plan_document(plan, replicas_of, cluster_id=cluster_id)
+    after_dirs = [
+        {"topic": m.topic, "partition": m.partition, "broker": m.broker, "log_dir": m.target}
+        for m in plan.moves
+    ]
+    return {
+        "reassignment": document["reassignment"],
+        "rollback": document["rollback"],
+        "plan_document": document,
+        "rollback_document": rollback_document(document, document["before"], after_dirs),
     }
 
 

@@ -77,15 +77,53 @@ def new_partitions_list(plan: Plan) -> list[dict[str, Any]]:
 
 
 def plan_files(plan: Plan, snapshot: ClusterSnapshot, *, lazy: bool = False) -> dict[str, Any]:
-    """The three plan files' documents by sibling key (reassignment, rollback, plan_document),
-    the partition lists built once: the plan document holds the other two (20,000 partitions
-    are 18 MB of plan files, and building their dicts was most of writing them)."""
+    """The four plan files' documents by sibling key (reassignment, rollback, plan_document,
+    rollback_document), the partition lists built once: the plan documents hold the others
+    (20,000 partitions are 18 MB of plan files, and building their dicts was most of writing
+    them)."""
     reassignment = reassignment_json(plan, lazy=lazy)
     rollback = rollback_json(plan, lazy=lazy)
     document = plan_document(
         plan, snapshot, lazy=lazy, reassignment=reassignment, rollback=rollback
     )
-    return {"reassignment": reassignment, "rollback": rollback, "plan_document": document}
+    after: Any
+    if _columnar(plan, lazy):
+        after = _lazy(plan, after=True, log_dirs=False)
+    else:
+        after = _rows([(c.topic, c.partition, c.after) for c in plan.reassignments])
+    return {
+        "reassignment": reassignment,
+        "rollback": rollback,
+        "plan_document": document,
+        "rollback_document": rollback_document(document, after),
+    }
+
+
+def rollback_document(
+    document: Mapping[str, Any], after: Any, after_dirs: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The plan document of PLAN.rollback.json: the same cluster, and as before-state the
+    plan's after-state (`after`: its rows; `after_dirs`: where a dir plan puts each moved
+    replica), so a rollback made stale by later changes is refused like any stale plan."""
+    out: dict[str, Any] = {
+        "kreplica_plan": PLAN_FORMAT_VERSION,
+        "cluster_id": document.get("cluster_id"),
+        "strategy": "rollback",
+        "rollback_of": document.get("strategy"),
+        "before": after,
+    }
+    if after_dirs is not None:
+        out["before_dirs"] = after_dirs
+    out.update(
+        {
+            "reassignment": document["rollback"],
+            "new_partitions": [],  # Kafka cannot remove partitions: the rollback keeps them
+            "rollback": document["reassignment"],
+            "report": {},
+            "findings": [],
+        }
+    )
+    return out
 
 
 def plan_document(
@@ -103,10 +141,7 @@ def plan_document(
     if _columnar(plan, lazy):
         before = _lazy(plan, after=False, log_dirs=False)
     else:
-        before = [
-            {"topic": c.topic, "partition": c.partition, "replicas": list(c.before or ())}
-            for c in sorted(plan.reassignments, key=lambda c: (c.topic, c.partition))
-        ]
+        before = _rows([(c.topic, c.partition, c.before or ()) for c in plan.reassignments])
     return {
         "kreplica_plan": PLAN_FORMAT_VERSION,
         "cluster_id": plan.cluster_id if plan.cluster_id is not None else snapshot.cluster_id,
@@ -119,6 +154,11 @@ def plan_document(
         "report": json.loads(json.dumps(dict(plan.report), sort_keys=True)),
         "findings": findings_json(plan.findings),
     }
+
+
+def _rows(rows: list[tuple[str, int, tuple[int, ...]]]) -> list[dict[str, Any]]:
+    """A before- or after-state as the plan documents hold it, sorted."""
+    return [{"topic": t, "partition": p, "replicas": list(r)} for t, p, r in sorted(rows)]
 
 
 def findings_json(findings: Iterable[Finding]) -> list[dict[str, Any]]:

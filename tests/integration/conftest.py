@@ -14,7 +14,7 @@ import pytest
 
 from kreplica.sandbox import DEFAULT_KRAFT_VERSION, DEFAULT_ZK_VERSION, SandboxInfo
 from kreplica.testing import TopicSpec, create_topics, running_cluster
-from tests.support.groups import claim
+from tests.support.groups import claim, per_mode
 from tests.support.lifetimes import releasable
 
 RACKS = ("a", "b", "c")
@@ -90,6 +90,14 @@ def zk_cluster() -> Iterator[SandboxInfo]:
 def kraft_cluster() -> Iterator[SandboxInfo]:
     """Kafka 4.x in KRaft mode (combined broker+controller nodes); `.zookeeper` is None."""
     yield from _cluster("kraft", DEFAULT_KRAFT_VERSION)
+
+
+@pytest.fixture(params=per_mode("cluster"))
+def session_cluster(request: pytest.FixtureRequest) -> SandboxInfo:
+    """`zk_cluster`, then `kraft_cluster`: a test that runs the same on both session clusters."""
+    fixture = "zk_cluster" if request.param == "zk" else "kraft_cluster"
+    result: SandboxInfo = request.getfixturevalue(fixture)
+    return result
 
 
 # --------------------------------------------------------------------------- degraded clusters

@@ -34,6 +34,7 @@ def test_out_refuses_to_overwrite_plan_files_unless_force_out(
         "orders-rf4.json",
         "orders-rf4.kreplica.json",
         "orders-rf4.rollback.json",
+        "orders-rf4.rollback.kreplica.json",
     ]
     for p in written:
         p.write_text("{}")  # an older plan under the same name

@@ -103,6 +103,10 @@ def test_reassignment_json_keeps_replicas_and_names_the_dirs() -> None:
     assert planner.rollback_json(plan, replicas)["partitions"][0]["log_dirs"] == ["any", "/d/a"]
     doc = planner.plan_document(plan, replicas, cluster_id="c1")
     assert doc["before_dirs"] == [{"topic": "t", "partition": 0, "broker": 1, "log_dir": "/d/a"}]
+    # the rollback's plan document: the replica in the dir the plan put it in, going back
+    back = planner.plan_files(plan, replicas, cluster_id="c1")["rollback_document"]
+    assert back["before_dirs"] == [{"topic": "t", "partition": 0, "broker": 1, "log_dir": "/d/b"}]
+    assert back["reassignment"] == doc["rollback"] and back["cluster_id"] == "c1"
 
 
 def test_drain_refuses_when_the_headroom_would_be_crossed() -> None:

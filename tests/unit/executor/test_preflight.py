@@ -63,13 +63,85 @@ def test_a_plan_for_another_cluster_is_refused_with_5():
     assert "c1" in text and "other" in text
 
 
-def test_drift_is_refused_with_5_or_skipped():
+def test_a_topic_whose_rf_changes_is_refused_or_left_out_whole_never_half():
+    # RF 2 -> 3 of t; t-0 changed since: applying t-1 alone would leave t at two RFs
     snap = _snapshot({0: (1, 4), 1: (2, 3)})
     plan = _plan({0: (1, 2, 3), 1: (2, 3, 4)}, {0: (1, 2), 1: (2, 3)})
     text = _refusal(ExitCode.STALE_PLAN, snap, plan, set())
-    assert "t-0 was [1, 2] and is now [1, 4]" in text and "`on_drift` skip" in text
+    assert "t-0 was [1, 2] and is now [1, 4]" in text and "make a new plan" in text
+    # every topic of the plan changed: no way on but a new plan
+    assert "`on_drift`" not in text and "the rest" not in text
     result = preflight(snap, plan, set(), on_drift="skip")
-    assert [m.key for m in result.todo] == [("t", 1)] and len(result.skipped) == 1
+    assert result.todo == [] and result.create == {}
+    assert len(result.skipped) == 1 and result.skipped[0].startswith("topic t whole (t-0 was")
+    assert "1 other partition(s)" in result.skipped[0]
+
+
+def test_new_partitions_of_a_topic_that_changed_are_left_out_with_it():
+    snap = _snapshot({0: (1, 4), 1: (2, 3)})
+    plan = _plan({1: (2, 4)}, {1: (3, 4)}, new={2: (3, 4)})  # t-1 changed since
+    result = preflight(snap, plan, set(), on_drift="skip")
+    assert result.todo == [] and result.create == {}
+    assert result.skipped[0].startswith("topic t whole (t-1 was [3, 4] and is now [2, 3]")
+
+
+def test_partition_moves_of_the_same_rf_are_left_out_one_by_one():
+    # a drain's moves keep RF: leaving one out leaves no topic half-changed
+    snap = _snapshot({0: (1, 4), 1: (2, 3)})
+    plan = _plan({0: (1, 3), 1: (2, 4)}, {0: (1, 2), 1: (2, 3)})
+    text = _refusal(ExitCode.STALE_PLAN, snap, plan, set())
+    assert text.endswith(
+        "; `on_drift` skip leaves out what changed and applies only the 1 partition(s) that "
+        "did not change, of t"
+    )
+    assert "the rest" not in text
+    result = preflight(snap, plan, set(), on_drift="skip")
+    assert [m.key for m in result.todo] == [("t", 1)]
+    assert result.skipped == ["t-0 was [1, 2] and is now [1, 4]"]
+
+
+def test_skip_leaves_out_the_resized_topic_that_changed_and_applies_the_others():
+    parts = {
+        "t": (Partition("t", 0, (1, 4), leader=1), Partition("t", 1, (2, 3), leader=2)),
+        "u": (Partition("u", 0, (1, 2), leader=1),),
+    }
+    snap = ClusterSnapshot(
+        brokers=tuple(Broker(b) for b in range(1, 6)),
+        topics=tuple(Topic(name, ps) for name, ps in parts.items()),
+        cluster_id="c1",
+    )
+    targets = {("t", 0): (1, 2, 3), ("t", 1): (2, 3, 4), ("u", 0): (1, 2, 5)}
+    before = {("t", 0): (1, 2), ("t", 1): (2, 3), ("u", 0): (1, 2)}
+    plan = PlanFile(Path("plan.json"), targets, before, {}, {"kreplica_plan": 1})
+    text = _refusal(ExitCode.STALE_PLAN, snap, plan, set())
+    assert text.endswith(
+        "; `on_drift` skip leaves out what changed (and all of t: a change of RF or partition "
+        "count applies whole) and applies only the 1 partition(s) that did not change, of u"
+    )
+    result = preflight(snap, plan, set(), on_drift="skip")
+    assert [m.key for m in result.todo] == [("u", 0)]
+    assert [line.split(" (")[0] for line in result.skipped] == ["topic t whole"]
+
+
+def test_a_plan_the_journal_says_was_applied_is_refused_once_the_cluster_changed():
+    plan = _plan({0: (1, 2, 3), 1: (2, 3, 4)}, {0: (1, 2), 1: (2, 3)})
+    # as applied: nothing to do, no refusal
+    done = preflight(_snapshot({0: (1, 2, 3), 1: (2, 3, 4)}), plan, set(), finished_on="x")
+    assert sorted(done.done) == [("t", 0), ("t", 1)] and done.todo == []
+    # RF lowered again since, t-1 back as the plan found it: still refused, skip or not
+    changed = _snapshot({0: (1, 3), 1: (2, 3)})
+    for on_drift in ("fail", "skip"):
+        text = _refusal(
+            ExitCode.STALE_PLAN,
+            changed,
+            plan,
+            set(),
+            on_drift=on_drift,
+            finished_on="2026-11-27T23:10:00.000Z",
+        )
+        assert text.startswith("plan.json was applied on 2026-11-27; the cluster changed since")
+        assert "t-0 is now [1, 3]; t-1 is now [2, 3]" in text
+        assert "make a new plan" in text and "skip" not in text
 
 
 def test_partitions_already_as_planned_are_done_not_drift():

@@ -30,7 +30,12 @@ from kreplica.cli import output
 from kreplica.columns import ColumnarSnapshot
 from kreplica.model import Broker, ClusterSnapshot, LogDir, Partition, Topic
 from kreplica.planner import PlanOptions, TopicRequest, arrays, make_plan
-from kreplica.planner.serialize import plan_document, reassignment_json, rollback_json
+from kreplica.planner.serialize import (
+    plan_document,
+    plan_files,
+    reassignment_json,
+    rollback_json,
+)
 from kreplica.sources.snapshot import (
     parse_snapshot,
     parse_snapshot_columnar,
@@ -467,6 +472,7 @@ def test_plan_files_and_json_lists_from_arrays_are_what_orjson_writes_for_the_di
         "reassignment": reassignment_json(plan, lazy=True),
         "rollback": rollback_json(plan, lazy=True),
         "document": plan_document(plan, col, lazy=True),
+        "rollback_document": plan_files(plan, col, lazy=True)["rollback_document"],
     }
     for name, doc in docs.items():
         plain = _lists_as_dicts(doc)
@@ -476,6 +482,7 @@ def test_plan_files_and_json_lists_from_arrays_are_what_orjson_writes_for_the_di
                 "reassignment": reassignment_json(plan),
                 "rollback": rollback_json(plan),
                 "document": plan_document(plan, col),
+                "rollback_document": plan_files(plan, col)["rollback_document"],
             }[name]
         )
         assert output.file_text(doc) == output.file_text(plain)

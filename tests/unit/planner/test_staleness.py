@@ -10,7 +10,13 @@ from planner_helpers import cluster
 from kreplica.errors import StalePlan
 from kreplica.model import ClusterSnapshot, Partition, Topic
 from kreplica.planner import PlanOptions, TopicRequest, check_reassignment, make_plan
-from kreplica.planner.serialize import plan_document, reassignment_json
+from kreplica.planner.serialize import (
+    parse_plan_before,
+    parse_reassignment_json,
+    plan_document,
+    plan_files,
+    reassignment_json,
+)
 from kreplica.planner.staleness import ensure_plan_is_current
 
 BEFORE = cluster({"orders": [[0, 1], [1, 2], [2, 0]]}, brokers=4)
@@ -68,3 +74,32 @@ def test_bare_kafka_json_records_no_origin_and_passes() -> None:
     plan = make_plan(BEFORE, [TopicRequest("orders", rf=3)], PlanOptions())
     drifted = _with_replicas(BEFORE, 1, (3, 2))
     ensure_plan_is_current(drifted, reassignment_json(plan))
+
+
+def _applied(snapshot: ClusterSnapshot, doc: dict[str, object]) -> ClusterSnapshot:
+    """The snapshot with the document's reassignment done."""
+    after = snapshot
+    for topic, partition, replicas in parse_reassignment_json(doc):
+        assert topic == "orders"
+        after = _with_replicas(after, partition, replicas)
+    return after
+
+
+def test_the_rollback_has_a_plan_document_made_from_the_plans_after_state() -> None:
+    plan = make_plan(BEFORE, [TopicRequest("orders", rf=3)], PlanOptions())
+    files = plan_files(plan, BEFORE)
+    back = files["rollback_document"]
+    assert back["cluster_id"] == BEFORE.cluster_id and back["rollback_of"] == plan.strategy
+    assert back["reassignment"] == files["rollback"] and back["rollback"] == files["reassignment"]
+    assert parse_plan_before(back) == parse_reassignment_json(files["reassignment"])
+    applied = _applied(BEFORE, files["plan_document"])
+    # right after the plan: the rollback is current and would undo it
+    ensure_plan_is_current(applied, back)
+    assert parse_reassignment_json(back) == parse_reassignment_json(files["rollback"])
+    # the plan's partitions changed since (RF raised again): the rollback is stale
+    later = _with_replicas(applied, 0, (0, 1, 2, 3))
+    with pytest.raises(StalePlan, match=r"orders-0 was \[0, 1, \d\] and is now \[0, 1, 2, 3\]"):
+        check_reassignment(later, back)
+    # and before the plan was applied, too (its before-state is the plan's after-state)
+    with pytest.raises(StalePlan):
+        ensure_plan_is_current(BEFORE, back)

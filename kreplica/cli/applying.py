@@ -237,6 +237,9 @@ def run_apply(
         raise
     finally:
         printer.close()
+    from kreplica.cli import drained
+
+    learnt = drained.after_apply(plan.cluster_id, _report(plan.document), plan_path)
     data = {
         "plan": str(plan_path),
         "journal": str(journal_path),
@@ -259,6 +262,8 @@ def run_apply(
             "elected": result.election.elected,
             "failed": result.election.failed,
         }
+    if learnt:
+        data["drained_note"] = learnt
     if not json_mode:
         out = console()
         if result.completed_meanwhile:
@@ -281,6 +286,8 @@ def run_apply(
                 + f"{result.seconds:.1f} s (journal {journal_path})",
                 markup=False,
             )
+        if learnt:
+            out.print(learnt, markup=False)
         if result.pace is not None:
             pace = result.pace
             p99_text = (
@@ -321,6 +328,11 @@ def run_apply(
                     markup=False,
                 )
     return data
+
+
+def _report(document: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    report = (document or {}).get("report")
+    return report if isinstance(report, Mapping) else {}
 
 
 def warn_stderr(event: Mapping[str, Any]) -> None:

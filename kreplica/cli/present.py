@@ -41,7 +41,10 @@ class Presentation:
 
 
 def present_and_apply(opts: Options, spec: SourceSpec, shown: Presentation) -> None:
-    applying = not opts.dry_run and shown.has_changes
+    if not shown.has_changes:
+        nothing_to_change(opts, shown)
+        return
+    applying = not opts.dry_run
     if applying:
         from kreplica.cli.applying import apply_options
 
@@ -93,6 +96,19 @@ def present_and_apply(opts: Options, spec: SourceSpec, shown: Presentation) -> N
             data["apply"] = result
     if opts.output is OutputFormat.json:
         print_json_data(data)
+
+
+def nothing_to_change(opts: Options, shown: Presentation) -> None:
+    """One line, exit 0, and no plan file (even with --out): there is nothing to apply."""
+    line = f"{shown.title}: nothing to change, the cluster already has this shape"
+    if opts.out:
+        line += f"; no plan written to {opts.out}"
+    if opts.output is OutputFormat.json:
+        print_json_data({**shown.json_data(None), "message": line})
+    elif opts.output is OutputFormat.markdown:
+        sys.stdout.write(line + "\n")
+    else:
+        console().print(line, markup=False, soft_wrap=True)
 
 
 # --- replica plans (kreplica.model.Plan) ----------------------------------------------------

@@ -168,3 +168,18 @@ def test_findings_are_pure_data() -> None:
     )
     assert [f.message.split(" holds")[0] for f in empty_broker_findings(plan)] == ["broker 2"]
     assert empty_broker_findings(plan, frozenset({2})) == []
+
+
+def test_the_broker_tables_spread_is_the_footers_replica_spread(tmp_path: Path) -> None:
+    """An excluded empty broker (drained earlier) counted in the table but not in the footer
+    gave `spread 18 -> 21` above `replica spread 3 -> 2`: one meaning now, the same brokers."""
+    import re
+
+    snap = _with_empty_broker(tmp_path)
+    args = ["expand", *snap, "-t", "orders", "--rf", "4", "--dry-run", "--exclude-brokers", "7"]
+    run = run_cli(args)
+    assert run.code == 0, run.stderr
+    row = next(line.split() for line in run.stdout.splitlines() if line.startswith("spread "))
+    footer = re.search(r"replica spread (\d+) → (\d+)", run.stdout)
+    assert footer is not None, run.stdout
+    assert (row[1], row[2]) == footer.groups()

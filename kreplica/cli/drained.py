@@ -8,64 +8,45 @@ brokers to the pure planner as exclusions (kreplica.planner.drained says so in t
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kreplica.cli.common import state_folder
+from kreplica.cli import statefile
 from kreplica.errors import InputError
 
-FORMAT = 1
+NAME, KIND = "drained-brokers.json", "kreplica_drained"
 # cluster id -> broker id -> {"since": ISO time, "plan": the applied plan's path}
 Record = dict[str, dict[int, dict[str, str]]]
 
 
 def record_path() -> Path:
-    return state_folder() / "drained-brokers.json"
+    return statefile.record_path(NAME)
 
 
 def load() -> Record:
     """The record ({} when there is none yet); a file that is not one is a one-line error."""
-    path = record_path()
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        raise InputError(
-            f"{path}: cannot read the drained brokers ({exc}); fix or delete it"
-        ) from None
-    clusters = data.get("clusters") if isinstance(data, dict) else None
-    if not isinstance(clusters, dict) or data.get("kreplica_drained") != FORMAT:
-        raise InputError(f"{path} is not kreplica's record of drained brokers; fix or delete it")
+    data = statefile.read_record(NAME, KIND, "drained brokers")
+    clusters = data.get("clusters", {})
     try:
         return {
-            str(cid): {
-                int(b): {k: str(v) for k, v in dict(entry).items()} for b, entry in ids.items()
-            }
+            str(cid): {int(b): {k: str(v) for k, v in dict(e).items()} for b, e in ids.items()}
             for cid, ids in clusters.items()
         }
     except (TypeError, ValueError, AttributeError):
-        raise InputError(f"{path}: a broker entry is malformed; fix or delete it") from None
+        raise InputError(
+            f"{record_path()}: a broker entry is malformed; fix or delete it"
+        ) from None
 
 
 def _save(record: Record) -> None:
-    path = record_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
     clusters = {
         cid: {str(b): entry for b, entry in sorted(ids.items())}
         for cid, ids in sorted(record.items())
         if ids
     }
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(
-        json.dumps({"kreplica_drained": FORMAT, "clusters": clusters}, indent=2) + "\n",
-        encoding="utf-8",
-    )
-    os.replace(tmp, path)  # a reader never sees half a file
+    statefile.write_record(NAME, KIND, {"clusters": clusters})
 
 
 def drained_on(cluster_id: str | None) -> dict[int, str]:

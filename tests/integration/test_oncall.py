@@ -115,3 +115,36 @@ def test_nothing_to_change_writes_no_plan(zk_cluster: SandboxInfo, tmp_path: Pat
         "shape; no plan written to p.json\n"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_controller_age_note_once_per_cluster(
+    kraft_cluster: SandboxInfo, tmp_path: Path
+) -> None:
+    """KRaft tells no controller's age: every apply said so; now the first one on a cluster."""
+    source = ["--bootstrap-server", kraft_cluster.bootstrap_servers]
+    topics = ["oncall-note-1", "oncall-note-2"]
+    create_topics(
+        kraft_cluster.bootstrap_servers, [TopicSpec(t, assignment={0: [1]}) for t in topics]
+    )
+    said = []
+    for topic in topics:
+        out = _ok(
+            kreplica(
+                tmp_path,
+                "expand",
+                "-t",
+                topic,
+                "--rf",
+                "2",
+                "--yes",
+                "--controller-settle",
+                "30",
+                *source,
+            )
+        )
+        said.append(" ".join(out.split()))  # one line, however the terminal wrapped it
+    assert (
+        "note: not checked before starting: the controller's age: KRaft tells a client who leads "
+        "the quorum, not since when (shown once per cluster)"
+    ) in said[0]
+    assert "applied " in said[1] and "controller's age" not in said[1]

@@ -10,13 +10,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kreplica.executor.apply_base import _Clock
 from kreplica.executor.copyrate import CopyRate, capped, eta_s, throttle_cap
 from kreplica.executor.status import Throttle, plan_status
 from kreplica.model import ClusterSnapshot
 from kreplica.render.console import make_console
 from kreplica.render.progress import ProgressPrinter
-from tests.unit.executor.test_apply_loop import GrowingCluster, _applier
+from tests.unit.executor.test_apply_loop import GrowingCluster, _applier, ticking
 from tests.unit.executor.test_status import MB, moving, new_replica
 
 
@@ -81,12 +80,7 @@ class BurstCluster(GrowingCluster):
 def test_apply_progress_is_capped_at_the_throttle_with_its_eta(tmp_path: Path) -> None:
     cluster = BurstCluster(stuck=set())
     applier = _applier(tmp_path, cluster, throttle=1000)
-    clock = {"t": 0.0}
-
-    def tick(seconds: float) -> None:
-        clock["t"] += 2.0
-
-    applier.clock = _Clock(now=lambda: clock["t"], sleep=tick)
+    ticking(applier, 2.0)  # apply's 2-s polls
     applier.run()
     lines = [e for e in applier.events if e["event"] == "progress"]  # type: ignore[attr-defined]
     rated = [e for e in lines if e["rate_bytes_per_s"] is not None]

@@ -7,6 +7,7 @@ rebalance run a preferred leader election for the plan's partitions once an appl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kreplica.cli import drained
@@ -38,6 +39,21 @@ def _plan_options(opts: Options, left_out: frozenset[int] = frozenset()) -> Any:
     )
 
 
+def _planned(
+    opts: Options,
+    snap: Any,
+    make: Callable[[Any], Any],
+    *,
+    named: frozenset[int] | None = None,
+    asked: frozenset[int] | None = None,
+) -> Any:
+    """`make(options)`'s plan, leaving out the brokers drained on the cluster unless `named`
+    (kreplica.cli.drained), with the findings that say so and warn of empty brokers it fills
+    that are not `asked` for."""
+    left_out, notes = drained.exclusions(snap, named)
+    return drained.annotate(make(_plan_options(opts, left_out)), notes, asked)
+
+
 def _ids(text: str, flag: str) -> frozenset[int]:
     ids = parse_broker_ids(text, flag)
     assert ids is not None
@@ -66,15 +82,12 @@ def drain(
     spec = source_spec(opts)
     snap = read_cluster(spec)
     names = _topic_names(snap, topics, regex)
-    left_out, notes = drained.exclusions(snap, ids)
-    plan = drain_plan(
+    plan = _planned(
+        opts,
         snap,
-        ids,
-        topics=names,
-        options=_plan_options(opts, left_out),
-        keep_rack_share=keep_rack_share,
+        lambda o: drain_plan(snap, ids, topics=names, options=o, keep_rack_share=keep_rack_share),
+        named=ids,
     )
-    plan = drained.annotate(plan, notes, None)
     scope = "" if names is None else f" ({', '.join(names[:5])}{' ...' if len(names) > 5 else ''})"
     title = f"drain broker(s) {', '.join(map(str, sorted(ids)))}{scope}"
     show_plan(opts, spec, snap, plan, title, elect_leaders=True)
@@ -86,9 +99,9 @@ def add_brokers(opts: Options, *, brokers: str, by: str) -> None:
     ids = _ids(brokers, "--brokers")
     spec = source_spec(opts)
     snap = read_cluster(spec)
-    left_out, notes = drained.exclusions(snap, ids)  # the brokers added are asked for
-    plan = add_brokers_plan(snap, ids, by=by, options=_plan_options(opts, left_out))
-    plan = drained.annotate(plan, notes, ids)
+    plan = _planned(
+        opts, snap, lambda o: add_brokers_plan(snap, ids, by=by, options=o), named=ids, asked=ids
+    )
     title = f"add broker(s) {', '.join(map(str, sorted(ids)))}: their share by {by}"
     show_plan(opts, spec, snap, plan, title)
 
@@ -98,9 +111,14 @@ def replace(opts: Options, *, broker: int, with_broker: int) -> None:
 
     spec = source_spec(opts)
     snap = read_cluster(spec)
-    left_out, notes = drained.exclusions(snap, frozenset({with_broker}))
-    plan = replace_plan(snap, broker, with_broker, options=_plan_options(opts, left_out))
-    plan = drained.annotate(plan, notes, frozenset({with_broker}))
+    new = frozenset({with_broker})
+    plan = _planned(
+        opts,
+        snap,
+        lambda o: replace_plan(snap, broker, with_broker, options=o),
+        named=new,
+        asked=new,
+    )
     title = f"replace broker {broker} with {with_broker}"
     show_plan(opts, spec, snap, plan, title, elect_leaders=True)
 
@@ -113,11 +131,11 @@ def rebalance(opts: Options, *, by: str, max_moves: int | None, max_bytes: str |
         raise UsageError(f"--max-moves {max_moves}: give 0 or more")
     spec = source_spec(opts)
     snap = read_cluster(spec)
-    left_out, notes = drained.exclusions(snap, None)
-    plan = rebalance_plan(
-        snap, by=by, max_moves=max_moves, max_bytes=budget, options=_plan_options(opts, left_out)
+    plan = _planned(
+        opts,
+        snap,
+        lambda o: rebalance_plan(snap, by=by, max_moves=max_moves, max_bytes=budget, options=o),
     )
-    plan = drained.annotate(plan, notes, None)
     limits = [f"max {max_moves} moves" if max_moves is not None else ""]
     limits.append(f"max {max_bytes}" if max_bytes is not None else "")
     shown = ", ".join(x for x in limits if x)

@@ -428,3 +428,16 @@ def test_runbook_commands_survive_paths_with_spaces(tmp_path: Path) -> None:
     assert rollback[rollback.index("--reassignment-json-file") + 1] == str(
         folder / "orders rf4.rollback.json"
     )
+
+
+def test_nothing_to_do_still_shows_the_warnings(tmp_path: Path) -> None:
+    doc = json.loads(EXAMPLE.read_text())
+    doc["brokers"][5]["alive"] = False  # broker 6 holds replicas of orders
+    snap = tmp_path / "dead6.json"
+    snap.write_text(json.dumps(doc))
+    result = run_cli(["set-rf", "--snapshot", str(snap), "-t", "orders", "--rf", "3"])
+    assert result.code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].endswith(": nothing to change, the cluster already has this shape")
+    assert lines[1].startswith("warning: broker 6 is down (rack eu-west-1c)")
+    assert all(line.startswith("warning: ") for line in lines[1:])

@@ -32,10 +32,14 @@ def _no_user_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _deterministic_terminal(monkeypatch: pytest.MonkeyPatch, _no_user_config: Path) -> None:
+def _deterministic_terminal(
+    monkeypatch: pytest.MonkeyPatch, _no_user_config: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """Rendered output must not depend on the terminal the tests run in, the locale or the
-    user's configuration."""
+    user's configuration; nor on kreplica's state (the plans kept and the brokers drained)
+    of the user or of another test: each test has a state folder of its own."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(_no_user_config))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("xdg-state")))
     monkeypatch.setenv("LC_ALL", "C.UTF-8")
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "120")

@@ -713,6 +713,57 @@ def partition_for(
     )
 
 
+brokers_app = typer.Typer(
+    name="brokers",
+    help="Brokers kreplica remembers as drained (later plans leave them out): list, undrain.",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+ClusterIdOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cluster-id", metavar="ID", help="Only this cluster (as `up` or `explain` show it)."
+    ),
+]
+
+
+@brokers_app.command("list")
+@shared(OUTPUT)
+def brokers_list(*, cluster_id: ClusterIdOpt = None, opts: Options) -> None:
+    """Show the brokers remembered as drained, per cluster: an applied drain records them."""
+    from kreplica.cli import broker_cmd
+
+    broker_cmd.drained_list(opts, cluster_id=cluster_id)
+
+
+@brokers_app.command("drained", hidden=True)
+@shared(OUTPUT)
+def brokers_drained(*, cluster_id: ClusterIdOpt = None, opts: Options) -> None:
+    """Same as `kreplica brokers list`."""
+    from kreplica.cli import broker_cmd
+
+    broker_cmd.drained_list(opts, cluster_id=cluster_id)
+
+
+@brokers_app.command("undrain")
+@shared(OUTPUT)
+def brokers_undrain(
+    *,
+    brokers: Annotated[str, typer.Argument(metavar="IDS", help="Broker ids, like 4 or 4,5.")],
+    cluster_id: ClusterIdOpt = None,
+    opts: Options,
+) -> None:
+    """Forget that brokers were drained: later plans may place replicas on them again."""
+    from kreplica.cli import broker_cmd
+
+    broker_cmd.undrain(opts, brokers=brokers, cluster_id=cluster_id)
+
+
+app.add_typer(brokers_app, name="brokers")
+
+
 def _mount_consumers() -> None:
     """`kreplica consumers ...`: its module imports typer only; clients load when it runs."""
     from kreplica.cli.impact_cmd import consumers_app

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -216,6 +216,7 @@ def run_apply(
     journal_path = facade.journal_path(plan_path)
     json_mode = opts.output is OutputFormat.json
     printer = ProgressPrinter(console(stderr=json_mode), json_lines=json_mode)
+    progress = printer if json_mode else notes_once_per_cluster(printer, plan.cluster_id)
     try:
         with connect(spec) as connection:
             result = facade.apply(
@@ -223,7 +224,7 @@ def run_apply(
                 plan_path,
                 options,
                 plan=plan,
-                progress=printer,
+                progress=progress,
                 via=_via(opts, plan_path),
             )
             clear_pending(connection)
@@ -237,6 +238,9 @@ def run_apply(
         raise
     finally:
         printer.close()
+    from kreplica.cli import drained
+
+    learnt = drained.after_apply(plan.cluster_id, _report(plan.document), plan_path)
     data = {
         "plan": str(plan_path),
         "journal": str(journal_path),
@@ -259,6 +263,8 @@ def run_apply(
             "elected": result.election.elected,
             "failed": result.election.failed,
         }
+    if learnt:
+        data["drained_note"] = learnt
     if not json_mode:
         out = console()
         if result.completed_meanwhile:
@@ -286,6 +292,8 @@ def run_apply(
                 + f"{result.seconds:.1f} s (journal {journal_path})",
                 markup=False,
             )
+        if learnt:
+            out.print(learnt, markup=False)
         if result.pace is not None:
             pace = result.pace
             p99_text = (
@@ -326,6 +334,39 @@ def run_apply(
                     markup=False,
                 )
     return data
+
+
+_NOTES, _NOTES_KIND = "notes-shown.json", "kreplica_notes"
+
+
+def notes_once_per_cluster(
+    sink: Callable[[Mapping[str, Any]], None], cluster_id: str | None
+) -> Callable[[Mapping[str, Any]], None]:
+    """`sink`, but a note on what could not be checked before starting (the controller's age:
+    the same on every apply) shown the first time on a cluster only; the journal keeps all."""
+    from kreplica.cli import statefile
+    from kreplica.executor.safestart import UNCHECKED
+
+    def filtered(event: Mapping[str, Any]) -> None:
+        message = str(event.get("message") or "")
+        if cluster_id and event.get("event") == "note" and message.startswith(UNCHECKED):
+            record = statefile.read_record(_NOTES, _NOTES_KIND, "notes shown")
+            clusters = record.get("clusters")
+            shown = clusters if isinstance(clusters, dict) else {}
+            seen = shown.setdefault(cluster_id, [])
+            if message in seen:
+                return
+            seen.append(message)
+            statefile.write_record(_NOTES, _NOTES_KIND, {"clusters": shown})
+            event = {**event, "message": f"{message} (shown once per cluster)"}
+        sink(event)
+
+    return filtered
+
+
+def _report(document: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    report = (document or {}).get("report")
+    return report if isinstance(report, Mapping) else {}
 
 
 def warn_stderr(event: Mapping[str, Any]) -> None:

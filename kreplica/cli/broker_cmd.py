@@ -7,8 +7,10 @@ rebalance run a preferred leader election for the plan's partitions once an appl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from kreplica.cli import drained
 from kreplica.cli.common import (
     parse_broker_ids,
     parse_headroom,
@@ -24,16 +26,32 @@ from kreplica.cli.present import show_plan
 from kreplica.errors import UsageError
 
 
-def _plan_options(opts: Options) -> Any:
+def _plan_options(opts: Options, left_out: frozenset[int] = frozenset()) -> Any:
     from kreplica.planner import PlanOptions
 
     return PlanOptions(
-        exclude_brokers=parse_broker_ids(opts.exclude_brokers, "--exclude-brokers") or frozenset(),
+        exclude_brokers=(parse_broker_ids(opts.exclude_brokers, "--exclude-brokers") or frozenset())
+        | left_out,
         seed=opts.seed,
         skip_in_flight=opts.skip_in_flight,
         disk_headroom=parse_headroom(opts.disk_headroom),
         log_dirs=parse_log_dirs_mode(opts.log_dirs),
     )
+
+
+def _planned(
+    opts: Options,
+    snap: Any,
+    make: Callable[[Any], Any],
+    *,
+    named: frozenset[int] | None = None,
+    asked: frozenset[int] | None = None,
+) -> Any:
+    """`make(options)`'s plan, leaving out the brokers drained on the cluster unless `named`
+    (kreplica.cli.drained), with the findings that say so and warn of empty brokers it fills
+    that are not `asked` for."""
+    left_out, notes = drained.exclusions(snap, named)
+    return drained.annotate(make(_plan_options(opts, left_out)), notes, asked)
 
 
 def _ids(text: str, flag: str) -> frozenset[int]:
@@ -64,8 +82,11 @@ def drain(
     spec = source_spec(opts)
     snap = read_cluster(spec)
     names = _topic_names(snap, topics, regex)
-    plan = drain_plan(
-        snap, ids, topics=names, options=_plan_options(opts), keep_rack_share=keep_rack_share
+    plan = _planned(
+        opts,
+        snap,
+        lambda o: drain_plan(snap, ids, topics=names, options=o, keep_rack_share=keep_rack_share),
+        named=ids,
     )
     scope = "" if names is None else f" ({', '.join(names[:5])}{' ...' if len(names) > 5 else ''})"
     title = f"drain broker(s) {', '.join(map(str, sorted(ids)))}{scope}"
@@ -78,7 +99,9 @@ def add_brokers(opts: Options, *, brokers: str, by: str) -> None:
     ids = _ids(brokers, "--brokers")
     spec = source_spec(opts)
     snap = read_cluster(spec)
-    plan = add_brokers_plan(snap, ids, by=by, options=_plan_options(opts))
+    plan = _planned(
+        opts, snap, lambda o: add_brokers_plan(snap, ids, by=by, options=o), named=ids, asked=ids
+    )
     title = f"add broker(s) {', '.join(map(str, sorted(ids)))}: their share by {by}"
     show_plan(opts, spec, snap, plan, title)
 
@@ -88,7 +111,14 @@ def replace(opts: Options, *, broker: int, with_broker: int) -> None:
 
     spec = source_spec(opts)
     snap = read_cluster(spec)
-    plan = replace_plan(snap, broker, with_broker, options=_plan_options(opts))
+    new = frozenset({with_broker})
+    plan = _planned(
+        opts,
+        snap,
+        lambda o: replace_plan(snap, broker, with_broker, options=o),
+        named=new,
+        asked=new,
+    )
     title = f"replace broker {broker} with {with_broker}"
     show_plan(opts, spec, snap, plan, title, elect_leaders=True)
 
@@ -101,11 +131,80 @@ def rebalance(opts: Options, *, by: str, max_moves: int | None, max_bytes: str |
         raise UsageError(f"--max-moves {max_moves}: give 0 or more")
     spec = source_spec(opts)
     snap = read_cluster(spec)
-    plan = rebalance_plan(
-        snap, by=by, max_moves=max_moves, max_bytes=budget, options=_plan_options(opts)
+    plan = _planned(
+        opts,
+        snap,
+        lambda o: rebalance_plan(snap, by=by, max_moves=max_moves, max_bytes=budget, options=o),
     )
     limits = [f"max {max_moves} moves" if max_moves is not None else ""]
     limits.append(f"max {max_bytes}" if max_bytes is not None else "")
     shown = ", ".join(x for x in limits if x)
     title = f"rebalance by {by}" + (f" ({shown})" if shown else "")
     show_plan(opts, spec, snap, plan, title, elect_leaders=True)
+
+
+# --- the brokers remembered as drained (kreplica.cli.drained) --------------------------------
+
+
+def drained_list(opts: Options, *, cluster_id: str | None) -> None:
+    """`kreplica brokers list`: the drained brokers per cluster (one cluster with --cluster-id)."""
+    from kreplica.cli.common import console, print_json_data
+    from kreplica.cli.options import OutputFormat
+
+    record = drained.load()
+    if cluster_id is not None:
+        record = {cluster_id: record.get(cluster_id, {})}
+    rows: list[dict[str, Any]] = [
+        {"cluster_id": cid, "broker": b, "since": e.get("since"), "plan": e.get("plan")}
+        for cid, ids in sorted(record.items())
+        for b, e in sorted(ids.items())
+    ]
+    if opts.output is OutputFormat.json:
+        print_json_data({"file": str(drained.record_path()), "drained": rows})
+        return
+    out = console()
+    if not rows:
+        where = f" on cluster {cluster_id}" if cluster_id else ""
+        out.print(f"no broker is remembered as drained{where}", markup=False)
+        return
+    width = max(len(r["cluster_id"]) for r in rows)
+    out.print(f"{'cluster':<{width}}  broker  drained               plan", markup=False)
+    for r in rows:
+        out.print(
+            f"{r['cluster_id']:<{width}}  {r['broker']:<6}  {r['since']:<20}  {r['plan']}",
+            markup=False,
+            soft_wrap=True,
+        )
+
+
+def undrain(opts: Options, *, brokers: str, cluster_id: str | None) -> None:
+    """`kreplica brokers undrain IDS`: later plans may place replicas on them again."""
+    from kreplica.cli.common import console, print_json_data
+    from kreplica.cli.options import OutputFormat
+    from kreplica.planner.drained import broker_words
+
+    ids = _ids(brokers, "IDS")
+    record = drained.load()
+    if cluster_id is None:
+        holding = sorted(cid for cid, known in record.items() if ids & set(known))
+        if len(holding) > 1:
+            raise UsageError(
+                f"{broker_words(ids)}: drained on clusters {', '.join(holding)}; pass "
+                "--cluster-id ID to say which"
+            )
+        cluster_id = holding[0] if holding else None
+    back = drained.forget(cluster_id, ids) if cluster_id else []
+    if not back:
+        raise UsageError(
+            f"{broker_words(ids)}: not remembered as drained"
+            + (f" on cluster {cluster_id}" if cluster_id else "")
+            + "; `kreplica brokers list` shows the ones that are"
+        )
+    line = (
+        f"{broker_words(back)} undrained on cluster {cluster_id}: later plans may place "
+        f"replicas on {'it' if len(back) == 1 else 'them'} again"
+    )
+    if opts.output is OutputFormat.json:
+        print_json_data({"cluster_id": cluster_id, "undrained": back, "message": line})
+    else:
+        console().print(line, markup=False)

@@ -14,8 +14,8 @@ from kreplica.cli.common import (
     parse_log_dirs_mode,
     print_json_data,
     read_cluster,
-    replication_factors,
     require_topics,
+    rf_ranges,
     source_spec,
     topic_names,
     topics_pattern,
@@ -40,16 +40,18 @@ def rf_change(opts: Options, *, topics: list[str], rf: int, direction: str) -> N
     spec = source_spec(opts)
     snap = read_cluster(spec, columnar=True, sizes=not opts.no_sizes)
     require_topics(snap, topics)
-    currents: dict[str, int] = {}
-    factors = replication_factors(snap)
+    currents: dict[str, str] = {}
+    ranges = rf_ranges(snap, topics)
     for name in topics:
-        current = currents[name] = factors[name]
-        if direction == "expand" and rf < current:
+        # a topic an RF change stopped half way has partitions at two RFs: "RF 2-3"
+        low, high = ranges[name]
+        current = currents[name] = str(low) if low == high else f"{low}-{high}"
+        if direction == "expand" and rf < high:
             raise UsageError(
                 f"expand raises RF, but {name} has RF {current} and --rf is {rf}; "
                 f"use `kreplica shrink --topic {name} --rf {rf}`"
             )
-        if direction == "shrink" and rf > current:
+        if direction == "shrink" and rf > low:
             raise UsageError(
                 f"shrink lowers RF, but {name} has RF {current} and --rf is {rf}; "
                 f"use `kreplica expand --topic {name} --rf {rf}`"
@@ -119,12 +121,17 @@ def _plan_and_show(
     keys_file: Path | None = None,
     sample: int | None = None,
 ) -> None:
+    from kreplica.cli import drained
     from kreplica.planner import PlanOptions, make_plan
 
+    brokers = parse_broker_ids(opts.brokers, "--brokers")
+    # --brokers names every broker the plan may use: nothing drained is left out then
+    left_out, notes = drained.exclusions(snap, None) if brokers is None else (frozenset(), [])
     plan_options = PlanOptions(
         strategy=cast("Strategy", opts.strategy),  # make_plan says when it is none of them
-        brokers=parse_broker_ids(opts.brokers, "--brokers"),
-        exclude_brokers=parse_broker_ids(opts.exclude_brokers, "--exclude-brokers") or frozenset(),
+        brokers=brokers,
+        exclude_brokers=(parse_broker_ids(opts.exclude_brokers, "--exclude-brokers") or frozenset())
+        | left_out,
         seed=opts.seed,
         force=opts.force,
         replace_dead=opts.replace_dead,
@@ -132,7 +139,7 @@ def _plan_and_show(
         disk_headroom=parse_headroom(opts.disk_headroom),
         log_dirs=parse_log_dirs_mode(opts.log_dirs),
     )
-    plan = make_plan(snap, requests, plan_options)
+    plan = drained.annotate(make_plan(snap, requests, plan_options), notes, brokers)
     if opts.no_sizes and spec.kind != "snapshot":  # the report says why it has no bytes
         plan = _sizes_not_read(plan)
     impact = None

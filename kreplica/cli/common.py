@@ -122,12 +122,20 @@ def topic_list(snap: ClusterSnapshot) -> list[str]:
     return list(names()) if names is not None else [t.name for t in snap.topics]
 
 
-def replication_factors(snap: ClusterSnapshot) -> dict[str, int]:
-    """Each topic's RF (a ColumnarSnapshot's from its columns, without building topics)."""
-    factors = getattr(snap, "replication_factors", None)
-    if factors is not None:
-        return dict(factors())
-    return {t.name: t.replication_factor for t in snap.topics}
+def rf_ranges(snap: ClusterSnapshot, names: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """Each named topic's lowest and highest replica count over its partitions ((0, 0)
+    without any); a ColumnarSnapshot's from its columns, without building topics."""
+    columns = getattr(snap, "columns", None)
+    if columns is None or getattr(snap, "materialised", True):
+        counts = {n: {len(p.replicas) for p in snap.topic(n).partitions} for n in names}
+        return {n: (min(c), max(c)) if c else (0, 0) for n, c in counts.items()}
+    index = {shell.name: i for i, shell in enumerate(columns.topics)}
+    out: dict[str, tuple[int, int]] = {}
+    for name in names:
+        i = index[name]
+        rows = columns.rf[columns.start[i] : columns.start[i + 1]]
+        out[name] = (int(rows.min()), int(rows.max())) if len(rows) else (0, 0)
+    return out
 
 
 def topics_pattern(regex: str | None) -> re.Pattern[str] | None:

@@ -38,10 +38,15 @@ class Presentation:
     markdown: Callable[[], str] | None = None  # None: markdown shows the table view
     # a preferred leader election follows the apply (journalled: a resume runs it too)
     elect_leaders: bool = False
+    # warnings that stand even when there is nothing to change ("level: text" lines)
+    warnings: tuple[str, ...] = ()
 
 
 def present_and_apply(opts: Options, spec: SourceSpec, shown: Presentation) -> None:
-    applying = not opts.dry_run and shown.has_changes
+    if not shown.has_changes:
+        nothing_to_change(opts, shown)
+        return
+    applying = not opts.dry_run
     if applying:
         from kreplica.cli.applying import apply_options
 
@@ -93,6 +98,20 @@ def present_and_apply(opts: Options, spec: SourceSpec, shown: Presentation) -> N
             data["apply"] = result
     if opts.output is OutputFormat.json:
         print_json_data(data)
+
+
+def nothing_to_change(opts: Options, shown: Presentation) -> None:
+    """One line, exit 0, and no plan file (even with --out): there is nothing to apply."""
+    line = f"{shown.title}: nothing to change, the cluster already has this shape"
+    if opts.out:
+        line += f"; no plan written to {opts.out}"
+    if opts.output is OutputFormat.json:
+        print_json_data({**shown.json_data(None), "message": line})
+    elif opts.output is OutputFormat.markdown:
+        sys.stdout.write("".join(f"{text}\n" for text in (line, *shown.warnings)))
+    else:
+        for text in (line, *shown.warnings):
+            console().print(text, markup=False, soft_wrap=True)
 
 
 # --- replica plans (kreplica.model.Plan) ----------------------------------------------------
@@ -168,8 +187,15 @@ def show_plan(
             next_steps=next_steps,
             markdown=markdown,
             elect_leaders=elect_leaders,
+            warnings=_warnings(plan),
         ),
     )
+
+
+def _warnings(plan: Plan) -> tuple[str, ...]:
+    from kreplica.render.text import finding_text
+
+    return tuple(f"{f.level}: {finding_text(f)}" for f in plan.findings if f.level != "info")
 
 
 def plan_data(

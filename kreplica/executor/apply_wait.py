@@ -22,6 +22,7 @@ from kreplica.executor.apply_base import (
 )
 from kreplica.executor.apply_pace import Pacing
 from kreplica.executor.cancel import cancel_marker
+from kreplica.executor.copyrate import CopyRate, capped, eta_s, throttle_cap
 from kreplica.executor.moves import Move
 from kreplica.model import ClusterSnapshot
 
@@ -43,6 +44,8 @@ class Waiting(Pacing):
         mismatched: dict[Key, tuple[tuple[int, ...], float]] = {}  # replicas, first seen
         growth: dict[tuple[Key, int], tuple[int, float]] = {}  # new replica: size, grew at
         stall_told: Any = None  # the stalled replicas and down brokers the last line named
+        window = CopyRate()
+        cap: float | None = None  # kept once nobody receives: in sync counts as all copied
         while pending:
             if cancel_marker(self.journal).exists():
                 raise _Cancelled()
@@ -114,6 +117,10 @@ class Waiting(Pacing):
                     self.emit(self._replica_stall_event(late, snapshot))
                 elif not late:
                     stall_told = None
+            window.add(now, copied)
+            cap = self._receiving_cap(pending, moves, parts) or cap
+            rate = capped(window.rate(), cap)
+            eta = eta_s(total - copied, rate)
             self.emit(
                 {
                     "event": "progress",
@@ -123,6 +130,8 @@ class Waiting(Pacing):
                     "bytes_copied": copied,
                     "bytes_total": total,
                     "elapsed_s": round(now - started, 3),
+                    "rate_bytes_per_s": None if rate is None else round(rate, 1),
+                    "eta_s": None if eta is None else round(eta, 1),
                 }
             )
             if pending and not sizes and now - last_progress >= self.options.stall_timeout_s:
@@ -132,6 +141,24 @@ class Waiting(Pacing):
                     self.emit(stall)
             if pending:
                 self.clock.sleep(self.options.poll_interval_s)
+
+    def _receiving_cap(
+        self,
+        pending: Mapping[Key, Sequence[int]],
+        moves: Mapping[Key, Move | None],
+        parts: Mapping[Key, Any],
+    ) -> float | None:
+        """The most the brokers still receiving new replicas may take together at the
+        throttle in effect (the pace's current rate, else `throttle`; None: no throttle)."""
+        limit = self._pace.rate if self._pace is not None else self.options.throttle
+        receiving: set[int] = set()
+        for key, target in pending.items():
+            move = moves.get(key)
+            before = set(move.before) if move is not None else set()
+            part = parts.get(key)
+            in_sync = set(part.in_sync) if part is not None else set()
+            receiving.update(b for b in target if b not in before and b not in in_sync)
+        return throttle_cap([limit] * len(receiving)) if limit else None
 
     def _copied(
         self,

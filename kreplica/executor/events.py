@@ -217,6 +217,10 @@ class Progress(TypedDict):
     bytes_copied: int | None
     bytes_total: int | None
     elapsed_s: float
+    # bytes/s over a sliding window, never above the throttle of the receiving brokers, and
+    # the ETA from it (kreplica.executor.copyrate); None: not measured yet
+    rate_bytes_per_s: NotRequired[float | None]
+    eta_s: NotRequired[float | None]
 
 
 class Stall(TypedDict):

@@ -115,6 +115,11 @@ def _names(keys: list[Key]) -> str:
     return shown + (f" and {len(keys) - SHOWN} more" if len(keys) > SHOWN else "")
 
 
+# The notes on what could not be checked (the controller's age): the same on every apply to a
+# cluster, so the CLI shows them once per cluster.
+UNCHECKED = "not checked before starting: "
+
+
 def check_safe_start(
     facts: ControllerFacts,
     snapshot: ClusterSnapshot,
@@ -129,7 +134,7 @@ def check_safe_start(
     check_controller(facts, settle_s=settle_s, unled=unled)
     settled = facts.first is True and not unled  # a first start: its age does not matter
     unknown = facts.unknown if settle_s > 0 and not settled else ()  # all about the age
-    result = SafeStart(notes=[f"not checked before starting: {u}" for u in unknown])
+    result = SafeStart(notes=[UNCHECKED + u for u in unknown])
     low, down_only = under_replicated_outside(snapshot, plan_keys, in_flight)
     if low and not allow_under_replicated:
         raise ClusterUnsettled(

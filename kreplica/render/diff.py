@@ -130,10 +130,22 @@ def broker_table(plan: Plan, snapshot: ClusterSnapshot) -> Table:
             format_bytes(bytes_out) if sizes_known else "?",
         )
     # the spread (max - min) over the live brokers that stay, replicas and preferred leaders
-    # before and after: what a drain or rebalance evens out
+    # before and after: what a drain or rebalance evens out. The brokers are the footer's
+    # `replica spread`'s (kreplica.planner.report): eligible or holding replicas; an excluded
+    # empty broker's 0 says nothing about the plan
     drained: Any = report.get("drained_brokers") or ()
     gone = {int(b) for b in drained}
-    stay = [b.id for b in snapshot.brokers if b.alive and b.id not in gone]
+    eligible = {int(b) for b in report.get("eligible_brokers") or ()}
+
+    def counts(b: int) -> bool:
+        if not eligible or b in eligible:  # a report without the key: every broker
+            return True
+        return bool(
+            per_broker(report, "broker_replicas_before", b)
+            or per_broker(report, "broker_replicas_after", b)
+        )
+
+    stay = [b.id for b in snapshot.brokers if b.alive and b.id not in gone and counts(b.id)]
     if stay:
 
         def spread_of(key: str) -> int:

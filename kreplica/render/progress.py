@@ -1,9 +1,11 @@
 """What an apply shows while it runs: the executor emits events, this turns them into output.
 
 On a terminal, a live line (partitions done/total, bytes copied/total, throughput, ETA) and a
-line per finished wave; elsewhere (a log, CI) plain lines, a progress line at most every
-`every_s` seconds; with --output json, each event as one JSON line on stderr (stdout keeps the
-one envelope).
+line per finished wave; elsewhere (a log, CI) plain lines, a progress line whenever `every_s`
+seconds have passed since the last (4 s: with apply's 2-s polls, one at least every 5 s); with
+--output json, each event as one JSON line on stderr (stdout keeps the one envelope). The
+throughput and ETA are the event's (kreplica.executor.copyrate: a sliding window, never above
+the throttle), as `kreplica status` counts them.
 """
 
 from __future__ import annotations
@@ -21,14 +23,21 @@ from kreplica.render.text import format_bytes, plural
 
 
 def eta_text(copied: int, total: int, elapsed_s: float) -> tuple[str, str]:
-    """(throughput, ETA) from bytes so far: '12.5 MiB/s', '3m20s' ('?' when unknown)."""
+    """(throughput, ETA) from bytes so far: '12.5 MiB/s', '3m20s' ('?' when unknown); for
+    events that carry no rate of their own (moves between log dirs)."""
     if elapsed_s <= 0 or copied <= 0:
         return "?", "?"
-    rate = copied / elapsed_s
-    left = max(0, total - copied) / rate
-    minutes, seconds = divmod(int(left + 0.5), 60)
-    eta = f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
-    return f"{format_bytes(int(rate))}/s", eta
+    return rate_text(copied / elapsed_s, max(0, total - copied) / (copied / elapsed_s))
+
+
+def rate_text(rate: float | None, eta_s: float | None) -> tuple[str, str]:
+    """(throughput, ETA) in words: '12.5 MiB/s', '3m20s' ('?' when unknown)."""
+    if eta_s is None:
+        eta = "?"
+    else:
+        minutes, seconds = divmod(int(eta_s + 0.5), 60)
+        eta = f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
+    return ("?" if not rate else f"{format_bytes(int(rate))}/s"), eta
 
 
 class ProgressPrinter:
@@ -40,7 +49,7 @@ class ProgressPrinter:
         *,
         json_lines: bool = False,
         err: IO[str] | None = None,
-        every_s: float = 10.0,
+        every_s: float = 4.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.console = console
@@ -167,7 +176,10 @@ class ProgressPrinter:
     def _on_progress(self, e: dict[str, Any]) -> None:
         done, total = int(e["done"]), int(e["total"])
         copied, size = int(e["bytes_copied"]), int(e["bytes_total"])
-        rate, eta = eta_text(copied, size, float(e["elapsed_s"]))
+        if "rate_bytes_per_s" in e:
+            rate, eta = rate_text(e["rate_bytes_per_s"], e.get("eta_s"))
+        else:
+            rate, eta = eta_text(copied, size, float(e["elapsed_s"]))
         label = f"wave {e['wave']}" if e["wave"] else "resumed moves"
         line = (
             f"{label}: {done}/{total} partitions, {format_bytes(copied)} of "

@@ -65,6 +65,9 @@ class KafkaTool:
     main_classes: tuple[str, ...]
     bootstrap_after_subcommand: bool = False
     target_options: tuple[str, ...] = _TARGET_OPTIONS
+    # The option that takes `bootstrap.servers=HOST:PORT` when the main class has no
+    # --bootstrap-server (kafka-producer-perf-test's `--producer-props` in Kafka 3.9).
+    props_option: str | None = None
 
 
 # Checked against the kafka-tools and kafka_2.13 jars of 3.9.2 and 4.3.1 (`unzip -l`) and
@@ -113,6 +116,16 @@ TOOLS: dict[str, KafkaTool] = {
             target_options=_TARGET_OPTIONS + _BROKER_LIST,
         ),
         KafkaTool("kafka-console-consumer", ("org.apache.kafka.tools.consumer.ConsoleConsumer",)),
+        KafkaTool(
+            "kafka-producer-perf-test",
+            ("org.apache.kafka.tools.ProducerPerformance",),
+            props_option="--producer-props",
+        ),
+        KafkaTool(
+            "kafka-consumer-perf-test",
+            ("org.apache.kafka.tools.ConsumerPerformance",),
+            target_options=_TARGET_OPTIONS + _BROKER_LIST,
+        ),
     )
 }
 
@@ -130,20 +143,34 @@ def find_tool(name: str) -> KafkaTool:
     return tool
 
 
+_BOOTSTRAP_PROPERTY = "bootstrap.servers="
+
+
 def names_target(tool: KafkaTool, args: Sequence[str]) -> bool:
     """True when the arguments already say which cluster to talk to."""
+    if tool.props_option and any(arg.startswith(_BOOTSTRAP_PROPERTY) for arg in args):
+        return True
     return any(
         arg == opt or arg.startswith(opt + "=") for arg in args for opt in tool.target_options
     )
 
 
-def tool_arguments(tool: KafkaTool, args: Sequence[str], bootstrap: str) -> list[str]:
+def tool_arguments(
+    tool: KafkaTool, args: Sequence[str], bootstrap: str, *, has_bootstrap_option: bool = True
+) -> list[str]:
     """The tool's arguments with `--bootstrap-server BOOTSTRAP` added, unless the user named a
     cluster (--bootstrap-server, --bootstrap-controller, --zookeeper; --broker-list for the
-    console producer and kafka-get-offsets, where it is the old --bootstrap-server)."""
+    console producer and kafka-get-offsets, where it is the old --bootstrap-server). A main
+    class without --bootstrap-server gets `bootstrap.servers=BOOTSTRAP` in its property list."""
     args = list(args)
     if names_target(tool, args):
         return args
+    if tool.props_option and not has_bootstrap_option:
+        prop = _BOOTSTRAP_PROPERTY + bootstrap
+        if tool.props_option in args:  # a list of its own: the property joins it
+            at = args.index(tool.props_option) + 1
+            return [*args[:at], prop, *args[at:]]
+        return [tool.props_option, prop, *args]
     added = ["--bootstrap-server", bootstrap]
     if tool.bootstrap_after_subcommand:
         # argparse sub-commands: the option belongs after the first word that is not an option
@@ -154,16 +181,19 @@ def tool_arguments(tool: KafkaTool, args: Sequence[str], bootstrap: str) -> list
     return [*added, *args]
 
 
-def main_class(tool: KafkaTool, classpath: str) -> str:
-    """The first of the tool's main classes that the classpath's Kafka jars contain."""
-    entries = {c: c.replace(".", "/") + ".class" for c in tool.main_classes}
-    jars = [
+def _kafka_jars(classpath: str) -> list[str]:
+    return [
         p
         for p in classpath.split(os.pathsep)
         if os.path.basename(p).startswith(("kafka-tools-", "kafka_"))
     ]
+
+
+def main_class(tool: KafkaTool, classpath: str) -> str:
+    """The first of the tool's main classes that the classpath's Kafka jars contain."""
+    entries = {c: c.replace(".", "/") + ".class" for c in tool.main_classes}
     contents: set[str] = set()
-    for jar in jars:
+    for jar in _kafka_jars(classpath):
         try:
             with zipfile.ZipFile(jar) as zf:
                 contents.update(n for n in zf.namelist() if n in entries.values())
@@ -176,6 +206,19 @@ def main_class(tool: KafkaTool, classpath: str) -> str:
         f"{tool.name} ({' or '.join(tool.main_classes)}) is not in the sandbox's Kafka jars; "
         "refetch them with `python -m kreplica.sandbox fetch`"
     )
+
+
+def takes_bootstrap_option(classpath: str, cls: str) -> bool:
+    """True when the main class knows `--bootstrap-server` (its name is a string constant of
+    the class: 3.9's ProducerPerformance has none, 4.3's has it)."""
+    entry = cls.replace(".", "/") + ".class"
+    for jar in _kafka_jars(classpath):
+        try:
+            with zipfile.ZipFile(jar) as zf:
+                return b"--bootstrap-server" in zf.read(entry)
+        except (OSError, zipfile.BadZipFile, KeyError):
+            continue
+    return False
 
 
 def _log_flag(state_dir: Path, kafka_version: str) -> str:
@@ -219,6 +262,8 @@ def tool_command(name: str, tool_name: str, args: Sequence[str]) -> list[str]:
     state_dir = Path(state.get("state_dir") or info.state_dir)
     classpath = fetch(info.kafka_version)
     java = java_binary()
+    cls = main_class(tool, classpath)
+    by_option = tool.props_option is None or takes_bootstrap_option(classpath, cls)
     return [
         java,
         *_TOOL_HEAP,
@@ -227,8 +272,8 @@ def tool_command(name: str, tool_name: str, args: Sequence[str]) -> list[str]:
         _log_flag(state_dir, info.kafka_version),
         "-cp",
         classpath,
-        main_class(tool, classpath),
-        *tool_arguments(tool, args, live_bootstrap(name, info)),
+        cls,
+        *tool_arguments(tool, args, live_bootstrap(name, info), has_bootstrap_option=by_option),
     ]
 
 

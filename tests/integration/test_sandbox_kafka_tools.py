@@ -192,3 +192,29 @@ def test_leader_election_and_stdin_reach_the_tool(zk_cluster: SandboxInfo, tmp_p
     )
     # Broker 2 already leads: Kafka says so rather than electing.
     assert "tools-typed-0" in out
+
+
+def test_producer_perf_test_loads_data(cluster: SandboxInfo) -> None:
+    """docs/sandbox.md's way to put data in a topic: 3.9's tool has no --bootstrap-server (the
+    sandbox passes `--producer-props bootstrap.servers=...`), 4.3's has it."""
+    topic = "tools-perf"
+    create_topics(cluster.bootstrap_servers, [TopicSpec(topic, assignment={0: [1, 2], 1: [2, 3]})])
+    proc = kafka_tool(
+        cluster,
+        "kafka-producer-perf-test",
+        "--topic",
+        topic,
+        "--num-records",
+        "2000",
+        "--record-size",
+        "512",
+        "--throughput",
+        "-1",
+        "--producer-props",
+        "acks=1",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "2000 records sent" in proc.stdout
+    offsets = _ok(kafka_tool(cluster, "kafka-get-offsets", "--topic", topic))
+    ends = [int(line.rsplit(":", 1)[1]) for line in offsets.split()]
+    assert sum(ends) == 2000

@@ -97,6 +97,29 @@ def test_an_option_value_that_merely_starts_like_one_is_not_a_target() -> None:
     assert not names_target(tool, ["--topic", "--zookeeper-like"])
 
 
+def test_producer_perf_test_gets_the_bootstrap_as_a_property_where_it_has_no_option() -> None:
+    tool = find_tool("kafka-producer-perf-test")
+    args = ["--topic", "t", "--num-records", "10"]
+    # 4.3's ProducerPerformance takes --bootstrap-server; 3.9's only `--producer-props`
+    assert tool_arguments(tool, args, BOOT) == ["--bootstrap-server", BOOT, *args]
+    old = tool_arguments(tool, args, BOOT, has_bootstrap_option=False)
+    assert old == ["--producer-props", f"bootstrap.servers={BOOT}", *args]
+    # a property list of the user's own: the bootstrap joins it (a second list would replace it)
+    own = ["--producer-props", "acks=1", "--topic", "t"]
+    assert tool_arguments(tool, own, BOOT, has_bootstrap_option=False) == [
+        "--producer-props",
+        f"bootstrap.servers={BOOT}",
+        "acks=1",
+        "--topic",
+        "t",
+    ]
+    named = ["--producer-props", "bootstrap.servers=h:1", "--topic", "t"]
+    assert names_target(tool, named)
+    assert tool_arguments(tool, named, BOOT, has_bootstrap_option=False) == named
+    # elsewhere a bootstrap.servers= word is a value like any other
+    assert not names_target(find_tool("kafka-topics"), ["--config", "bootstrap.servers=h:1"])
+
+
 def test_sub_command_tools_get_the_bootstrap_after_the_sub_command() -> None:
     tool = find_tool("kafka-cluster")
     assert tool_arguments(tool, ["cluster-id"], BOOT) == [

@@ -220,10 +220,45 @@ def test_without_dry_run_json_is_one_error_envelope() -> None:
     assert [e["code"] for e in doc["errors"]] == ["usage"]
 
 
-def test_nothing_to_do_is_ok_and_says_so() -> None:
+def test_nothing_to_do_is_ok_and_says_so_in_one_line() -> None:
     result = run_cli(["set-rf", *SNAP, "-t", "orders", "--rf", "3"])
     assert result.code == 0, result.stderr
-    assert "Nothing to change" in result.stdout
+    assert result.stdout == (
+        "set RF of orders (RF 3 → 3): nothing to change, the cluster already has this shape\n"
+    )
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "markdown"])
+def test_nothing_to_do_writes_no_plan_file(tmp_path: Path, fmt: str) -> None:
+    out = tmp_path / "plan.json"
+    result = run_cli(
+        ["set-rf", *SNAP, "-t", "orders", "--rf", "3", "--out", str(out), "--output", fmt]
+    )
+    assert result.code == 0, result.stderr
+    assert list(tmp_path.iterdir()) == []
+    line = f"nothing to change, the cluster already has this shape; no plan written to {out}"
+    if fmt == "json":
+        data = result.json()["data"]
+        assert data["files"] is None and data["message"].endswith(line)
+        assert data["reassignment"]["partitions"] == []
+    else:
+        assert result.stdout.count("\n") == 1 and result.stdout.rstrip("\n").endswith(line)
+
+
+def test_a_topic_at_two_rfs_is_shown_as_a_range(tmp_path: Path) -> None:
+    """An RF change stopped half way: the header says "RF 2-3", not partition 0's RF."""
+    doc = json.loads(EXAMPLE.read_text())
+    orders = next(t for t in doc["topics"] if t["name"] == "orders")
+    orders["partitions"][1]["replicas"] = orders["partitions"][1]["replicas"][:2]
+    snap = tmp_path / "mixed.json"
+    snap.write_text(json.dumps(doc))
+    result = run_cli(["expand", "--snapshot", str(snap), "-t", "orders", "--rf", "3", "--dry-run"])
+    assert result.code == 0, result.stderr
+    assert result.stdout.startswith("expand orders (RF 2-3 → 3)\n")
+    # shrink never raises: RF 3 is above the topic's lowest
+    refused = run_cli(["shrink", "--snapshot", str(snap), "-t", "orders", "--rf", "3"])
+    assert refused.code == ExitCode.USAGE
+    assert "orders has RF 2-3 and --rf is 3" in refused.stderr
 
 
 @pytest.mark.parametrize("fmt", ["table", "markdown"])
@@ -393,3 +428,16 @@ def test_runbook_commands_survive_paths_with_spaces(tmp_path: Path) -> None:
     assert rollback[rollback.index("--reassignment-json-file") + 1] == str(
         folder / "orders rf4.rollback.json"
     )
+
+
+def test_nothing_to_do_still_shows_the_warnings(tmp_path: Path) -> None:
+    doc = json.loads(EXAMPLE.read_text())
+    doc["brokers"][5]["alive"] = False  # broker 6 holds replicas of orders
+    snap = tmp_path / "dead6.json"
+    snap.write_text(json.dumps(doc))
+    result = run_cli(["set-rf", "--snapshot", str(snap), "-t", "orders", "--rf", "3"])
+    assert result.code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].endswith(": nothing to change, the cluster already has this shape")
+    assert lines[1].startswith("warning: broker 6 is down (rack eu-west-1c)")
+    assert all(line.startswith("warning: ") for line in lines[1:])

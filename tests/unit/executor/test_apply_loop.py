@@ -3,7 +3,7 @@ sandboxes in tests/integration/test_apply.py): waves, journal, resume, cancel, t
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -274,6 +274,18 @@ def test_cancel_that_would_leave_too_few_in_sync_replicas_is_refused_unless_forc
     assert sorted(f["partition"] for f in event["forced"]) == sorted(f"{t}-{p}" for t, p in moving)
 
 
+def ticking(applier: Applier, step: float, each: Callable[[], None] | None = None) -> None:
+    """The applier's clock: `step` seconds pass at each of its sleeps (then `each` runs)."""
+    clock = {"t": 0.0}
+
+    def tick(seconds: float) -> None:
+        clock["t"] += step
+        if each is not None:
+            each()
+
+    applier.clock = _Clock(now=lambda: clock["t"], sleep=tick)
+
+
 class GrowingCluster(SimulatedCluster):
     """New replicas grow by 100 bytes a poll, except those on `stuck` brokers."""
 
@@ -298,12 +310,7 @@ def test_a_stall_names_the_replica_that_stopped_growing_while_others_copy(
 ) -> None:
     cluster = GrowingCluster(stuck={3})  # t-1 moves (2,) -> (2, 3)
     applier = _applier(tmp_path, cluster, stall_timeout_s=3.0)
-    clock = {"t": 0.0}
-
-    def tick(seconds: float) -> None:
-        clock["t"] += 1.0
-
-    applier.clock = _Clock(now=lambda: clock["t"], sleep=tick)
+    ticking(applier, 1.0)
     applier.run()
     stalls = [e for e in applier.events if e["event"] == "stall"]  # type: ignore[attr-defined]
     assert stalls, "no stall reported although broker 3's replica never grew"
@@ -315,13 +322,11 @@ def test_a_stall_names_the_replica_that_stopped_growing_while_others_copy(
 def test_a_stall_says_the_receiving_broker_is_down(tmp_path: Path) -> None:
     cluster = GrowingCluster(stuck=set())
     applier = _applier(tmp_path, cluster, stall_timeout_s=3.0)
-    clock = {"t": 0.0}
 
-    def tick(seconds: float) -> None:
-        clock["t"] += 1.0
-        cluster.down = cluster.stuck = {4}  # t-2 moves (3,) -> (3, 4): broker 4 dies
+    def broker_4_dies() -> None:  # t-2 moves (3,) -> (3, 4)
+        cluster.down = cluster.stuck = {4}
 
-    applier.clock = _Clock(now=lambda: clock["t"], sleep=tick)
+    ticking(applier, 1.0, each=broker_4_dies)
     applier.run()
     stalls = [e for e in applier.events if e["event"] == "stall"]  # type: ignore[attr-defined]
     assert [(s["partitions"], s["down"]) for s in stalls] == [(["t-2"], [4])]

@@ -18,7 +18,7 @@ from kreplica.executor.journal import Journal, fold
 from kreplica.executor.options import ApplyOptions
 from kreplica.executor.planfile import PlanFile
 from kreplica.executor.throttle_records import journal_rate
-from tests.unit.executor.test_apply_loop import SimulatedCluster
+from tests.unit.executor.fakes import FakeCluster
 
 Key = tuple[str, int]
 BEFORE = {("t", 0): (1,), ("t", 1): (2,), ("t", 2): (3,)}
@@ -27,7 +27,7 @@ TARGET = {("t", 0): (1, 2), ("t", 1): (2, 3), ("t", 2): (3, 4)}
 
 def _half_done(tmp_path: Path, target: dict[Key, tuple[int, ...]]) -> tuple[Any, PlanFile]:
     """t-0 moved already, t-1 moving, t-2 not submitted yet."""
-    cluster = SimulatedCluster({**BEFORE, ("t", 0): target[("t", 0)]}, polls=1000)
+    cluster = FakeCluster({**BEFORE, ("t", 0): target[("t", 0)]}, polls=1000)
     cluster.alter_reassignments({("t", 1): target[("t", 1)]})
     plan = PlanFile(tmp_path / "plan.json", target, BEFORE, {}, {"kreplica_plan": 1})
     return facade.Connection(cluster), plan

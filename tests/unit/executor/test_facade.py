@@ -18,7 +18,8 @@ from kreplica.executor.apply_base import _Clock
 from kreplica.executor.journal import Journal
 from kreplica.executor.options import ApplyOptions
 from kreplica.model import Broker, ClusterSnapshot, Partition, Topic
-from tests.unit.executor.test_apply_loop import START, TARGET, SimulatedCluster, _applier
+from tests.unit.executor.fakes import FakeCluster
+from tests.unit.executor.test_apply_loop import START, TARGET, _applier
 from tests.unit.executor.test_apply_loop import _plan as _plan_file
 
 Key = tuple[str, int]
@@ -125,7 +126,7 @@ def test_off_preferred_lists_partitions_led_off_their_first_replica() -> None:
     ]
 
 
-class LeaderlessCluster(SimulatedCluster):
+class LeaderlessCluster(FakeCluster):
     """The simulated cluster whose partitions are led by their last replica until elected."""
 
     def __init__(self, assignment: dict[Key, tuple[int, ...]], polls: int) -> None:

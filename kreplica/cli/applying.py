@@ -184,16 +184,15 @@ def run_apply(
     options = dataclasses.replace(options, elect_leaders=elect_leaders)
     # before connecting: an empty plan is refused with nothing touched
     plan = facade.load_plan_to_apply(plan_path)
-    journal_path = facade.journal_path(plan_path)
+    journal_path = plan.paths["journal"]
     json_mode = opts.output is OutputFormat.json
     printer = ProgressPrinter(console(stderr=json_mode), json_lines=json_mode)
     try:
         with connect(spec) as connection:
             result = facade.apply(
                 connection,
-                plan_path,
+                plan,
                 options,
-                plan=plan,
                 progress=printer,
                 via=_via(opts, plan_path),
             )

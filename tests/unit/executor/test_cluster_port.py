@@ -9,13 +9,10 @@ from typing import Any
 
 import pytest
 
-from kreplica.executor.apply import Applier
-from kreplica.executor.apply_base import CanaryCluster, Cluster, _Clock
-from kreplica.executor.journal import Journal
+from kreplica.executor.apply_base import CanaryCluster, Cluster
 from kreplica.executor.kafka_cluster import KafkaCluster
-from kreplica.executor.options import ApplyOptions
-from tests.unit.executor.fakes import FakeCluster, FakeSubmitter
-from tests.unit.executor.test_apply_loop import START, TARGET, _plan
+from tests.unit.executor.fakes import FakeCluster
+from tests.unit.executor.test_apply_loop import START, _applier
 
 
 def _without(method: str) -> Any:
@@ -24,22 +21,10 @@ def _without(method: str) -> Any:
     return type(f"FakeClusterWithout_{method}", (), members)(START)
 
 
-def _applier(tmp_path: Path, cluster: Any, events: list[Any], **options: Any) -> Applier:
-    return Applier(
-        cluster,
-        FakeSubmitter(cluster),
-        _plan(tmp_path, TARGET, START),
-        Journal(tmp_path / "plan.journal.jsonl"),
-        ApplyOptions(poll_interval_s=0, **options),
-        events.append,
-        _Clock(sleep=lambda s: None),
-    )
-
-
 @pytest.mark.parametrize("method", ["require", "controller_facts", "live_broker_ids", "out_of_isr"])
 def test_a_cluster_lacking_a_method_of_the_port_is_refused(tmp_path: Path, method: str) -> None:
     with pytest.raises(TypeError, match=r"does not implement .*apply_base\.Cluster"):
-        _applier(tmp_path, _without(method), [])
+        _applier(tmp_path, _without(method))
     assert not (tmp_path / "plan.journal.jsonl").exists()
 
 
@@ -57,15 +42,14 @@ def _port_methods(protocol: type) -> list[str]:
 
 def test_an_apply_asks_for_the_permissions_it_needs_before_writing(tmp_path: Path) -> None:
     cluster = FakeCluster(START)
-    _applier(tmp_path, cluster, [], throttle=1000).run()
+    _applier(tmp_path, cluster, throttle=1000).run()
     asked = {(need.resource, need.operation) for need in cluster.required}
     # the moved topics, and the throttles on topics and brokers
     assert {("topic", "ALTER"), ("topic", "ALTER_CONFIGS"), ("cluster", "ALTER_CONFIGS")} <= asked
 
 
 def test_pace_on_a_cluster_without_a_canary_says_so(tmp_path: Path) -> None:
-    events: list[Any] = []
-    paced = {"throttle": 1000, "throttle_max": 2000, "pace": True}
-    _applier(tmp_path, FakeCluster(START), events, **paced).run()
-    notes = [e["message"] for e in events if e["event"] == "note"]
+    applier = _applier(tmp_path, FakeCluster(START), throttle=1000, throttle_max=2000, pace=True)
+    applier.run()
+    notes = [e["message"] for e in applier.events if e["event"] == "note"]  # type: ignore[attr-defined]
     assert any(note.startswith("`pace`: no canary (FakeCluster cannot produce") for note in notes)

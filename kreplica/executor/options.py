@@ -1,4 +1,4 @@
-"""How an apply runs: throttle, waves, and what it may start beside (pure data)."""
+"""How an apply runs: throttle, waves, and what it may start beside (data, checked when made)."""
 
 from __future__ import annotations
 

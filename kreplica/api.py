@@ -127,9 +127,8 @@ def apply(
     nothing else in flight), throttles on the moving replicas only, waves, the throttles
     restored, every step journalled in PLAN.journal.jsonl beside it. `progress`: called with
     each of the journal's events (a dict) as it happens."""
-    result: ApplyResult = facade.apply(
-        connection, Path(plan_path), options, progress=progress, via=via
-    )
+    plan = facade.load_plan_to_apply(Path(plan_path))  # the one read of the plan files
+    result: ApplyResult = facade.apply(connection, plan, options, progress=progress, via=via)
     return result
 
 
@@ -142,19 +141,18 @@ def resume(
     via: Via = "kafka",
 ) -> ApplyResult:
     """Continue an interrupted apply from its journal: nothing is submitted twice."""
-    result: ApplyResult = facade.resume(
-        connection, Path(plan_path), options, progress=progress, via=via
-    )
+    plan = facade.load_plan_to_apply(Path(plan_path))
+    result: ApplyResult = facade.resume(connection, plan, options, progress=progress, via=via)
     return result
 
 
 def verify(connection: Connection, plan_path: PathLike) -> list[Difference]:
     """The plan's partitions not as planned (empty: done, nothing of it moving)."""
-    return facade.verify(connection, Path(plan_path))
+    return facade.verify(connection, facade.load_plan(Path(plan_path)))
 
 
 def cancel(connection: Connection, plan_path: PathLike, *, force: bool = False) -> list[str]:
     """Cancel the plan's moves in flight (they go back to their old replicas) and restore its
     throttles; returns the partitions cancelled ("topic-partition")."""
-    outcome = facade.cancel(connection, Path(plan_path), force=force)
+    outcome = facade.cancel(connection, facade.load_plan(Path(plan_path)), force=force)
     return [f"{t}-{p}" for t, p in outcome.cancelled]

@@ -40,6 +40,13 @@ FLAGS = {
     # how to apply
     "resume": "--resume",
     "throttle": "--throttle",
+    "throttle_max": "--throttle-max",
+    "pace": "--pace auto",
+    "pace_interval_s": "--pace-interval",
+    "max_partitions": "--max-partitions",
+    "max_per_broker": "--max-per-broker",
+    "order": "--order",
+    "stall_timeout_s": "--stall-timeout",
     "via": "--via",
     "on_drift": "--on-drift",
     "additional": "--additional",
@@ -48,6 +55,7 @@ FLAGS = {
     "controller_settle_s": "--controller-settle",
     "window": "--window",
     "window_tz": "--window-tz",
+    "window_floor": "--window-floor",
     "max_bytes_per_hour": "--max-bytes-per-hour",
 }
 _OPTION = re.compile(r"`([a-z_]+)`")

@@ -27,7 +27,7 @@ def apply(opts: Options, spec: SourceSpec, plan_path: Path) -> None:
 def verify(opts: Options, spec: SourceSpec, plan_path: Path) -> None:
     plan = facade.load_plan(plan_path)
     with connect(spec) as connection:
-        differences = facade.verify(connection, plan_path, plan=plan)
+        differences = facade.verify(connection, plan)
     rows = [
         {
             "partition": d.partition,
@@ -112,8 +112,7 @@ def cancel(
         )
         outcome = facade.cancel(
             connection,
-            plan_path,
-            plan=plan,
+            plan,
             emit=warn_stderr,
             force=force,
             roll_back_finished=roll_back,

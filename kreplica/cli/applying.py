@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from kreplica.cli import output
 from kreplica.cli.common import (
@@ -23,10 +23,10 @@ from kreplica.cli.common import (
 )
 from kreplica.cli.config import SourceSpec, config_path, load_clusters, resolve_source, where_set
 from kreplica.cli.options import Options, OutputFormat
-from kreplica.errors import FLAGS, UsageError
+from kreplica.errors import FLAGS, UsageError, flag_words
 from kreplica.executor import facade
 from kreplica.executor.facade import Connection
-from kreplica.executor.options import ON_DRIFT, ORDERS, VIAS, ApplyOptions, Via
+from kreplica.executor.options import VIAS, ApplyOptions, OnDrift, Order, Via
 
 Choice = TypeVar("Choice", bound=str)
 
@@ -115,27 +115,12 @@ def _via(opts: Options, plan_path: Path | None = None) -> Via:
 
 
 def apply_options(opts: Options) -> ApplyOptions:
+    """The apply flags as ApplyOptions: the flags only the command line has (--pace auto's
+    --throttle-min, rates as text) checked here, every other rule by ApplyOptions itself, its
+    refusal said in the flags' words."""
     from kreplica.executor.throttles import parse_rate
 
-    on_drift = _one_of(opts.on_drift, ON_DRIFT)
-    if on_drift is None:
-        raise UsageError(f"--on-drift {opts.on_drift!r}: use fail or skip")
-    order = _one_of(opts.order, ORDERS)
-    if order is None:
-        raise UsageError(f"--order {opts.order!r}: use plan, largest or smallest")
     _via(opts)
-    for flag, value in (
-        ("--max-partitions", opts.max_partitions),
-        ("--max-per-broker", opts.max_per_broker),
-    ):
-        if value is not None and value < 1:
-            raise UsageError(f"{flag} {value}: give 1 or more")
-    if opts.controller_settle < 0:
-        raise UsageError(
-            f"--controller-settle {opts.controller_settle:g}: give seconds >= 0 (0: no check)"
-        )
-    if opts.stall_timeout <= 0:
-        raise UsageError(f"--stall-timeout {opts.stall_timeout:g}: give a number of seconds > 0")
     throttle = parse_rate(opts.throttle) if opts.throttle is not None else None
     throttle_max = None
     if opts.pace is not None:
@@ -146,57 +131,43 @@ def apply_options(opts: Options) -> ApplyOptions:
                 "--pace auto sets the throttle itself: give --throttle-min and --throttle-max "
                 "instead of --throttle"
             )
-        if opts.throttle_min is None or opts.throttle_max is None:
-            raise UsageError(
-                "--pace auto needs --throttle-min RATE (where it starts) and --throttle-max RATE"
-            )
-        throttle, throttle_max = parse_rate(opts.throttle_min), parse_rate(opts.throttle_max)
-        if throttle > throttle_max:
-            raise UsageError(
-                f"--throttle-min {opts.throttle_min} is above --throttle-max {opts.throttle_max}; "
-                "give a floor at or below the ceiling"
-            )
-        if opts.pace_interval <= 0:
-            raise UsageError(f"--pace-interval {opts.pace_interval:g}: give seconds > 0")
+        throttle = parse_rate(opts.throttle_min) if opts.throttle_min is not None else None
+        throttle_max = parse_rate(opts.throttle_max) if opts.throttle_max is not None else None
     elif opts.throttle_min is not None or opts.throttle_max is not None:
         raise UsageError("--throttle-min and --throttle-max go with --pace auto; add it")
     from kreplica.executor.window import parse_window, parse_zone
 
-    window = parse_window(opts.window) if opts.window is not None else None
-    if window is None and (opts.window_tz is not None or opts.window_floor):
-        raise UsageError("--window-tz and --window-floor go with --window HH:MM-HH:MM; add it")
-    if opts.window_floor and opts.pace is None:
-        raise UsageError(
-            "--window-floor drops the throttle to the --pace auto floor; add --pace auto"
-        )
     budget = None
     if opts.max_bytes_per_hour is not None:
         budget = parse_size(opts.max_bytes_per_hour, "--max-bytes-per-hour")
-        if budget <= 0:
-            raise UsageError(f"--max-bytes-per-hour {opts.max_bytes_per_hour}: give more than 0")
-    return ApplyOptions(
-        window=window,
-        window_tz=parse_zone(opts.window_tz),
-        window_floor=opts.window_floor,
-        max_bytes_per_hour=budget,
-        throttle=throttle,
-        throttle_max=throttle_max,
-        pace=opts.pace is not None,
-        pace_interval_s=opts.pace_interval,
-        keep_canary=opts.keep_canary,
-        max_partitions=opts.max_partitions,
-        max_per_broker=opts.max_per_broker,
-        order=order,
-        replica_at_a_time=opts.replica_at_a_time,
-        additional=opts.additional,
-        on_drift=on_drift,
-        allow_under_min_isr=opts.allow_under_min_isr,
-        allow_under_replicated=opts.allow_under_replicated,
-        controller_settle_s=opts.controller_settle,
-        stall_timeout_s=opts.stall_timeout,
-        poll_interval_s=float(os.environ.get("KREPLICA_POLL_INTERVAL", "2")),
-        resume=opts.resume,
-    )
+    try:
+        return ApplyOptions(
+            window=parse_window(opts.window) if opts.window is not None else None,
+            window_tz=parse_zone(opts.window_tz),
+            window_floor=opts.window_floor,
+            max_bytes_per_hour=budget,
+            throttle=throttle,
+            throttle_max=throttle_max,
+            pace=opts.pace is not None,
+            pace_interval_s=opts.pace_interval,
+            keep_canary=opts.keep_canary,
+            max_partitions=opts.max_partitions,
+            max_per_broker=opts.max_per_broker,
+            order=cast("Order", opts.order),  # ApplyOptions refuses any other value
+            replica_at_a_time=opts.replica_at_a_time,
+            additional=opts.additional,
+            on_drift=cast("OnDrift", opts.on_drift),
+            allow_under_min_isr=opts.allow_under_min_isr,
+            allow_under_replicated=opts.allow_under_replicated,
+            controller_settle_s=opts.controller_settle,
+            stall_timeout_s=opts.stall_timeout,
+            poll_interval_s=float(os.environ.get("KREPLICA_POLL_INTERVAL", "2")),
+            resume=opts.resume,
+        )
+    except UsageError as exc:
+        # under --pace auto the floor, `throttle`, is what --throttle-min gave
+        said = {"throttle": "--throttle-min"} if opts.pace is not None else None
+        raise UsageError(flag_words(exc.message, said)) from None
 
 
 def run_apply(
@@ -213,7 +184,7 @@ def run_apply(
     options = dataclasses.replace(options, elect_leaders=elect_leaders)
     # before connecting: an empty plan is refused with nothing touched
     plan = facade.load_plan_to_apply(plan_path)
-    journal_path = facade.journal_path(plan_path)
+    journal_path = plan.paths["journal"]
     json_mode = opts.output is OutputFormat.json
     printer = ProgressPrinter(console(stderr=json_mode), json_lines=json_mode)
     progress = printer if json_mode else notes_once_per_cluster(printer, plan.cluster_id)
@@ -221,9 +192,8 @@ def run_apply(
         with connect(spec) as connection:
             result = facade.apply(
                 connection,
-                plan_path,
+                plan,
                 options,
-                plan=plan,
                 progress=progress,
                 via=_via(opts, plan_path),
             )

@@ -22,7 +22,7 @@ def status(opts: Options, spec: SourceSpec, plan_path: Path, *, interval: float)
         raise UsageError(f"--interval {interval:g}: give a number of seconds >= 0")
     plan = facade.load_plan(plan_path)
     with connect(spec) as connection:
-        rows, summary = facade.status(connection, plan_path, interval_s=interval, plan=plan)
+        rows, summary = facade.status(connection, plan, interval_s=interval)
     if opts.output is OutputFormat.json:
         output.emit_envelope(
             {

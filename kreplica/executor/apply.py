@@ -41,6 +41,7 @@ from kreplica.executor.apply_base import (
     CREATE_BATCH,
     ApplyCancelled,
     ApplyResult,
+    CanaryCluster,
     Key,
     Resource,
     _Cancelled,
@@ -56,7 +57,7 @@ from kreplica.executor.journal import fold
 from kreplica.executor.moves import Move
 from kreplica.executor.planfile import PlanFile
 from kreplica.executor.preflight import Preflight, preflight
-from kreplica.executor.safestart import ControllerFacts, check_controller, check_safe_start
+from kreplica.executor.safestart import check_controller, check_safe_start
 from kreplica.executor.throttle_records import (
     journal_throttles,
     list_throttles,
@@ -292,11 +293,8 @@ class Applier(Waiting, DirMoves):
         """ClusterUnsettled (exit 11) when what a client can tell of the controller explains
         why it does not answer (a KRaft controller holding ZooKeeper's /controller mid-
         migration, an election under way); nothing when it does not."""
-        facts_of = getattr(self.cluster, "controller_facts", None)
-        if facts_of is None:
-            return
         try:
-            facts = facts_of()
+            facts = self.cluster.controller_facts()
         except KreplicaError:
             return  # the original error says more
         check_controller(facts, settle_s=0.0)
@@ -304,8 +302,7 @@ class Applier(Waiting, DirMoves):
     def _safe_start(self, in_flight: Collection[Key]) -> None:
         """Refuse (ClusterUnsettled) mid-migration, right after a controller change, or with
         partitions outside the plan under-replicated; say what could not be checked."""
-        facts_of = getattr(self.cluster, "controller_facts", None)
-        facts = facts_of() if facts_of is not None else ControllerFacts()
+        facts = self.cluster.controller_facts()
         everything = self.cluster.snapshot(None)
         self._everything = everything  # the leftover-throttle checks read every topic
         plan_keys = {*self.plan.targets, *self.plan.new_partitions}
@@ -332,11 +329,7 @@ class Applier(Waiting, DirMoves):
             self.emit({"event": "note", "message": note})
 
     def _require_permissions(self, check: Preflight, dir_todo: Mapping[DirKey, str]) -> None:
-        """Refuse before any write when this principal may not do what the plan needs (a
-        cluster without `require`, like the tests' simulated one, is not asked)."""
-        require = getattr(self.cluster, "require", None)
-        if require is None:
-            return
+        """Refuse before any write when this principal may not do what the plan needs."""
         needs = apply_needs(
             moved_topics=[m.topic for m in check.todo] + [k[0] for k in check.waiting],
             created_topics=[k[0] for k in check.create],
@@ -347,11 +340,12 @@ class Applier(Waiting, DirMoves):
             needs.append(Need("cluster", CLUSTER, "ALTER", "move replicas between log dirs"))
             if self._dir_rate() is not None:
                 needs += throttle_needs([("broker", "*")], "throttle copies between log dirs")
-        require(needs)
-        canary = getattr(self.cluster, "require_canary", None)
-        if self.options.pace and self.options.throttle is not None and canary is not None:
+        self.cluster.require(needs)
+        if self.options.pace and isinstance(self.cluster, CanaryCluster):
             brokers = self._everything.live_broker_ids() if self._everything is not None else ()
-            canary(CANARY_TOPIC, canary_assignment(sorted(brokers)), not self.options.keep_canary)
+            self.cluster.require_canary(
+                CANARY_TOPIC, canary_assignment(sorted(brokers)), not self.options.keep_canary
+            )
 
     # -- throttles, waves, errors ---------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from kreplica.errors import (
     ExitCode,
@@ -16,6 +16,7 @@ from kreplica.errors import (
     ThrottleNotApplied,
 )
 from kreplica.executor import events as ev
+from kreplica.executor.authz import Need
 from kreplica.executor.canary import Canary
 from kreplica.executor.dirmoves import DirKey, ReplicaLog
 from kreplica.executor.events import Emit
@@ -26,6 +27,7 @@ from kreplica.executor.pace import (
     PaceController,
 )
 from kreplica.executor.planfile import PlanFile
+from kreplica.executor.safestart import ControllerFacts
 from kreplica.executor.throttle_confirm import broker_order, describe_missing, wait_applied
 from kreplica.executor.throttle_records import journal_throttles
 from kreplica.executor.throttles import one_less
@@ -55,11 +57,21 @@ class ApplyCancelled(KreplicaError):
     code = "cancelled"
 
 
+@runtime_checkable
 class Cluster(Protocol):
-    """What apply needs from a cluster (kreplica.executor.kafka_cluster.KafkaCluster)."""
+    """Everything apply, resume and cancel ask of a cluster (kreplica.executor.kafka_cluster.
+    KafkaCluster; the unit tests' in-memory one is tests/unit/executor/fakes.py). Checked when
+    an apply starts: a cluster lacking one of these is refused, never quietly left unchecked."""
+
+    last_path: str | None  # how the last alter_configs reached its broker ("the Admin API")
 
     def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot: ...
     def in_flight(self) -> Mapping[Key, Any]: ...
+    def live_broker_ids(self) -> set[int]: ...
+    def controller_facts(self) -> ControllerFacts: ...
+    # refuses (NotAuthorized) before any write when this principal lacks one of `needs`
+    def require(self, needs: Sequence[Need]) -> None: ...
+    def out_of_isr(self, exclude: Collection[Key] = ()) -> int: ...
     def replica_bytes(
         self, topics: Sequence[str], brokers: Collection[int]
     ) -> dict[tuple[str, int, int], int]: ...
@@ -73,6 +85,30 @@ class Cluster(Protocol):
     def alter_replica_log_dirs(
         self, targets: Mapping[DirKey, str], *, missing_ok: bool = False
     ) -> None: ...
+
+
+@runtime_checkable
+class CanaryCluster(Protocol):
+    """What `pace`'s canary needs beyond Cluster: a cluster it can produce records to
+    (KafkaCluster). Without it (an in-memory cluster) the pace follows the ISR alone, and the
+    apply says so."""
+
+    source: Any  # its client settings make the canary's producer
+
+    def require_canary(
+        self, topic: str, assignment: Sequence[Sequence[int]], delete: bool
+    ) -> None: ...
+    def create_topic_if_missing(self, topic: str, assignment: Sequence[Sequence[int]]) -> bool: ...
+    def delete_topic(self, topic: str) -> None: ...
+
+
+def require_port(cluster: object) -> None:
+    """TypeError unless `cluster` implements the whole Cluster port."""
+    if not isinstance(cluster, Cluster):
+        raise TypeError(
+            f"{type(cluster).__name__} does not implement kreplica.executor.apply_base.Cluster "
+            "(every method apply uses)"
+        )
 
 
 class Submitter(Protocol):
@@ -138,6 +174,7 @@ class ApplierState:
         clock: _Clock | None = None,
         source: Mapping[str, str] | None = None,
     ) -> None:
+        require_port(cluster)
         self.cluster = cluster
         self.source = dict(source) if source else None  # journalled: what --resume reconnects to
         self.submitter = submitter
@@ -168,13 +205,10 @@ class ApplierState:
 
     def _live_split(self, brokers: Iterable[str]) -> tuple[list[str], list[int]]:
         """(the live ones, the down ones): a down broker cannot be asked, and reads its
-        configs when it starts. A cluster that cannot tell (a test's) has them all live."""
-        live_of = getattr(self.cluster, "live_broker_ids", None)
+        configs when it starts. When the live brokers cannot be read, all count as live."""
         names = sorted(brokers, key=broker_order)
-        if live_of is None:
-            return names, []
         try:
-            live = {str(b) for b in live_of()}
+            live = {str(b) for b in self.cluster.live_broker_ids()}
         except KreplicaError:
             return names, []
         return [b for b in names if b in live], sorted(int(b) for b in names if b not in live)

@@ -18,6 +18,7 @@ from kreplica.executor.apply_base import (
     CANARY_EVERY_S,
     WINDOW_POLL_S,
     ApplierState,
+    CanaryCluster,
     Key,
     _Cancelled,
     _round,
@@ -116,7 +117,15 @@ class Pacing(ApplierState):
         ceiling = self.options.throttle_max or self.options.throttle
         settings = PaceSettings(floor=self.options.throttle, ceiling=ceiling)
         baseline: float | None = None
-        if hasattr(self.cluster, "create_topic_if_missing"):  # a real cluster (not a test's)
+        if not isinstance(self.cluster, CanaryCluster):
+            self.emit(
+                {
+                    "event": "note",
+                    "message": f"`pace`: no canary ({type(self.cluster).__name__} cannot "
+                    "produce records): the pace follows the ISR alone",
+                }
+            )
+        else:
             self._canary = Canary(
                 self.cluster, sorted(snapshot.live_broker_ids()), every_s=CANARY_EVERY_S
             )
@@ -156,14 +165,11 @@ class Pacing(ApplierState):
         self.emit(event)
 
     def _out_of_isr(self) -> int | None:
-        count = getattr(self.cluster, "out_of_isr", None)
-        if count is None:
-            return 0
         exclude = {*self.plan.targets, *self.plan.new_partitions}
         if self._canary is not None:
             exclude |= {(self._canary.topic, p) for p in range(len(self._canary.brokers))}
         try:
-            return int(count(exclude))
+            return self.cluster.out_of_isr(exclude)
         except KreplicaError:
             return None  # unknown this time: not a degradation
 

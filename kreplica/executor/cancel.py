@@ -94,12 +94,11 @@ def cancel_plan(
                 f"{risk.needed}",
             }
         )
-    require = getattr(cluster, "require", None)
-    if require is not None:  # refused before anything is cancelled or restored
-        _, set_by_us = journal_throttles(journal.read())
-        needs = throttle_needs(set_by_us, "restore the throttles kreplica set")
-        needs.append(Need("cluster", CLUSTER, "ALTER", "cancel partition reassignments"))
-        require(needs)
+    # refused before anything is cancelled or restored
+    _, set_by_us = journal_throttles(journal.read())
+    needs = throttle_needs(set_by_us, "restore the throttles kreplica set")
+    needs.append(Need("cluster", CLUSTER, "ALTER", "cancel partition reassignments"))
+    cluster.require(needs)
     try:
         with journal.lock():
             if ours:

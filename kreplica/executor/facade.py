@@ -1,12 +1,14 @@
 """The executor's face: what a caller (the CLI, a script) does with a plan file on a cluster.
 
+    plan = load_plan_to_apply(Path("plan.json"))  # read and parsed once, here
     with connect(bootstrap_server="kafka:9092") as connection:
-        result = apply(connection, Path("plan.json"), ApplyOptions(throttle=50_000_000))
-        differences = verify(connection, Path("plan.json"))
+        result = apply(connection, plan, ApplyOptions(throttle=50_000_000))
+        differences = verify(connection, plan)
 
-connect, apply, resume, verify, cancel, elect, clear throttles: each opens the plan file and
-its journal (PLAN.journal.jsonl beside it) itself, so a caller needs nothing from the modules
-behind it (Applier, Journal, planfile, the Kafka and ZooKeeper backends).
+apply, resume, verify, status, cancel and the election after an apply take the plan loaded
+(load_plan, load_plan_to_apply) and open its journal (PLAN.journal.jsonl beside it, named by
+planfile.plan_siblings) themselves, so a caller needs nothing from the modules behind it
+(Applier, Journal, the Kafka and ZooKeeper backends).
 """
 
 from __future__ import annotations
@@ -133,9 +135,9 @@ def load_plan_to_apply(plan_path: Path) -> PlanFile:
 
 def journal_path(plan_path: Path) -> Path:
     """PLAN.journal.jsonl: the record of the plan's applies, for --resume, status and cancel."""
-    from kreplica.executor.planfile import plan_siblings
+    from kreplica.executor.planfile import journal_path as path_of
 
-    return plan_siblings(plan_path)["journal"]
+    return path_of(plan_path)
 
 
 def journal_source(plan_path: Path) -> dict[str, str] | None:
@@ -185,19 +187,18 @@ def _submitter(connection: Connection, via: Via) -> Any:
 
 def apply(
     connection: Connection,
-    plan_path: Path,
+    plan: PlanFile,
     options: ApplyOptions | None = None,
     *,
-    plan: PlanFile | None = None,
     progress: Emit | None = None,
     via: Via = "kafka",
 ) -> ApplyResult:
-    """Apply the plan at `plan_path` (throttles, waves, waiting, restoring the throttles),
-    journalled beside it; returns kreplica.executor.apply.ApplyResult. `options`:
-    kreplica.executor.options.ApplyOptions (default: no throttle, one wave of everything);
-    `plan`: the plan already loaded (load_plan_to_apply); `progress`: called with each of
-    the journal's events as it happens (kreplica.render.progress.ProgressPrinter is one);
-    `via`: "kafka" (KIP-455) or "zookeeper" (/admin/reassign_partitions).
+    """Apply `plan` (load_plan_to_apply: throttles, waves, waiting, restoring the
+    throttles), journalled beside its file; returns kreplica.executor.apply.ApplyResult.
+    `options`: kreplica.executor.options.ApplyOptions (default: no throttle, one wave of
+    everything); `progress`: called with each of the journal's events as it happens
+    (kreplica.render.progress.ProgressPrinter is one); `via`: "kafka" (KIP-455) or
+    "zookeeper" (/admin/reassign_partitions).
 
     With `options.elect_leaders`, or when the journal says an earlier run of this plan asked
     for it (a resumed drain), a preferred leader election for the plan's partitions follows
@@ -205,9 +206,8 @@ def apply(
     from kreplica.executor.apply import Applier
     from kreplica.executor.journal import Journal
 
-    plan = plan if plan is not None else load_plan_to_apply(plan_path)
     options = options if options is not None else ApplyOptions()
-    journal = Journal(journal_path(plan_path))
+    journal = Journal(plan.paths["journal"])
     emit = progress if progress is not None else (lambda event: None)
     applier = Applier(
         connection.cluster,
@@ -223,7 +223,7 @@ def apply(
         from kreplica.executor.apply_base import Election
 
         with journal.lock():  # no cancel or other apply of this plan meanwhile
-            elected, failed = elect_after_apply(connection, plan_path, plan=plan)
+            elected, failed = elect_after_apply(connection, plan)
             event: Elect = {"event": "elect", "elected": sorted(elected), "failed": failed}
             journal.append(event)
         emit(event)
@@ -232,24 +232,22 @@ def apply(
 
 
 def resume(
-    connection: Connection, plan_path: Path, options: ApplyOptions | None = None, **kwargs: Any
+    connection: Connection, plan: PlanFile, options: ApplyOptions | None = None, **kwargs: Any
 ) -> ApplyResult:
     """Continue an interrupted apply of the plan from its journal (apply with resume=True)."""
     options = dataclasses.replace(options or ApplyOptions(), resume=True)
-    return apply(connection, plan_path, options, **kwargs)
+    return apply(connection, plan, options, **kwargs)
 
 
 # --- verify, cancel --------------------------------------------------------------------------
 
 
-def verify(
-    connection: Connection, plan_path: Path, *, plan: PlanFile | None = None
-) -> list[Difference]:
+def verify(connection: Connection, plan: PlanFile) -> list[Difference]:
     """The plan's partitions that are not as planned (kreplica.executor.apply.Difference);
     empty when everything is in place and nothing of it is moving."""
     from kreplica.executor.verify import verify_plan
 
-    return verify_plan(connection.cluster, plan if plan is not None else load_plan(plan_path))
+    return verify_plan(connection.cluster, plan)
 
 
 @dataclass
@@ -272,9 +270,8 @@ class CancelOutcome:
 
 def cancel(
     connection: Connection,
-    plan_path: Path,
+    plan: PlanFile,
     *,
-    plan: PlanFile | None = None,
     emit: Emit = lambda event: None,
     force: bool = False,
     roll_back_finished: ApplyOptions | None = None,
@@ -287,13 +284,11 @@ def cancel(
     rollback does not allow it."""
     from kreplica.executor.cancel import cancel_plan
     from kreplica.executor.journal import Journal
-    from kreplica.executor.planfile import plan_siblings
 
-    plan = plan if plan is not None else load_plan(plan_path)
-    rollback = plan_siblings(plan_path)["rollback"]
+    rollback = plan.paths["rollback"]
     if roll_back_finished is not None:
         _require_rollback(plan, rollback)
-    journal = Journal(journal_path(plan_path))
+    journal = Journal(plan.paths["journal"])
     cancelled, running = cancel_plan(connection.cluster, plan, journal, emit, force=force)
     if roll_back_finished is not None:
         _wait_cancelled(connection, plan, journal, running)
@@ -317,7 +312,9 @@ def cancel(
             from kreplica.executor.throttle_records import journal_rate
 
             options = dataclasses.replace(options, throttle=journal_rate(journal.read()))
-        outcome.rolled_back = apply(connection, rollback, options, progress=emit)
+        outcome.rolled_back = apply(
+            connection, load_plan_to_apply(rollback), options, progress=emit
+        )
     return outcome
 
 
@@ -369,11 +366,7 @@ def _wait_cancelled(
 
 
 def status(
-    connection: Connection,
-    plan_path: Path,
-    *,
-    interval_s: float = 5.0,
-    plan: PlanFile | None = None,
+    connection: Connection, plan: PlanFile, *, interval_s: float = 5.0
 ) -> tuple[list[PartitionStatus], StatusSummary]:
     """Where each partition of the plan stands (kreplica.executor.status: rows and a
     summary), from the cluster and the plan's journal; `interval_s` apart, a second read rates
@@ -381,8 +374,7 @@ def status(
     from kreplica.executor.status import plan_status
     from kreplica.executor.status_facts import gather
 
-    plan = plan if plan is not None else load_plan(plan_path)
-    facts, throttles, _snap = gather(connection.cluster, plan, interval_s, journal_path(plan_path))
+    facts, throttles, _snap = gather(connection.cluster, plan, interval_s, plan.paths["journal"])
     rows, summary = plan_status(facts, throttles)
     return list(rows), summary
 
@@ -423,9 +415,8 @@ def elect(connection: Connection, keys: Sequence[Key]) -> dict[Key, str | None]:
 
 def elect_after_apply(
     connection: Connection,
-    plan_path: Path,
+    plan: PlanFile,
     *,
-    plan: PlanFile | None = None,
     retry_s: float = 30.0,
     sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[list[str], dict[str, str]]:
@@ -434,7 +425,6 @@ def elect_after_apply(
     joined may need a moment to be in sync: what failed, or got no answer, is retried for up to
     `retry_s`.
     Returns (the partitions elected, partition -> why not) as "topic-partition" names."""
-    plan = plan if plan is not None else load_plan(plan_path)
     keys = sorted({*plan.targets, *plan.new_partitions})
     failed: dict[str, str] = {}
     elected: list[str] = []

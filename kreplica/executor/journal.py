@@ -1,8 +1,8 @@
 """The apply journal: an append-only JSON-lines record of what an apply did, for `--resume`.
 
-`PLAN.json` has its journal beside it, `PLAN.journal.jsonl` (`journal_path`). Each line is one
-event, a JSON object written and fsynced before `Journal.append` returns (and, when the append
-created the file, its directory too). The journal adds two keys in front of the caller's:
+`PLAN.json` has its journal beside it, `PLAN.journal.jsonl` (planfile.journal_path). Each line
+is one event, a JSON object written and fsynced before `Journal.append` returns (and, when the
+append created the file, its directory too). The journal adds two keys in front of the caller's:
 
 * `seq`: 1, 2, 3, ... across every run that wrote to the file (a resume continues the count);
 * `ts`: UTC time, `2026-11-23T10:00:00.123Z`, from the caller's `ts` when given, else from the
@@ -104,13 +104,6 @@ EventKind = Literal[
     "window-wait",
 ]
 EVENT_KINDS: tuple[EventKind, ...] = get_args(EventKind)
-
-
-def journal_path(plan_path: Path) -> Path:
-    """PLAN.json -> PLAN.journal.jsonl beside it (any other name gets the suffix appended)."""
-    name = plan_path.name
-    stem = name[: -len(".json")] if name.endswith(".json") else name
-    return plan_path.with_name(stem + ".journal.jsonl")
 
 
 def format_ts(moment: datetime) -> str:

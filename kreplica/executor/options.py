@@ -1,4 +1,4 @@
-"""How an apply runs: throttle, waves, and what it may start beside (pure data)."""
+"""How an apply runs: throttle, waves, and what it may start beside (data, checked when made)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import tzinfo
 from typing import Literal, get_args
 
+from kreplica.errors import UsageError
 from kreplica.executor.window import Window
 
 # the order moves start in; what a partition that changed since the plan does; the way a plan
@@ -56,3 +57,50 @@ class ApplyOptions:
     # after the moves, a preferred leader election for the plan's partitions led off their
     # first replica (drain, replace, rebalance); journalled, so a resume runs it too
     elect_leaders: bool = False
+
+    def __post_init__(self) -> None:
+        # here, not in the CLI: the library and the command line refuse the same options
+        problem = options_problem(self)
+        if problem is not None:
+            raise UsageError(problem)
+
+
+def options_problem(o: ApplyOptions) -> str | None:
+    """What is wrong with these options, in the library's words (one line), or None."""
+    if o.order not in ORDERS:
+        return f"`order` {o.order!r}: use plan, largest or smallest"
+    if o.on_drift not in ON_DRIFT:
+        return f"`on_drift` {o.on_drift!r}: use fail or skip"
+    for name, count in (("max_partitions", o.max_partitions), ("max_per_broker", o.max_per_broker)):
+        if count is not None and count < 1:
+            return f"`{name}` {count}: give 1 or more"
+    for name, rate in (
+        ("throttle", o.throttle),
+        ("throttle_max", o.throttle_max),
+        ("dir_throttle", o.dir_throttle),
+        ("max_bytes_per_hour", o.max_bytes_per_hour),
+    ):
+        if rate is not None and rate < 1:
+            return f"`{name}` {rate}: give more than 0"
+    if o.controller_settle_s < 0:
+        return f"`controller_settle_s` {o.controller_settle_s:g}: give seconds >= 0 (0: no check)"
+    if o.stall_timeout_s <= 0:
+        return f"`stall_timeout_s` {o.stall_timeout_s:g}: give a number of seconds > 0"
+    if o.pace:
+        if o.throttle is None or o.throttle_max is None:
+            # without a floor the moves would run unthrottled
+            return "`pace` needs `throttle` (the rate it starts at) and `throttle_max`"
+        if o.throttle > o.throttle_max:
+            return (
+                f"`throttle` {o.throttle} is above `throttle_max` {o.throttle_max}; give a floor "
+                "at or below the ceiling"
+            )
+        if o.pace_interval_s <= 0:
+            return f"`pace_interval_s` {o.pace_interval_s:g}: give seconds > 0"
+    elif o.throttle_max is not None:
+        return "`throttle_max` goes with `pace`; add it"
+    if o.window is None and (o.window_tz is not None or o.window_floor):
+        return "`window_tz` and `window_floor` go with `window`; add it"
+    if o.window_floor and not o.pace:
+        return "`window_floor` drops the throttle to the `pace` floor; add `pace`"
+    return None

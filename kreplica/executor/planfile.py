@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from kreplica.errors import StalePlan
-from kreplica.executor.journal import journal_path
 from kreplica.model import ClusterSnapshot
 from kreplica.planner.serialize import (
     parse_log_dirs,
@@ -28,15 +27,21 @@ Key = tuple[str, int]
 
 def plan_siblings(path: Path) -> dict[str, Path]:
     """PLAN.json -> its rollback, plan document, the rollback's plan document and journal
-    beside it (PLAN.rollback.json's plan document is then PLAN.rollback.kreplica.json)."""
+    beside it (PLAN.rollback.json's plan document is then PLAN.rollback.kreplica.json; any
+    name not ending in .json gets the suffixes appended). The one place they are named."""
     stem = path.name[: -len(".json")] if path.name.endswith(".json") else path.name
     return {
         "reassignment": path,
         "rollback": path.with_name(stem + ".rollback.json"),
         "plan_document": path.with_name(stem + ".kreplica.json"),
         "rollback_document": path.with_name(stem + ".rollback.kreplica.json"),
-        "journal": journal_path(path),
+        "journal": path.with_name(stem + ".journal.jsonl"),
     }
+
+
+def journal_path(plan_path: Path) -> Path:
+    """PLAN.json -> PLAN.journal.jsonl beside it."""
+    return plan_siblings(plan_path)["journal"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,11 @@ class PlanFile:
     dirs: dict[tuple[str, int, int], str] = field(default_factory=dict)
     # (topic, partition, broker) -> its dir when the plan was made (plan document's before_dirs)
     before_dirs: dict[tuple[str, int, int], str] = field(default_factory=dict)
+
+    @property
+    def paths(self) -> dict[str, Path]:
+        """The files beside the plan: rollback, plan_document, journal (plan_siblings)."""
+        return plan_siblings(self.path)
 
     @property
     def cluster_id(self) -> str | None:

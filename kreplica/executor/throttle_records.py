@@ -27,6 +27,9 @@ Resource = tuple[str, str]
 class ConfigCluster(Protocol):
     """What restoring throttles needs from a cluster (KafkaCluster is one)."""
 
+    last_path: str | None  # how the last alter_configs reached its broker
+
+    def live_broker_ids(self) -> set[int]: ...
     def configs(self, kind: str, names: Sequence[str]) -> dict[str, dict[str, str]]: ...
     def alter_configs(self, kind: str, name: str, values: Mapping[str, str | None]) -> None: ...
 
@@ -212,7 +215,7 @@ def restore_journal_throttles(
             pending[(kind, name)] = str(exc)
             continue
         done += 1
-        path = getattr(cluster, "last_path", None)
+        path = cluster.last_path
         if kind == "broker" and path and path != "the Admin API":
             via[name] = path
     journal.append({"event": "throttle-restored", "configs": done, "via": via})
@@ -259,7 +262,7 @@ def clear_pending_throttles(cluster: ConfigCluster, journals: Iterable[Journal],
         if not state.throttles_pending or set(state.throttles_pending) != set(state.throttles_set):
             continue
         if live is None:
-            live = set(getattr(cluster, "live_broker_ids", lambda: set())())
+            live = cluster.live_broker_ids()
         brokers = {int(n) for k, n in state.throttles_pending if k == "broker"}
         if not brokers & live:
             continue

@@ -22,22 +22,22 @@ from kreplica.executor.planfile import PlanFile
 from kreplica.executor.throttles import ALTER_DIRS_RATE
 from kreplica.executor.verify import verify_plan
 from kreplica.model import Broker, ClusterSnapshot, LogDir, Partition, Topic
+from tests.unit.executor.fakes import FakeCluster
 
 Key = tuple[str, int]
 DIRS = ("/d/a", "/d/b")
 REPLICAS: dict[Key, tuple[int, ...]] = {("t", 0): (1, 2), ("t", 1): (2, 1), ("u", 0): (1,)}
 
 
-class JbodCluster:
+class JbodCluster(FakeCluster):
     """Every replica starts in /d/a; a dir move shows a future log for `polls` reads."""
 
     def __init__(self, polls: int = 2) -> None:
+        super().__init__(REPLICAS, polls)
         self.dirs: dict[DirKey, str] = {
             (t, p, b): "/d/a" for (t, p), reps in REPLICAS.items() for b in reps
         }
         self.future: dict[DirKey, list[Any]] = {}  # key -> [dir, reads left]
-        self.polls = polls
-        self.configs_set: dict[tuple[str, str], dict[str, str]] = {}
         self.sent: list[dict[DirKey, str]] = []
         self.throttle_seen: list[str | None] = []
 
@@ -53,14 +53,6 @@ class JbodCluster:
             topics=tuple(Topic(t, tuple(ps)) for t, ps in sorted(by_topic.items())),
             cluster_id="sim",
         )
-
-    def in_flight(self) -> Mapping[Key, Any]:
-        return {}
-
-    def replica_bytes(
-        self, topics: Sequence[str], brokers: Collection[int]
-    ) -> dict[tuple[str, int, int], int]:
-        return {}
 
     def replica_logs(
         self, topics: Sequence[str], brokers: Collection[int]
@@ -86,16 +78,8 @@ class JbodCluster:
             else:
                 self.future[key] = [path, self.polls]
 
-    def configs(self, kind: str, names: Sequence[str]) -> dict[str, dict[str, str]]:
-        return {n: dict(self.configs_set.get((kind, n), {})) for n in names}
-
-    def alter_configs(self, kind: str, name: str, values: Mapping[str, str | None]) -> None:
-        current = self.configs_set.setdefault((kind, name), {})
-        for key, value in values.items():
-            if value is None:
-                current.pop(key, None)
-            else:
-                current[key] = value
+    def live_broker_ids(self) -> set[int]:
+        return {1, 2}
 
     def alter_reassignments(self, targets: Mapping[Key, Sequence[int] | None]) -> None:
         raise AssertionError("an intra-broker plan reassigns nothing")

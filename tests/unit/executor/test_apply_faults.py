@@ -7,7 +7,7 @@ end with exit 3 although the move was fine and completed once the broker was bac
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,25 +20,27 @@ from kreplica.executor.journal import Journal
 from kreplica.executor.options import ApplyOptions
 from kreplica.executor.planfile import PlanFile
 from kreplica.model import Broker, ClusterSnapshot, Partition, Topic
+from tests.unit.executor.fakes import FakeCluster
 
 KEY = ("t", 0)
 
 
-class FlakyCluster:
+class FlakyCluster(FakeCluster):
     """One partition moving from [1] to [1, 2]; reads fail `failures` times after the submit,
     then the move is complete."""
 
     def __init__(self, failures: int) -> None:
+        super().__init__({KEY: (1,)})
         self.failures = failures
-        self.submitted: dict[tuple[str, int], Sequence[int]] = {}
+        self.targets: dict[tuple[str, int], Sequence[int]] = {}
         self.reads = 0
 
     def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
-        if self.submitted:
+        if self.targets:
             self.reads += 1
             if self.reads <= self.failures:
                 raise SourceError("Kafka at x failed to describe log dirs: ECONNREFUSED")
-        replicas = tuple(self.submitted.get(KEY, (1,)))
+        replicas = tuple(self.targets.get(KEY, (1,)))
         part = Partition("t", 0, replicas, leader=1, isr=replicas, size_bytes=10)
         return ClusterSnapshot(
             brokers=(Broker(1), Broker(2)), topics=(Topic("t", (part,)),), cluster_id="c"
@@ -47,21 +49,7 @@ class FlakyCluster:
     def in_flight(self) -> Mapping[Any, Any]:
         return {}
 
-    def replica_bytes(
-        self, topics: Sequence[str], brokers: Collection[int]
-    ) -> dict[tuple[str, int, int], int]:
-        return {}
-
-    def configs(self, kind: str, names: Sequence[str]) -> dict[str, dict[str, str]]:
-        return {n: {} for n in names}
-
-    def alter_configs(self, kind: str, name: str, values: Mapping[str, str | None]) -> None:
-        pass
-
     def alter_reassignments(self, targets: Mapping[Any, Sequence[int] | None]) -> None:
-        pass
-
-    def create_partitions(self, topic: str, total: int, new: Sequence[Sequence[int]]) -> None:
         pass
 
 
@@ -72,7 +60,7 @@ class Submit:
         self.cluster = cluster
 
     def submit(self, targets: Mapping[tuple[str, int], Sequence[int]]) -> None:
-        self.cluster.submitted.update(targets)
+        self.cluster.targets.update(targets)
 
 
 class Clock:
@@ -123,25 +111,6 @@ def test_reads_failing_for_too_long_end_the_apply(tmp_path: Path) -> None:
 # held another move: exit 6, and the throttles this apply had set stayed on the cluster).
 
 
-class ConfigCluster(FlakyCluster):
-    """Keeps the configs apply writes."""
-
-    def __init__(self) -> None:
-        super().__init__(failures=0)
-        self.values: dict[tuple[str, str], dict[str, str]] = {}
-
-    def configs(self, kind: str, names: Sequence[str]) -> dict[str, dict[str, str]]:
-        return {n: dict(self.values.get((kind, n), {})) for n in names}
-
-    def alter_configs(self, kind: str, name: str, values: Mapping[str, str | None]) -> None:
-        held = self.values.setdefault((kind, name), {})
-        for key, value in values.items():
-            if value is None:
-                held.pop(key, None)
-            else:
-                held[key] = value
-
-
 class Refuses:
     name = "zookeeper"
 
@@ -150,14 +119,14 @@ class Refuses:
 
 
 def test_a_refused_submission_restores_the_throttles(tmp_path: Path) -> None:
-    cluster = ConfigCluster()
-    cluster.values[("broker", "1")] = {"leader.replication.throttled.rate": "7"}  # someone's
+    cluster = FlakyCluster(failures=0)
+    cluster.configs_set[("broker", "1")] = {"leader.replication.throttled.rate": "7"}  # someone's
     plan = PlanFile(tmp_path / "p.json", {KEY: (1, 2)}, {KEY: (1,)}, {}, {"cluster_id": "c"})
     journal = Journal(tmp_path / "p.journal.jsonl")
     applier = Applier(cluster, Refuses(), plan, journal, ApplyOptions(throttle=1000), clock=Clock())  # type: ignore[arg-type]
     with pytest.raises(ReassignmentInProgress):
         applier.run()
-    assert {k: v for k, v in cluster.values.items() if v} == {
+    assert {k: v for k, v in cluster.configs_set.items() if v} == {
         ("broker", "1"): {"leader.replication.throttled.rate": "7"}
     }
     kinds = [e["event"] for e in journal.read()]

@@ -3,7 +3,7 @@ sandboxes in tests/integration/test_apply.py): waves, journal, resume, cancel, t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,86 +16,9 @@ from kreplica.executor.cancel import cancel_marker, cancel_plan
 from kreplica.executor.journal import Journal
 from kreplica.executor.options import ApplyOptions
 from kreplica.executor.planfile import PlanFile
-from kreplica.model import Broker, ClusterSnapshot, Partition, Topic
+from tests.unit.executor.fakes import FakeCluster, FakeSubmitter
 
 Key = tuple[str, int]
-
-
-class SimulatedCluster:
-    """Reassignments finish `polls` snapshots after they are submitted."""
-
-    def __init__(self, assignment: dict[Key, tuple[int, ...]], polls: int = 2) -> None:
-        self.assignment = dict(assignment)
-        self.moving: dict[Key, list[Any]] = {}  # key -> [target, polls left, old]
-        self.polls = polls
-        self.configs_set: dict[tuple[str, str], dict[str, str]] = {}
-        self.submitted: list[Key] = []
-        self.created: list[tuple[str, int]] = []
-        self.down: set[int] = set()
-
-    def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
-        for key in list(self.moving):
-            state = self.moving[key]
-            state[1] -= 1
-            if state[1] <= 0:
-                self.assignment[key] = tuple(state[0])
-                del self.moving[key]
-        by_topic: dict[str, list[Partition]] = {}
-        for (topic, pid), reps in sorted(self.assignment.items()):
-            shown = reps
-            if (topic, pid) in self.moving:
-                shown = tuple(dict.fromkeys([*self.moving[(topic, pid)][0], *reps]))
-            by_topic.setdefault(topic, []).append(
-                Partition(topic, pid, shown, leader=shown[0], isr=reps, size_bytes=10)
-            )
-        return ClusterSnapshot(
-            brokers=tuple(Broker(b, alive=b not in self.down) for b in range(1, 6)),
-            topics=tuple(Topic(t, tuple(ps)) for t, ps in sorted(by_topic.items())),
-            cluster_id="sim",
-        )
-
-    def in_flight(self) -> Mapping[Key, Any]:
-        return {k: object() for k in self.moving}
-
-    def replica_bytes(
-        self, topics: Sequence[str], brokers: Collection[int]
-    ) -> dict[tuple[str, int, int], int]:
-        return {}
-
-    def configs(self, kind: str, names: Sequence[str]) -> dict[str, dict[str, str]]:
-        return {n: dict(self.configs_set.get((kind, n), {})) for n in names}
-
-    def alter_configs(self, kind: str, name: str, values: Mapping[str, str | None]) -> None:
-        current = self.configs_set.setdefault((kind, name), {})
-        for key, value in values.items():
-            if value is None:
-                current.pop(key, None)
-            else:
-                current[key] = value
-
-    def alter_reassignments(self, targets: Mapping[Key, Sequence[int] | None]) -> None:
-        for key, target in targets.items():
-            if target is None:
-                self.moving.pop(key, None)  # cancelled: back to the old replicas
-            else:
-                self.moving[key] = [tuple(target), self.polls, self.assignment[key]]
-
-    def create_partitions(self, topic: str, total: int, new: Sequence[Sequence[int]]) -> None:
-        have = sum(1 for t, _ in self.assignment if t == topic)
-        for i, reps in enumerate(new):
-            self.assignment[(topic, have + i)] = tuple(reps)
-            self.created.append((topic, have + i))
-
-
-class Submitter:
-    name = "sim"
-
-    def __init__(self, cluster: SimulatedCluster) -> None:
-        self.cluster = cluster
-
-    def submit(self, targets: Mapping[Key, Sequence[int]]) -> None:
-        self.cluster.submitted += list(targets)
-        self.cluster.alter_reassignments(dict(targets))
 
 
 def _plan(
@@ -110,11 +33,11 @@ START = {("t", p): (p % 5 + 1,) for p in range(4)}
 TARGET = {k: (v[0], v[0] % 5 + 1) for k, v in START.items()}
 
 
-def _applier(tmp_path: Path, cluster: SimulatedCluster, **options: Any) -> Applier:
+def _applier(tmp_path: Path, cluster: FakeCluster, **options: Any) -> Applier:
     events: list[dict[str, Any]] = []
     applier = Applier(
         cluster,
-        Submitter(cluster),
+        FakeSubmitter(cluster),
         _plan(tmp_path, TARGET, START),
         Journal(tmp_path / "plan.journal.jsonl"),
         ApplyOptions(poll_interval_s=0, **options),
@@ -126,7 +49,7 @@ def _applier(tmp_path: Path, cluster: SimulatedCluster, **options: Any) -> Appli
 
 
 def test_waves_journal_throttles_and_new_partitions(tmp_path: Path) -> None:
-    cluster = SimulatedCluster(START)
+    cluster = FakeCluster(START)
     applier = _applier(tmp_path, cluster, throttle=1000, max_partitions=2)
     result = applier.run()
     assert result.waves == 2 and sorted(result.moved) == sorted(TARGET)
@@ -142,7 +65,7 @@ def test_waves_journal_throttles_and_new_partitions(tmp_path: Path) -> None:
 
 
 def test_resume_waits_for_what_was_submitted_and_never_submits_it_twice(tmp_path: Path) -> None:
-    cluster = SimulatedCluster(START, polls=1000)
+    cluster = FakeCluster(START, polls=1000)
     applier = _applier(tmp_path, cluster, throttle=1000, max_partitions=2)
     calls = {"n": 0}
 
@@ -167,7 +90,7 @@ def test_resume_waits_for_what_was_submitted_and_never_submits_it_twice(tmp_path
 
 
 def test_cancel_while_an_apply_runs_stops_it_and_restores_throttles(tmp_path: Path) -> None:
-    cluster = SimulatedCluster(START, polls=1000)
+    cluster = FakeCluster(START, polls=1000)
     applier = _applier(tmp_path, cluster, throttle=1000)
     journal = Journal(tmp_path / "plan.journal.jsonl")
 
@@ -187,7 +110,7 @@ def test_cancel_while_an_apply_runs_stops_it_and_restores_throttles(tmp_path: Pa
 
 
 def test_a_stall_is_reported_again_when_a_broker_goes_down(tmp_path: Path) -> None:
-    cluster = SimulatedCluster(START, polls=8)
+    cluster = FakeCluster(START, polls=8)
     applier = _applier(tmp_path, cluster, stall_timeout_s=1.0)
     clock = {"t": 0.0}
 
@@ -206,7 +129,7 @@ def test_a_stall_is_reported_again_when_a_broker_goes_down(tmp_path: Path) -> No
 def test_an_empty_plan_is_refused_and_leaves_no_lock_file(tmp_path: Path) -> None:
     from kreplica.errors import InputError
 
-    cluster = SimulatedCluster(START)
+    cluster = FakeCluster(START)
     applier = _applier(tmp_path, cluster)
     applier.plan = PlanFile(tmp_path / "plan.json", {}, {}, {}, {"kreplica_plan": 1})
     with pytest.raises(InputError, match="the plan is empty") as err:
@@ -216,7 +139,7 @@ def test_an_empty_plan_is_refused_and_leaves_no_lock_file(tmp_path: Path) -> Non
 
 
 def test_a_refused_apply_leaves_no_lock_file(tmp_path: Path) -> None:
-    cluster = SimulatedCluster(START, polls=1000)
+    cluster = FakeCluster(START, polls=1000)
     cluster.moving[("t", 0)] = [(9,), 1000, START[("t", 0)]]  # someone else moves it
     with pytest.raises(KreplicaError):
         _applier(tmp_path, cluster).run()
@@ -224,7 +147,7 @@ def test_a_refused_apply_leaves_no_lock_file(tmp_path: Path) -> None:
 
 
 def test_resume_journals_what_finished_while_kreplica_was_down(tmp_path: Path) -> None:
-    cluster = SimulatedCluster(START, polls=1000)
+    cluster = FakeCluster(START, polls=1000)
     applier = _applier(tmp_path, cluster, max_partitions=2)
     calls = {"n": 0}
 
@@ -253,7 +176,7 @@ def test_cancel_that_would_leave_too_few_in_sync_replicas_is_refused_unless_forc
 ) -> None:
     from kreplica.errors import ExitCode, UnsafeCancel
 
-    cluster = SimulatedCluster(START, polls=1000)
+    cluster = FakeCluster(START, polls=1000)
     applier = _applier(tmp_path, cluster, throttle=1000)
     applier.clock = _Clock(sleep=lambda s: (_ for _ in ()).throw(KeyboardInterrupt))
     with pytest.raises(KeyboardInterrupt):
@@ -286,7 +209,7 @@ def ticking(applier: Applier, step: float, each: Callable[[], None] | None = Non
     applier.clock = _Clock(now=lambda: clock["t"], sleep=tick)
 
 
-class GrowingCluster(SimulatedCluster):
+class GrowingCluster(FakeCluster):
     """New replicas grow by 100 bytes a poll, except those on `stuck` brokers."""
 
     def __init__(self, stuck: set[int]) -> None:

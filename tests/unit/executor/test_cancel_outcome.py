@@ -18,7 +18,7 @@ from kreplica.executor.journal import Journal, fold
 from kreplica.executor.options import ApplyOptions
 from kreplica.executor.planfile import PlanFile
 from kreplica.executor.throttle_records import journal_rate
-from tests.unit.executor.test_apply_loop import SimulatedCluster
+from tests.unit.executor.fakes import FakeCluster
 
 Key = tuple[str, int]
 BEFORE = {("t", 0): (1,), ("t", 1): (2,), ("t", 2): (3,)}
@@ -27,7 +27,7 @@ TARGET = {("t", 0): (1, 2), ("t", 1): (2, 3), ("t", 2): (3, 4)}
 
 def _half_done(tmp_path: Path, target: dict[Key, tuple[int, ...]]) -> tuple[Any, PlanFile]:
     """t-0 moved already, t-1 moving, t-2 not submitted yet."""
-    cluster = SimulatedCluster({**BEFORE, ("t", 0): target[("t", 0)]}, polls=1000)
+    cluster = FakeCluster({**BEFORE, ("t", 0): target[("t", 0)]}, polls=1000)
     cluster.alter_reassignments({("t", 1): target[("t", 1)]})
     plan = PlanFile(tmp_path / "plan.json", target, BEFORE, {}, {"kreplica_plan": 1})
     return facade.Connection(cluster), plan
@@ -35,7 +35,7 @@ def _half_done(tmp_path: Path, target: dict[Key, tuple[int, ...]]) -> tuple[Any,
 
 def test_cancel_counts_what_returned_and_what_had_finished(tmp_path: Path) -> None:
     connection, plan = _half_done(tmp_path, TARGET)
-    outcome = facade.cancel(connection, plan.path, plan=plan)
+    outcome = facade.cancel(connection, plan)
     assert outcome.cancelled == [("t", 1)] and not outcome.running
     assert outcome.finished == [("t", 0)] and outcome.finished_rf == 2
     assert connection.cluster.assignment[("t", 1)] == (2,)  # back on its old replicas
@@ -48,18 +48,18 @@ def test_cancel_counts_what_returned_and_what_had_finished(tmp_path: Path) -> No
 def test_moves_of_the_same_rf_stay_on_their_new_replicas(tmp_path: Path) -> None:
     same_rf = {("t", 0): (2,), ("t", 1): (3,), ("t", 2): (4,)}
     connection, plan = _half_done(tmp_path, same_rf)
-    outcome = facade.cancel(connection, plan.path, plan=plan)
+    outcome = facade.cancel(connection, plan)
     assert outcome.finished == [("t", 0)] and outcome.finished_rf is None
     assert "1 had finished and stay on their new replicas" in cancel_line(outcome)
     # a drain's rollback would move data back onto the brokers being emptied: not at once
     with pytest.raises(UsageError, match="changes no replication factor"):
-        facade.cancel(connection, plan.path, plan=plan, roll_back_finished=ApplyOptions())
+        facade.cancel(connection, plan, roll_back_finished=ApplyOptions())
 
 
 def test_roll_back_finished_without_a_rollback_file_cancels_nothing(tmp_path: Path) -> None:
     connection, plan = _half_done(tmp_path, TARGET)
     with pytest.raises(UsageError, match=r"plan\.rollback\.json is missing"):
-        facade.cancel(connection, plan.path, plan=plan, roll_back_finished=ApplyOptions())
+        facade.cancel(connection, plan, roll_back_finished=ApplyOptions())
     assert ("t", 1) in connection.cluster.moving  # nothing was cancelled
     assert not Journal(tmp_path / "plan.journal.jsonl").exists()
 

@@ -17,8 +17,10 @@ from kreplica.executor import facade
 from kreplica.executor.apply_base import _Clock
 from kreplica.executor.journal import Journal
 from kreplica.executor.options import ApplyOptions
+from kreplica.executor.planfile import PlanFile
 from kreplica.model import Broker, ClusterSnapshot, Partition, Topic
-from tests.unit.executor.test_apply_loop import START, TARGET, SimulatedCluster, _applier
+from tests.unit.executor.fakes import FakeCluster
+from tests.unit.executor.test_apply_loop import START, TARGET, _applier
 from tests.unit.executor.test_apply_loop import _plan as _plan_file
 
 Key = tuple[str, int]
@@ -56,11 +58,11 @@ class ElectingCluster:
         return results
 
 
-def _plan(tmp_path: Path) -> Path:
+def _plan(tmp_path: Path) -> PlanFile:
     path = tmp_path / "plan.json"
     partitions = [{"topic": "t", "partition": p, "replicas": [1, 2]} for p in (0, 1, 2)]
     path.write_text(json.dumps({"version": 1, "partitions": partitions}))
-    return path
+    return facade.load_plan(path)
 
 
 def test_the_election_after_an_apply_retries_what_was_refused(tmp_path: Path) -> None:
@@ -125,7 +127,7 @@ def test_off_preferred_lists_partitions_led_off_their_first_replica() -> None:
     ]
 
 
-class LeaderlessCluster(SimulatedCluster):
+class LeaderlessCluster(FakeCluster):
     """The simulated cluster whose partitions are led by their last replica until elected."""
 
     def __init__(self, assignment: dict[Key, tuple[int, ...]], polls: int) -> None:
@@ -169,9 +171,7 @@ def test_a_resumed_apply_runs_the_election_its_first_run_asked_for(tmp_path: Pat
     assert journal.state().elect_leaders
     assert not any(e["event"] == "elect" for e in journal.read())
     plan = _plan_file(tmp_path, TARGET, START)
-    result = facade.resume(
-        facade.Connection(cluster), plan.path, ApplyOptions(poll_interval_s=0), plan=plan
-    )
+    result = facade.resume(facade.Connection(cluster), plan, ApplyOptions(poll_interval_s=0))
     assert sorted(result.moved) == sorted(TARGET)  # waited for the first wave, then the rest
     planned = sorted({*plan.targets, *plan.new_partitions})  # t-4 is created
     assert result.election is not None
@@ -186,9 +186,7 @@ def test_a_resumed_apply_runs_the_election_its_first_run_asked_for(tmp_path: Pat
 def test_an_apply_not_asked_for_an_election_runs_none(tmp_path: Path) -> None:
     cluster = LeaderlessCluster(START, polls=1)
     plan = _plan_file(tmp_path, TARGET, START)
-    result = facade.apply(
-        facade.Connection(cluster), plan.path, ApplyOptions(poll_interval_s=0), plan=plan
-    )
+    result = facade.apply(facade.Connection(cluster), plan, ApplyOptions(poll_interval_s=0))
     assert result.election is None and cluster.elected == []
     # left for `kreplica elect` (t-4 is created)
     assert sorted(result.leaders_off) == sorted({*plan.targets, *plan.new_partitions})

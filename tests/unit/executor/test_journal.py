@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kreplica.errors import InputError, ReassignmentInProgress, UsageError
-from kreplica.executor.journal import Journal, fold, format_ts, journal_path
+from kreplica.executor.journal import Journal, fold, format_ts
+from kreplica.executor.planfile import journal_path
 from kreplica.executor.throttles import LEADER_RATE, LEADER_REPLICAS, restore_plan
 
 T0 = datetime(2026, 11, 23, 10, 0, 0, tzinfo=UTC)

@@ -13,34 +13,30 @@ from kreplica.errors import SourceError
 from kreplica.executor.journal import Journal
 from kreplica.executor.kafka_cluster import BrokerDown
 from kreplica.executor.throttle_records import clear_pending_throttles, restore_journal_throttles
-from tests.unit.executor.test_apply_loop import START, SimulatedCluster, _applier
+from tests.unit.executor.fakes import FakeCluster
+from tests.unit.executor.test_apply_loop import START, _applier
 
 RATE = "leader.replication.throttled.rate"
 
 
-class DownCluster(SimulatedCluster):
+class DownCluster(FakeCluster):
     """Broker configs of brokers in `unwritable` cannot be read or written (no ZooKeeper, no
     controller path); `via` names the way other down brokers were written."""
 
     def __init__(self) -> None:
         super().__init__(START)
         self.unwritable: set[int] = set()
-        self.last_path: str | None = None
-
-    def live_broker_ids(self) -> set[int]:
-        return set(range(1, 6)) - self.down
 
     def configs(self, kind: str, names: Sequence[str]) -> dict[str, dict[str, str]]:
         out = super().configs(kind, names)
         return {n: v for n, v in out.items() if not (kind == "broker" and int(n) in self.down)}
 
     def alter_configs(self, kind: str, name: str, values: Mapping[str, str | None]) -> None:
-        self.last_path = "the Admin API"
-        if kind == "broker" and int(name) in self.down:
-            if int(name) in self.unwritable:
-                raise BrokerDown(int(name), f"broker {name} is down")
-            self.last_path = f"ZooKeeper /config/brokers/{name}"
+        if kind == "broker" and int(name) in self.unwritable & self.down:
+            raise BrokerDown(int(name), f"broker {name} is down")
         super().alter_configs(kind, name, values)
+        if kind == "broker" and int(name) in self.down:
+            self.last_path = f"ZooKeeper /config/brokers/{name}"
 
 
 def _journal_with_throttle(tmp_path: Path, cluster: DownCluster) -> Journal:
@@ -113,7 +109,7 @@ def test_pending_of_a_journal_with_other_throttles_set_is_left_to_its_apply(
 
 
 def test_an_apply_that_fails_with_nothing_moving_restores_its_throttles(tmp_path: Path) -> None:
-    cluster = SimulatedCluster(START, polls=1000)
+    cluster = FakeCluster(START, polls=1000)
     applier = _applier(tmp_path, cluster, throttle=1000)
 
     def fail_reads(topics: object = None) -> object:

@@ -14,7 +14,8 @@ from kreplica.executor.apply_base import _Clock
 from kreplica.executor.journal import Journal
 from kreplica.executor.throttle_confirm import describe_missing, wait_applied
 from kreplica.executor.throttles import FOLLOWER_RATE, LEADER_RATE
-from tests.unit.executor.test_apply_loop import START, SimulatedCluster, _applier
+from tests.unit.executor.fakes import FakeCluster
+from tests.unit.executor.test_apply_loop import START, _applier
 
 
 class FakeClock:
@@ -92,7 +93,7 @@ def test_a_failed_read_is_tried_again() -> None:
 # -- in the apply loop ---------------------------------------------------------------------------
 
 
-class LaggingCluster(SimulatedCluster):
+class LaggingCluster(FakeCluster):
     """Answers DescribeConfigs for a broker from what it has applied: a write is applied after
     the broker was asked `lag` times (None: never), as a ZooKeeper-mode broker applies a change
     notification a moment after the write returned."""
@@ -182,7 +183,7 @@ def test_a_broker_that_never_applies_the_throttle_stops_the_apply_before_any_sub
 
 def _paced(tmp_path: Path, cluster: LaggingCluster) -> tuple[Any, FakeClock]:
     clock = FakeClock()
-    applier = _applier(tmp_path, cluster, throttle=1000, pace=True)
+    applier = _applier(tmp_path, cluster, throttle=1000, throttle_max=4000, pace=True)
     applier.clock = _Clock(now=clock.now, sleep=clock.sleep)
     applier._rate_brokers = ["1", "2"]
     applier.journal.append({"event": "start", "plan": "plan.json"})

@@ -16,7 +16,8 @@ from kreplica.executor.apply_base import _Clock
 from kreplica.executor.journal import Journal
 from kreplica.executor.options import ApplyOptions
 from kreplica.executor.window import Window, budget_wait, parse_window, parse_zone
-from tests.unit.executor.test_apply_loop import START, TARGET, SimulatedCluster, Submitter, _plan
+from tests.unit.executor.fakes import FakeCluster, FakeSubmitter
+from tests.unit.executor.test_apply_loop import START, TARGET, _plan
 
 
 def at(hh: int, mm: int, day: int = 1) -> datetime:
@@ -72,11 +73,11 @@ class FakeClock:
 def _run(
     tmp_path: Path, clock: FakeClock, cluster: Any = None, **options: Any
 ) -> tuple[Any, list[dict[str, Any]]]:
-    cluster = cluster or SimulatedCluster(START)
+    cluster = cluster or FakeCluster(START)
     events: list[dict[str, Any]] = []
     applier = Applier(
         cluster,
-        Submitter(cluster),
+        FakeSubmitter(cluster),
         _plan(tmp_path, TARGET, START),
         Journal(tmp_path / "plan.journal.jsonl"),
         ApplyOptions(poll_interval_s=60.0, max_partitions=2, **options),
@@ -139,7 +140,7 @@ def test_stopped_while_waiting_then_resumed_in_the_next_window(tmp_path: Path) -
                 raise Interrupted
             super().sleep(seconds)
 
-    cluster = SimulatedCluster(START)  # the same cluster for both runs
+    cluster = FakeCluster(START)  # the same cluster for both runs
     with pytest.raises(Interrupted):
         _run(tmp_path, Stopping(at(16, 58).timestamp()), cluster, window=window, window_tz=UTC)
     first = Journal(tmp_path / "plan.journal.jsonl").read()

@@ -67,8 +67,9 @@ class Circulation:
                 out[a.head].append((a.tail, 0 if c is None else c(f - 1) - c(f), i, -1))
         return out
 
-    def negative_cycle(self) -> list[tuple[int, int]] | None:
-        """A negative cycle of the residual graph as (arc index, direction) steps, or None."""
+    def negative_cycles(self) -> list[list[tuple[int, int]]]:
+        """Negative cycles of the residual graph as (arc index, direction) steps: the cycles
+        of Bellman-Ford's parent pointers once it finds one (node-disjoint); [] when none."""
         n = self.size
         out = self._residual()
         dist = [0] * n
@@ -86,13 +87,13 @@ class Circulation:
                     parent[v] = (u, i, d)
                     relaxed += 1
                     if relaxed % n == 0:
-                        cycle = _parent_cycle(parent)
-                        if cycle is not None:
-                            return cycle
+                        cycles = _parent_cycles(parent)
+                        if cycles:
+                            return cycles
                     if not queued[v]:
                         queued[v] = True
                         queue.append(v)
-        return _parent_cycle(parent)
+        return _parent_cycles(parent)
 
     def _step_cost(self, i: int, d: int) -> int | None:
         """The marginal cost of one more unit on arc i in direction d; None: no room."""
@@ -105,29 +106,35 @@ class Circulation:
     def cancel(self) -> int:
         """Push units around negative cycles until there is none; returns how many pushes.
         A cycle found is pushed again while it stays negative (its costs are convex, so it
-        only gets dearer): the search, the costly part, runs once for the run of pushes."""
+        only gets dearer), and every cycle of one search is pushed (they share no node, so
+        no arc): the search, the costly part, runs once for all those pushes."""
         done = 0
-        while (cycle := self.negative_cycle()) is not None:
-            while True:
-                total = 0
-                for i, d in cycle:
-                    c = self._step_cost(i, d)
-                    if c is None:
-                        total = 0
-                        break
-                    total += c
-                if total >= 0:
-                    break
-                for i, d in cycle:
-                    self.arcs[i].flow += d
-                done += 1
+        while cycles := self.negative_cycles():
+            done += sum(self._push_while_negative(cycle) for cycle in cycles)
         return done
 
+    def _push_while_negative(self, cycle: list[tuple[int, int]]) -> int:
+        done = 0
+        while True:
+            total = 0
+            for i, d in cycle:
+                c = self._step_cost(i, d)
+                if c is None:
+                    total = 0
+                    break
+                total += c
+            if total >= 0:
+                return done
+            for i, d in cycle:
+                self.arcs[i].flow += d
+            done += 1
 
-def _parent_cycle(parent: list[tuple[int, int, int] | None]) -> list[tuple[int, int]] | None:
-    """A cycle of the parent pointers (each one is negative in Bellman-Ford), or None."""
+
+def _parent_cycles(parent: list[tuple[int, int, int] | None]) -> list[list[tuple[int, int]]]:
+    """The cycles of the parent pointers (each one is negative in Bellman-Ford)."""
     n = len(parent)
     state = [0] * n  # 0 unseen, 1 on the current walk, 2 done
+    cycles = []
     for start in range(n):
         if state[start]:
             continue
@@ -149,7 +156,7 @@ def _parent_cycle(parent: list[tuple[int, int, int] | None]) -> list[tuple[int, 
                 if w == v:
                     break
             steps.reverse()
-            return steps
+            cycles.append(steps)
         for w in walk:
             state[w] = 2
-    return None
+    return cycles

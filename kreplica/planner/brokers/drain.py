@@ -17,6 +17,8 @@ from kreplica.planner.evaluate import spread
 from kreplica.planner.options import PlanOptions
 from kreplica.planner.spreadflow import Group, solve, split
 
+LayerKey = tuple[tuple[int, int, tuple[int, ...]], ...]
+
 
 def drain_plan(
     snapshot: ClusterSnapshot,
@@ -153,7 +155,9 @@ def _drain_balanced(
     rack_brokers: dict[str, list[int]] = {}
     for b in sorted(ctx.eligible, key=ctx.rank):
         rack_brokers.setdefault(ctx.rack(b), []).append(b)
-    groups: dict[tuple[str, tuple[int, ...], int, tuple[int, ...] | None], Group] = {}
+    # the same topic, units, layers and (for a partition a drained broker led) in-sync
+    # staying replicas: the same choices, so one class however many partitions it holds
+    groups: dict[tuple[str, int, tuple[int, ...] | None, LayerKey], Group] = {}
     for key in touched:
         part = run.parts[key]
         rest = tuple(sorted(b for b in run.work[key] if b not in drained))
@@ -162,13 +166,14 @@ def _drain_balanced(
         if k == 1 and part.replicas[0] in drained:
             isr = set(part.in_sync)
             led = tuple(b for b in rest if b in isr and b in ctx.eligible_set)
-        gk = (key[0], rest, k, led)
+        layers = _drain_layers(run, rest, k, rack_brokers)
+        gk = (key[0], k, led, tuple((lo, hi, tuple(bs)) for lo, hi, bs in layers))
         if gk not in groups:
-            groups[gk] = Group(key[0], k, _drain_layers(run, rest, k, rack_brokers))
+            groups[gk] = Group(key[0], k, layers)
         groups[gk].members.append(key)
     flow_groups: list[tuple[Group, tuple[int, ...] | None]] = []
     by_hand: list[Key] = []
-    for (_, _, _, led), g in groups.items():
+    for (_, _, led, _), g in groups.items():
         if ctx.disk is not None:  # only brokers with room for the group's largest partition
             big = max((run.parts[k].size_bytes or 0 for k in g.members), default=0)
             g.layers = [

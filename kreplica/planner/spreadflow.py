@@ -12,7 +12,8 @@ broker, and a sink:
     (topic, b) -> b            convex: (topic base + y)^2
     b -> sink                  convex: W * (base + x)^2   W above any topic cost: brokers first
 
-solved from a feasible start by `flow.Circulation`. The result is split back into partitions
+solved from a feasible start (improved first by single moves, `_improve`) by
+`flow.Circulation`. The result is split back into partitions
 round robin (`split`): each broker's units are consecutive and at most n_g, so they land on
 distinct partitions; a layer holding >= n_g units gives every partition one, <= n_g * hi
 at most hi to each.
@@ -48,6 +49,7 @@ def solve(
     topic_base: Mapping[str, Mapping[int, int]],
 ) -> list[dict[int, int]]:
     """Per group, units per broker at the least cost (brokers' squares, then topics')."""
+    _improve(groups, base, topic_base)
     net = Circulation()
     sink = net.node()
     source = net.node()
@@ -103,6 +105,68 @@ def solve(
                 per[b] = per.get(b, 0) + f
         out.append(per)
     return out
+
+
+def _improve(
+    groups: Sequence[Group],
+    base: Mapping[int, int],
+    topic_base: Mapping[str, Mapping[int, int]],
+) -> None:
+    """The start improved by moving single units of a group between its brokers while that
+    lowers the cost (brokers, then topics): the short cycles, found cheaply, so the
+    circulation's searches are left the long ones."""
+    counts = dict(base)
+    tcounts: dict[tuple[str, int], int] = {}
+    for t, per in topic_base.items():
+        for b, c in per.items():
+            tcounts[(t, b)] = c
+    for g in groups:
+        for b, x in g.start.items():
+            counts[b] += x
+            tcounts[(g.topic, b)] = tcounts.get((g.topic, b), 0) + x
+
+    def gain(g: Group, b: int, d: int) -> tuple[int, int]:
+        """The cost of one unit more (d=1) or less (d=-1) of group g on broker b."""
+        return (2 * counts[b] * d + 1, 2 * tcounts.get((g.topic, b), 0) * d + 1)
+
+    for _ in range(len(groups) + 1):  # each pass lowers the cost; a bound for safety only
+        moved = False
+        for g in groups:
+            n = len(g.members)
+            layer_of = {b: i for i, (_, _, bs) in enumerate(g.layers) for b in bs}
+            totals = [sum(g.start.get(b, 0) for b in bs) for _, _, bs in g.layers]
+            for a in sorted(g.start):
+                while g.start.get(a, 0) > 0:
+                    la = layer_of[a]
+                    out = gain(g, a, -1)
+                    best = None
+                    for b, lb in layer_of.items():
+                        cap = n if g.caps is None else g.caps.get(b, n)
+                        if b == a or g.start.get(b, 0) >= cap:
+                            continue
+                        if lb != la and (
+                            totals[la] - 1 < n * g.layers[la][0]
+                            or totals[lb] + 1 > n * g.layers[lb][1]
+                        ):
+                            continue
+                        into = gain(g, b, 1)
+                        delta = tuple(i + o for i, o in zip(into, out, strict=True))
+                        if delta < (0, 0) and (best is None or delta < best[0]):
+                            best = (delta, b)
+                    if best is None:
+                        break
+                    b = best[1]
+                    g.start[a] -= 1
+                    g.start[b] = g.start.get(b, 0) + 1
+                    counts[a] -= 1
+                    counts[b] += 1
+                    tcounts[(g.topic, a)] -= 1
+                    tcounts[(g.topic, b)] = tcounts.get((g.topic, b), 0) + 1
+                    totals[la] -= 1
+                    totals[layer_of[b]] += 1
+                    moved = True
+        if not moved:
+            return
 
 
 def split(group: Group, per_broker: Mapping[int, int]) -> list[list[int]]:

@@ -66,27 +66,50 @@ def solve(
     tb_node: dict[tuple[str, int], int] = {}
     tb_flow: dict[tuple[str, int], int] = {}
     b_flow = dict.fromkeys(brokers, 0)
+
+    def to_tb(tail: int, t: str, b: int, cap: int, x: int) -> int:
+        key = (t, b)
+        if key not in tb_node:
+            tb_node[key] = net.node()
+            tb_flow[key] = 0
+        tb_flow[key] += x
+        b_flow[b] += x
+        return net.arc(tail, tb_node[key], cap, flow=x)
+
+    # a layer of one unit per partition at most never gives a broker two units of one
+    # partition: its groups of one topic share a pool node, one arc per broker (not per
+    # group and broker), and the pool's units per broker are handed back to them after
+    pools: dict[tuple[str, tuple[int, ...]], tuple[int, dict[int, int]]] = {}
     unit_arcs: list[list[tuple[int, int]]] = []
+    pooled: list[list[tuple[int, tuple[str, tuple[int, ...]]]]] = []
     for g in groups:
         n = len(g.members)
         gn = net.node()
         net.arc(source, gn, n * g.units, flow=n * g.units, lower=n * g.units)
         arcs = []
+        into_pools = []
         for lo, hi, layer in g.layers:
-            ln = net.node()
             inflow = sum(g.start.get(b, 0) for b in layer)
+            if hi == 1 and g.caps is None:
+                pk = (g.topic, tuple(layer))
+                if pk not in pools:
+                    pools[pk] = (net.node(), {})
+                node, pool_start = pools[pk]
+                into_pools.append((net.arc(gn, node, n, flow=inflow, lower=n * lo), pk))
+                for b in layer:
+                    pool_start[b] = pool_start.get(b, 0) + g.start.get(b, 0)
+                continue
+            ln = net.node()
             net.arc(gn, ln, n * hi, flow=inflow, lower=n * lo)
             for b in layer:
-                key = (g.topic, b)
-                if key not in tb_node:
-                    tb_node[key] = net.node()
-                    tb_flow[key] = 0
-                x = g.start.get(b, 0)
                 cap = n if g.caps is None else g.caps.get(b, n)
-                arcs.append((net.arc(ln, tb_node[key], cap, flow=x), b))
-                tb_flow[key] += x
-                b_flow[b] += x
+                arcs.append((to_tb(ln, g.topic, b, cap, g.start.get(b, 0)), b))
         unit_arcs.append(arcs)
+        pooled.append(into_pools)
+    pool_arcs = {
+        pk: [(to_tb(node, pk[0], b, _BIG, start.get(b, 0)), b) for b in pk[1]]
+        for pk, (node, start) in pools.items()
+    }
     for (t, b), node in sorted(tb_node.items(), key=lambda kv: kv[1]):
         tbase = topic_base.get(t, {}).get(b, 0)
         net.arc(node, node_b[b], _BIG, flow=tb_flow[(t, b)], cost=_square(tbase))
@@ -96,13 +119,22 @@ def solve(
         total += b_flow[b]
     net.arc(sink, source, total, flow=total, lower=total)
     net.cancel()
+    # each pool's units, broker by broker in its order, handed to its groups in turn
+    pool_units = {
+        pk: iter([b for i, b in arcs for _ in range(net.arcs[i].flow)])
+        for pk, arcs in pool_arcs.items()
+    }
     out = []
-    for arcs in unit_arcs:
+    for arcs, into_pools in zip(unit_arcs, pooled, strict=True):
         per: dict[int, int] = {}
         for i, b in arcs:
             f = net.arcs[i].flow
             if f:
                 per[b] = per.get(b, 0) + f
+        for i, pk in into_pools:
+            for _ in range(net.arcs[i].flow):
+                b = next(pool_units[pk])
+                per[b] = per.get(b, 0) + 1
         out.append(per)
     return out
 
@@ -125,43 +157,40 @@ def _improve(
             counts[b] += x
             tcounts[(g.topic, b)] = tcounts.get((g.topic, b), 0) + x
 
-    def gain(g: Group, b: int, d: int) -> tuple[int, int]:
-        """The cost of one unit more (d=1) or less (d=-1) of group g on broker b."""
-        return (2 * counts[b] * d + 1, 2 * tcounts.get((g.topic, b), 0) * d + 1)
-
     for _ in range(len(groups) + 1):  # each pass lowers the cost; a bound for safety only
         moved = False
         for g in groups:
             n = len(g.members)
+            t = g.topic
             layer_of = {b: i for i, (_, _, bs) in enumerate(g.layers) for b in bs}
             totals = [sum(g.start.get(b, 0) for b in bs) for _, _, bs in g.layers]
+            caps = dict.fromkeys(layer_of, n) if g.caps is None else g.caps
             for a in sorted(g.start):
                 while g.start.get(a, 0) > 0:
                     la = layer_of[a]
-                    out = gain(g, a, -1)
-                    best = None
-                    for b, lb in layer_of.items():
-                        cap = n if g.caps is None else g.caps.get(b, n)
-                        if b == a or g.start.get(b, 0) >= cap:
-                            continue
-                        if lb != la and (
-                            totals[la] - 1 < n * g.layers[la][0]
-                            or totals[lb] + 1 > n * g.layers[lb][1]
-                        ):
-                            continue
-                        into = gain(g, b, 1)
-                        delta = tuple(i + o for i, o in zip(into, out, strict=True))
-                        if delta < (0, 0) and (best is None or delta < best[0]):
-                            best = (delta, b)
-                    if best is None:
+                    leave = totals[la] - 1 >= n * g.layers[la][0]
+                    room = [
+                        b
+                        for b, lb in layer_of.items()
+                        if b != a
+                        and g.start.get(b, 0) < caps.get(b, n)
+                        and (lb == la or (leave and totals[lb] < n * g.layers[lb][1]))
+                    ]
+                    if not room:
                         break
-                    b = best[1]
+                    # a unit from a to b changes the squares by 2 (c_b - c_a + 1), brokers
+                    # first: the least loaded b is the best move, if any lowers the cost
+                    b = min(room, key=lambda b: (counts[b], tcounts.get((t, b), 0)))
+                    broker_gain = counts[b] - counts[a] + 1
+                    topic_gain = tcounts.get((t, b), 0) - tcounts[(t, a)] + 1
+                    if (broker_gain, topic_gain) >= (0, 0):
+                        break
                     g.start[a] -= 1
                     g.start[b] = g.start.get(b, 0) + 1
                     counts[a] -= 1
                     counts[b] += 1
-                    tcounts[(g.topic, a)] -= 1
-                    tcounts[(g.topic, b)] = tcounts.get((g.topic, b), 0) + 1
+                    tcounts[(t, a)] -= 1
+                    tcounts[(t, b)] = tcounts.get((t, b), 0) + 1
                     totals[la] -= 1
                     totals[layer_of[b]] += 1
                     moved = True

@@ -63,18 +63,15 @@ def solve(
         for t, n in units_of.items()
     )
     node_b = {b: net.node() for b in brokers}
-    tb_node: dict[tuple[str, int], int] = {}
-    tb_flow: dict[tuple[str, int], int] = {}
-    b_flow = dict.fromkeys(brokers, 0)
+    # arcs into (topic, broker), made at the end: one alone goes straight to the broker
+    # with the topic's cost, several meet at a node first
+    tb_in: dict[tuple[str, int], list[tuple[int, int, int, int]]] = {}
+    arc_of: list[int] = []  # slot -> arc index
 
     def to_tb(tail: int, t: str, b: int, cap: int, x: int) -> int:
-        key = (t, b)
-        if key not in tb_node:
-            tb_node[key] = net.node()
-            tb_flow[key] = 0
-        tb_flow[key] += x
-        b_flow[b] += x
-        return net.arc(tail, tb_node[key], cap, flow=x)
+        tb_in.setdefault((t, b), []).append((tail, cap, x, len(arc_of)))
+        arc_of.append(-1)
+        return len(arc_of) - 1
 
     # a layer of one unit per partition at most never gives a broker two units of one
     # partition: its groups of one topic share a pool node, one arc per broker (not per
@@ -110,9 +107,19 @@ def solve(
         pk: [(to_tb(node, pk[0], b, _BIG, start.get(b, 0)), b) for b in pk[1]]
         for pk, (node, start) in pools.items()
     }
-    for (t, b), node in sorted(tb_node.items(), key=lambda kv: kv[1]):
-        tbase = topic_base.get(t, {}).get(b, 0)
-        net.arc(node, node_b[b], _BIG, flow=tb_flow[(t, b)], cost=_square(tbase))
+    b_flow = dict.fromkeys(brokers, 0)
+    for (t, b), entries in tb_in.items():
+        cost = _square(topic_base.get(t, {}).get(b, 0))
+        flow = sum(x for _, _, x, _ in entries)
+        b_flow[b] += flow
+        if len(entries) == 1:
+            tail, cap, x, slot = entries[0]
+            arc_of[slot] = net.arc(tail, node_b[b], cap, flow=x, cost=cost)
+            continue
+        node = net.node()
+        for tail, cap, x, slot in entries:
+            arc_of[slot] = net.arc(tail, node, cap, flow=x)
+        net.arc(node, node_b[b], _BIG, flow=flow, cost=cost)
     total = 0
     for b in brokers:
         net.arc(node_b[b], sink, _BIG, flow=b_flow[b], cost=_square(base[b], weight))
@@ -121,14 +128,14 @@ def solve(
     net.cancel()
     # each pool's units, broker by broker in its order, handed to its groups in turn
     pool_units = {
-        pk: iter([b for i, b in arcs for _ in range(net.arcs[i].flow)])
+        pk: iter([b for i, b in arcs for _ in range(net.arcs[arc_of[i]].flow)])
         for pk, arcs in pool_arcs.items()
     }
     out = []
     for arcs, into_pools in zip(unit_arcs, pooled, strict=True):
         per: dict[int, int] = {}
         for i, b in arcs:
-            f = net.arcs[i].flow
+            f = net.arcs[arc_of[i]].flow
             if f:
                 per[b] = per.get(b, 0) + f
         for i, pk in into_pools:

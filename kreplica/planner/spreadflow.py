@@ -170,7 +170,9 @@ def _improve(
             n = len(g.members)
             t = g.topic
             layer_of = {b: i for i, (_, _, bs) in enumerate(g.layers) for b in bs}
-            totals = [sum(g.start.get(b, 0) for b in bs) for _, _, bs in g.layers]
+            totals = [0] * len(g.layers)
+            for b, x in g.start.items():
+                totals[layer_of[b]] += x
             caps = dict.fromkeys(layer_of, n) if g.caps is None else g.caps
             for a in sorted(g.start):
                 while g.start.get(a, 0) > 0:

@@ -56,22 +56,26 @@ class Circulation:
         self.arcs.append(Arc(tail, head, cap, lower, flow, cost))
         return len(self.arcs) - 1
 
-    def _residual(self) -> list[list[tuple[int, int, int, int]]]:
-        """Per node: (head, marginal cost, arc index, +1 forward / -1 backward)."""
-        out: list[list[tuple[int, int, int, int]]] = [[] for _ in range(self.size)]
-        for i, a in enumerate(self.arcs):
+    def _residual_of(self, v: int, incident: list[int]) -> list[tuple[int, int, int, int]]:
+        """Node v's residual arcs: (head, marginal cost, arc index, +1 forward / -1 backward),
+        in arc order."""
+        out = []
+        for i in incident:
+            a = self.arcs[i]
             f, c = a.flow, a.cost
-            if f < a.cap:
-                out[a.tail].append((a.head, 0 if c is None else c(f + 1) - c(f), i, 1))
-            if f > a.lower:
-                out[a.head].append((a.tail, 0 if c is None else c(f - 1) - c(f), i, -1))
+            if a.tail == v and f < a.cap:
+                out.append((a.head, 0 if c is None else c(f + 1) - c(f), i, 1))
+            if a.head == v and f > a.lower:
+                out.append((a.tail, 0 if c is None else c(f - 1) - c(f), i, -1))
         return out
 
-    def negative_cycles(self) -> list[list[tuple[int, int]]]:
-        """Negative cycles of the residual graph as (arc index, direction) steps: the cycles
-        of Bellman-Ford's parent pointers once it finds one (node-disjoint); [] when none."""
+    def negative_cycles(
+        self, out: list[list[tuple[int, int, int, int]]]
+    ) -> list[list[tuple[int, int]]]:
+        """Negative cycles of the residual graph `out` as (arc index, direction) steps: the
+        cycles of Bellman-Ford's parent pointers once it finds one (node-disjoint); [] when
+        none."""
         n = self.size
-        out = self._residual()
         dist = [0] * n
         parent: list[tuple[int, int, int] | None] = [None] * n  # (node, arc, direction)
         queue = deque(range(n))
@@ -108,10 +112,23 @@ class Circulation:
         A cycle found is pushed again while it stays negative (its costs are convex, so it
         only gets dearer), and every cycle of one search is pushed (they share no node, so
         no arc): the search, the costly part, runs once for all those pushes."""
+        incident: list[list[int]] = [[] for _ in range(self.size)]
+        for i, a in enumerate(self.arcs):
+            incident[a.tail].append(i)
+            if a.head != a.tail:
+                incident[a.head].append(i)
+        out = [self._residual_of(v, incident[v]) for v in range(self.size)]
         done = 0
-        while cycles := self.negative_cycles():
+        while cycles := self.negative_cycles(out):
             done += sum(self._push_while_negative(cycle) for cycle in cycles)
+            # only the pushed arcs changed: their ends' residual arcs are made again
+            ends = {v for cycle in cycles for i, _ in cycle for v in self._ends(i)}
+            for v in ends:
+                out[v] = self._residual_of(v, incident[v])
         return done
+
+    def _ends(self, i: int) -> tuple[int, int]:
+        return self.arcs[i].tail, self.arcs[i].head
 
     def _push_while_negative(self, cycle: list[tuple[int, int]]) -> int:
         done = 0

@@ -1,22 +1,26 @@
 """Exact balance for replicas that must go somewhere (a drain) and for preferred leaders.
 
 Units come in groups of interchangeable partitions: the same topic and the same choices
-(for a drain: the same replicas staying and the same number leaving; for leaders: the same
-candidates). The network, one node per group, per (group, layer), per (topic, broker), per
-broker, and a sink:
+(for a drain: the same units leaving and the same layers, so partitions with other staying
+replicas share a group when their choices are the same; for leaders: the same candidates).
+The network, one node per group, per (group, layer) or pool, per (topic, broker) fed by more
+than one arc, per broker, and a sink:
 
     group g -> (g, layer l)    [n_g * lo_l, n_g * hi_l]  a layer is a rack a partition may use,
                                                           lo/hi units per partition
     (g, l) -> (topic, b)       n_g                        b on the layer (each partition once,
                                                           or g.caps[b])
+    group g -> pool (t, l)     [n_g * lo_l, n_g]          a layer of hi 1 (no caps): a partition
+    pool -> (topic, b)         unbounded                  gives it one unit at most, so the
+                                                          groups of one topic share it
     (topic, b) -> b            convex: (topic base + y)^2
     b -> sink                  convex: W * (base + x)^2   W above any topic cost: brokers first
 
 solved from a feasible start (improved first by single moves, `_improve`) by
-`flow.Circulation`. The result is split back into partitions
-round robin (`split`): each broker's units are consecutive and at most n_g, so they land on
-distinct partitions; a layer holding >= n_g units gives every partition one, <= n_g * hi
-at most hi to each.
+`flow.Circulation`. A pool's units per broker go back to its groups in turn. The result is
+split back into partitions round robin (`split`): each broker's units are consecutive and at
+most n_g, so they land on distinct partitions; a layer holding >= n_g units gives every
+partition one, <= n_g * hi at most hi to each.
 """
 
 from __future__ import annotations

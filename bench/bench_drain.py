@@ -1,6 +1,16 @@
-"""Drain balance: the plan's spreads against the flow optimum, on Kafka-placed clusters.
+"""Drain balance: the plan's spreads against the flow optimum, on Kafka-placed clusters; and
+the drain at scale through the CLI, before and after a change.
 
     PYTHONPATH=. .venv/bin/python bench/bench_drain.py [--partitions 20000] [--million]
+    PYTHONPATH=. .venv/bin/python bench/bench_drain.py --scale [--before 6f36dc9]
+        [--sizes 10000,100000,1000000] [--timeout 300]
+
+--scale (issue 32's shape): RF 3, 500 brokers on 6 racks plus 20 empty ones, sizes set
+(bench/planner_clusters.py `write_scale_snapshot`, files kept in --work-dir); per size,
+`kreplica drain --snapshot F --brokers 1,2 --dry-run --output json` in a fresh process under
+`/usr/bin/time -v`, this checkout's code and the --before commit's (`git archive` into the
+work dir, put first on PYTHONPATH) alternating, each --repeat times: wall, peak RSS and the
+replicas moved.
 
 Shapes (issue 21): 6 brokers on racks a,b,c (1a 2b 3c 4a 5b 6c), 60 topics at RF 2 and 20 at
 RF 3 (partitions 60:30 per topic, scaled to the total), drain 6; racks a:3 b:3 c:2, drain a
@@ -16,9 +26,15 @@ the partitions grouped by their choices (a bench dependency only, never in krepl
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import re
+import subprocess
+import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 import networkx as nx
 
@@ -231,12 +247,104 @@ SHAPES: list[tuple[str, dict[int, str | None], set[int]]] = [
 ]
 
 
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+def scale_snapshot(work: Path, partitions: int) -> Path:
+    path = work / f"drain-b500+20-r6-p{partitions}-rf3.json"
+    if not path.exists():
+        sys.path.insert(0, str(HERE))
+        from planner_clusters import write_scale_snapshot
+
+        work.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        write_scale_snapshot(str(tmp), brokers=500, racks=6, partitions=partitions, rf=3, empty=20)
+        tmp.replace(path)
+    return path
+
+
+def code_of(ref: str, work: Path) -> Path:
+    """The kreplica package of commit `ref`, unpacked once under the work dir."""
+    sha = subprocess.run(
+        ["git", "rev-parse", "--short", ref], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    dest = work / f"code-{sha}"
+    if not (dest / "kreplica").exists():
+        dest.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "archive", sha, "kreplica"], cwd=ROOT, check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
+def drain_run(code: Path, snapshot: Path, timeout: float) -> dict[str, str]:
+    """One CLI drain in a fresh process: wall, peak RSS, replicas moved (or how it ended)."""
+    # run in `code` too: `python -m` puts the working directory first on the path
+    env = {**os.environ, "PYTHONPATH": str(code), "NO_COLOR": "1"}
+    cmd = [
+        "/usr/bin/time",
+        "-v",
+        sys.executable,
+        "-m",
+        "kreplica",
+        "drain",
+        "--snapshot",
+        str(snapshot),
+        "--brokers",
+        "1,2",
+        "--dry-run",
+        "--output",
+        "json",
+    ]
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            cmd, cwd=code, env=env, capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return {"wall": f"> {timeout:.0f} s", "rss": "-", "moves": "not done"}
+    wall = time.perf_counter() - started
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)
+    moves = "exit " + str(proc.returncode)
+    if proc.returncode == 0:
+        plan = json.loads(proc.stdout)["data"]["reassignment"]["partitions"]
+        moves = f"{len(plan):,} partitions"
+    mib = int(rss.group(1)) / 1024 if rss else 0.0
+    return {"wall": f"{wall:.1f} s", "rss": f"{mib:,.0f} MiB", "moves": moves}
+
+
+def scale_main(args: argparse.Namespace) -> None:
+    work = Path(args.work_dir)
+    codes = [("after", ROOT)] + ([("before", code_of(args.before, work))] if args.before else [])
+    print("partitions | code | wall | peak RSS | reassigned", flush=True)
+    for size in [int(x) for x in args.sizes.split(",")]:
+        snapshot = scale_snapshot(work, size)
+        for _ in range(args.repeat):
+            for name, code in codes:
+                row = drain_run(code, snapshot, args.timeout)
+                print(
+                    f"{size:,} | {name} | {row['wall']} | {row['rss']} | {row['moves']}",
+                    flush=True,
+                )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--partitions", type=int, default=20_000)
     ap.add_argument("--million", action="store_true", help="also 1,000,000 partitions")
     ap.add_argument("--no-optimum", action="store_true", help="skip the networkx optima")
+    ap.add_argument("--scale", action="store_true", help="the CLI drain at scale (issue 32)")
+    ap.add_argument("--before", help="a commit to compare with (--scale)")
+    ap.add_argument("--sizes", default="10000,100000,1000000")
+    ap.add_argument("--timeout", type=float, default=300.0)
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--work-dir", default="/tmp/kreplica-bench-drain")
     args = ap.parse_args()
+    if args.scale:
+        scale_main(args)
+        return
     sizes = [args.partitions] + ([1_000_000] if args.million else [])
     head = [
         "shape",

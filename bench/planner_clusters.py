@@ -68,16 +68,18 @@ def write_scale_snapshot(
     per_topic: int = 500,
     misplaced_share: float = 0.02,
     seed: int = 1,
+    empty: int = 0,
 ) -> None:
     """A snapshot file as `kreplica snapshot` writes it (leader, ISR, sizes) for the scale
     benchmark: topics of `per_topic` partitions (fewer for the last one) laid out by Kafka's
     placement (rack-aware when `racks`); `misplaced_share` of the topics (the first, then every
-    1/share-th) are laid out as if there were no racks, so rack repair has work."""
+    1/share-th) are laid out as if there were no racks, so rack repair has work; `empty`
+    brokers more (ids after the others, racks in turn) hold nothing, as if just added."""
     import orjson
 
     rng = random.Random(seed)
     ids = list(range(brokers))
-    rack_of = {b: f"rack-{b % racks}" for b in ids} if racks else None
+    rack_of = {b: f"rack-{b % racks}" for b in range(brokers + empty)} if racks else None
     topics = []
     left, t = partitions, 0
     while left > 0:
@@ -117,7 +119,7 @@ def write_scale_snapshot(
         "captured_at": None,
         "brokers": [
             {"id": b, "rack": rack_of[b] if rack_of else None, "host": f"10.0.{b // 250}.{b % 250}"}
-            for b in ids
+            for b in range(brokers + empty)
         ],
         "topics": topics,
     }

@@ -56,21 +56,26 @@ class Circulation:
         self.arcs.append(Arc(tail, head, cap, lower, flow, cost))
         return len(self.arcs) - 1
 
-    def _residual(self) -> list[list[tuple[int, int, int, int]]]:
-        """Per node: (head, marginal cost, arc index, +1 forward / -1 backward)."""
-        out: list[list[tuple[int, int, int, int]]] = [[] for _ in range(self.size)]
-        for i, a in enumerate(self.arcs):
+    def _residual_of(self, v: int, incident: list[int]) -> list[tuple[int, int, int, int]]:
+        """Node v's residual arcs: (head, marginal cost, arc index, +1 forward / -1 backward),
+        in arc order."""
+        out = []
+        for i in incident:
+            a = self.arcs[i]
             f, c = a.flow, a.cost
-            if f < a.cap:
-                out[a.tail].append((a.head, 0 if c is None else c(f + 1) - c(f), i, 1))
-            if f > a.lower:
-                out[a.head].append((a.tail, 0 if c is None else c(f - 1) - c(f), i, -1))
+            if a.tail == v and f < a.cap:
+                out.append((a.head, 0 if c is None else c(f + 1) - c(f), i, 1))
+            if a.head == v and f > a.lower:
+                out.append((a.tail, 0 if c is None else c(f - 1) - c(f), i, -1))
         return out
 
-    def negative_cycle(self) -> list[tuple[int, int]] | None:
-        """A negative cycle of the residual graph as (arc index, direction) steps, or None."""
+    def negative_cycles(
+        self, out: list[list[tuple[int, int, int, int]]]
+    ) -> list[list[tuple[int, int]]]:
+        """Negative cycles of the residual graph `out` as (arc index, direction) steps: the
+        cycles of Bellman-Ford's parent pointers once it finds one (node-disjoint); [] when
+        none."""
         n = self.size
-        out = self._residual()
         dist = [0] * n
         parent: list[tuple[int, int, int] | None] = [None] * n  # (node, arc, direction)
         queue = deque(range(n))
@@ -86,13 +91,13 @@ class Circulation:
                     parent[v] = (u, i, d)
                     relaxed += 1
                     if relaxed % n == 0:
-                        cycle = _parent_cycle(parent)
-                        if cycle is not None:
-                            return cycle
+                        cycles = _parent_cycles(parent)
+                        if cycles:
+                            return cycles
                     if not queued[v]:
                         queued[v] = True
                         queue.append(v)
-        return _parent_cycle(parent)
+        return _parent_cycles(parent)
 
     def _step_cost(self, i: int, d: int) -> int | None:
         """The marginal cost of one more unit on arc i in direction d; None: no room."""
@@ -105,29 +110,48 @@ class Circulation:
     def cancel(self) -> int:
         """Push units around negative cycles until there is none; returns how many pushes.
         A cycle found is pushed again while it stays negative (its costs are convex, so it
-        only gets dearer): the search, the costly part, runs once for the run of pushes."""
+        only gets dearer), and every cycle of one search is pushed (they share no node, so
+        no arc): the search, the costly part, runs once for all those pushes."""
+        incident: list[list[int]] = [[] for _ in range(self.size)]
+        for i, a in enumerate(self.arcs):
+            incident[a.tail].append(i)
+            if a.head != a.tail:
+                incident[a.head].append(i)
+        out = [self._residual_of(v, incident[v]) for v in range(self.size)]
         done = 0
-        while (cycle := self.negative_cycle()) is not None:
-            while True:
-                total = 0
-                for i, d in cycle:
-                    c = self._step_cost(i, d)
-                    if c is None:
-                        total = 0
-                        break
-                    total += c
-                if total >= 0:
-                    break
-                for i, d in cycle:
-                    self.arcs[i].flow += d
-                done += 1
+        while cycles := self.negative_cycles(out):
+            done += sum(self._push_while_negative(cycle) for cycle in cycles)
+            # only the pushed arcs changed: their ends' residual arcs are made again
+            ends = {v for cycle in cycles for i, _ in cycle for v in self._ends(i)}
+            for v in ends:
+                out[v] = self._residual_of(v, incident[v])
         return done
 
+    def _ends(self, i: int) -> tuple[int, int]:
+        return self.arcs[i].tail, self.arcs[i].head
 
-def _parent_cycle(parent: list[tuple[int, int, int] | None]) -> list[tuple[int, int]] | None:
-    """A cycle of the parent pointers (each one is negative in Bellman-Ford), or None."""
+    def _push_while_negative(self, cycle: list[tuple[int, int]]) -> int:
+        done = 0
+        while True:
+            total = 0
+            for i, d in cycle:
+                c = self._step_cost(i, d)
+                if c is None:
+                    total = 0
+                    break
+                total += c
+            if total >= 0:
+                return done
+            for i, d in cycle:
+                self.arcs[i].flow += d
+            done += 1
+
+
+def _parent_cycles(parent: list[tuple[int, int, int] | None]) -> list[list[tuple[int, int]]]:
+    """The cycles of the parent pointers (each one is negative in Bellman-Ford)."""
     n = len(parent)
     state = [0] * n  # 0 unseen, 1 on the current walk, 2 done
+    cycles = []
     for start in range(n):
         if state[start]:
             continue
@@ -149,7 +173,7 @@ def _parent_cycle(parent: list[tuple[int, int, int] | None]) -> list[tuple[int, 
                 if w == v:
                     break
             steps.reverse()
-            return steps
+            cycles.append(steps)
         for w in walk:
             state[w] = 2
-    return None
+    return cycles

@@ -17,6 +17,8 @@ from kreplica.planner.evaluate import spread
 from kreplica.planner.options import PlanOptions
 from kreplica.planner.spreadflow import Group, solve, split
 
+LayerKey = tuple[tuple[int, int, tuple[int, ...]], ...]
+
 
 def drain_plan(
     snapshot: ClusterSnapshot,
@@ -153,7 +155,9 @@ def _drain_balanced(
     rack_brokers: dict[str, list[int]] = {}
     for b in sorted(ctx.eligible, key=ctx.rank):
         rack_brokers.setdefault(ctx.rack(b), []).append(b)
-    groups: dict[tuple[str, tuple[int, ...], int, tuple[int, ...] | None], Group] = {}
+    # the same topic, units, layers and (for a partition a drained broker led) in-sync
+    # staying replicas: the same choices, so one class however many partitions it holds
+    groups: dict[tuple[str, int, tuple[int, ...] | None, LayerKey], Group] = {}
     for key in touched:
         part = run.parts[key]
         rest = tuple(sorted(b for b in run.work[key] if b not in drained))
@@ -162,13 +166,14 @@ def _drain_balanced(
         if k == 1 and part.replicas[0] in drained:
             isr = set(part.in_sync)
             led = tuple(b for b in rest if b in isr and b in ctx.eligible_set)
-        gk = (key[0], rest, k, led)
+        layers = _drain_layers(run, rest, k, rack_brokers)
+        gk = (key[0], k, led, tuple((lo, hi, tuple(bs)) for lo, hi, bs in layers))
         if gk not in groups:
-            groups[gk] = Group(key[0], k, _drain_layers(run, rest, k, rack_brokers))
+            groups[gk] = Group(key[0], k, layers)
         groups[gk].members.append(key)
     flow_groups: list[tuple[Group, tuple[int, ...] | None]] = []
     by_hand: list[Key] = []
-    for (_, _, _, led), g in groups.items():
+    for (_, _, led, _), g in groups.items():
         if ctx.disk is not None:  # only brokers with room for the group's largest partition
             big = max((run.parts[k].size_bytes or 0 for k in g.members), default=0)
             g.layers = [
@@ -314,12 +319,13 @@ def _drain_leaders(
     counts = dict(base)
     tcounts = {t: dict(c) for t, c in topic_base.items()}
     for g in groups.values():
-        for key in g.members:
+        tc = tcounts[g.topic]
+        for key in g.members:  # the start: its own, else the least loaded candidate
             lead = run.work[key][0]
             if lead not in g.layers[0][2]:
-                lead = min(g.layers[0][2], key=lambda b: (counts[b], tcounts[g.topic].get(b, 0)))
+                lead = min(g.layers[0][2], key=lambda b: (counts[b], tc.get(b, 0), ctx.rank(b)))
             counts[lead] += 1
-            tcounts[g.topic][lead] = tcounts[g.topic].get(lead, 0) + 1
+            tc[lead] = tc.get(lead, 0) + 1
             g.start[lead] = g.start.get(lead, 0) + 1
     flexible = []
     for g, per, isr_rest in unplaced:
@@ -340,7 +346,7 @@ def _drain_leaders(
     glist = list(groups.values()) + flexible
     solved = solve(glist, base, topic_base)
     for g, lead_per in zip(groups.values(), solved, strict=False):
-        for key, (lead,) in zip(g.members, split(g, lead_per), strict=True):
+        for key, lead in zip(g.members, _keep_leaders(run, g.members, lead_per), strict=True):
             if run.work[key][0] != lead:
                 run.reorder(key, lead)
     for (g, per, _), lead_per in zip(unplaced, solved[len(groups) :], strict=True):
@@ -359,6 +365,20 @@ def _drain_leaders(
         if old and new and old[0] != new[0]:
             changed[f"{key[0]}-{key[1]}"] = [old[0], new[0]]
     return changed
+
+
+def _keep_leaders(run: Run, members: Sequence[Key], lead_per: Mapping[int, int]) -> list[int]:
+    """The members' leaders to match the counts per broker, each keeping its own where the
+    counts allow."""
+    left = dict(lead_per)
+    kept: list[int | None] = []
+    for key in members:
+        now = run.work[key][0]
+        kept.append(now if left.get(now, 0) > 0 else None)
+        if now in left:
+            left[now] -= kept[-1] is not None
+    spare = iter([b for b in sorted(left) for _ in range(left[b])])
+    return [lead if lead is not None else next(spare) for lead in kept]
 
 
 def _spreads_without(run: Run, drained: frozenset[int]) -> PlanReport:

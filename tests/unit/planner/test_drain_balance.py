@@ -226,8 +226,16 @@ def test_drain_matches_the_flow_oracle(
     for key, p in before.items():
         new = after[key]
         assert not set(new) & drained
-        assert {b for b in p.replicas if b not in drained} <= set(new)
+        assert len(set(new)) == len(new)  # never a broker twice, classes split back or not
+        rest = [b for b in p.replicas if b not in drained]
+        assert set(rest) <= set(new)
         assert len({rack(snap, b) for b in new}) >= len({rack(snap, b) for b in p.replicas})
+        added = [b for b in new if b not in rest]
+        if added:  # the rack rule, partition by partition: each layer's units within bounds
+            layers = rule(snap, rest, len(added), stay)
+            assert sum(b in bs for _, _, bs in layers for b in added) == len(added)
+            for lo, hi, bs in layers:
+                assert lo <= sum(b in bs for b in added) <= hi
     # the oracle: same least cost (so the per-broker optimum, topics no worse)
     oracle = dict(after)
     for key, brokers in oracle_drain(snap, drained, stay).items():

@@ -3,7 +3,8 @@ budget of moves or bytes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from bisect import bisect_left, insort
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from kreplica.errors import PlanInfeasible, UsageError
@@ -81,11 +82,12 @@ def rebalance_plan(
     for k in keys:
         by_topic.setdefault(k[0], []).append(k)
     for topic in sorted(by_topic):
-        _even_topic(run, topic, by_topic[topic], eligible, budget)
+        _even_topic(run, _Holders(run, by_topic[topic]), topic, eligible, budget)
+    holders = _Holders(run, keys)
     if by == "count":
-        _even_cluster_count(run, keys, eligible, budget)
+        _even_cluster_count(run, holders, eligible, budget)
     else:
-        _even_cluster_bytes(run, keys, eligible, budget)
+        _even_cluster_bytes(run, holders, eligible, budget)
     reordered = _even_leaders(run, keys, eligible)
     # lower bound of the data moves for the evenness reached
     topic_lb = sum(
@@ -170,6 +172,48 @@ class _Budget:
         return ", ".join(parts)
 
 
+class _Holders:
+    """The keys each broker holds a replica of, in key order, kept current by the moves: a
+    search for a move from `src` reads src's keys, not every key (what made a pass
+    quadratic). Key order keeps the disk guard's first refusal the one a full scan meets."""
+
+    def __init__(self, run: Run, keys: Iterable[Key]) -> None:
+        self.of: dict[int, list[Key]] = {}
+        self.keys = sorted(keys)
+        for k in self.keys:
+            for b in run.work[k]:
+                self.of.setdefault(b, []).append(k)
+
+    def held_by(self, broker: int) -> list[Key]:
+        return self.of.get(broker, [])
+
+    def move(self, key: Key, src: int, dst: int) -> None:
+        mine = self.of[src]
+        del mine[bisect_left(mine, key)]
+        insort(self.of.setdefault(dst, []), key)
+
+
+class _Order:
+    """Brokers sorted by `rank_of` (unique: it ends in the broker's tie-break rank), one
+    broker re-sorted at a time as a move changes its counts, instead of a sort per move."""
+
+    def __init__(self, brokers: Iterable[int], rank_of: Callable[[int], tuple[int, ...]]):
+        self.rank_of = rank_of
+        self.entry = {b: (*rank_of(b), b) for b in brokers}
+        self.entries = sorted(self.entry.values())
+
+    def brokers(self) -> Iterator[int]:
+        return (e[-1] for e in self.entries)
+
+    def update(self, broker: int) -> None:
+        old = self.entry[broker]
+        new = (*self.rank_of(broker), broker)
+        if new != old:
+            del self.entries[bisect_left(self.entries, old)]
+            insort(self.entries, new)
+            self.entry[broker] = new
+
+
 def _find_move(
     run: Run,
     keys: Iterable[Key],
@@ -179,6 +223,7 @@ def _find_move(
     allowed: Callable[[Key], bool],
     rank: Callable[[Key], tuple[int, ...]],
 ) -> Key | None:
+    """The best-ranked allowed move of a replica from `src` to `dst` among `keys` (src's)."""
     best: tuple[tuple[int, ...], Key] | None = None
     for key in keys:
         reps = run.work[key]
@@ -195,14 +240,15 @@ def _find_move(
     return best[1] if best else None
 
 
-def _apply_move(run: Run, key: Key, src: int, dst: int, budget: _Budget) -> None:
+def _apply_move(run: Run, holders: _Holders, key: Key, src: int, dst: int, budget: _Budget) -> None:
     budget.spend(run.parts[key].size_bytes or 0)
     run.move(key, src, dst)
+    holders.move(key, src, dst)
 
 
 def _even_counts(
     run: Run,
-    keys: Sequence[Key],
+    holders: _Holders,
     eligible: Sequence[int],
     budget: _Budget,
     counts: Mapping[int, int],
@@ -211,34 +257,39 @@ def _even_counts(
 ) -> None:
     """Move replicas from the fullest to the emptiest eligible brokers (by `counts`, ties by
     `secondary` then rank) until the spread is at most 1 or no allowed move is left."""
-    ctx = run.ctx
+    rank = run.ctx.tiebreak
     size = lambda k: (run.parts[k].size_bytes or 0,)  # noqa: E731
-    while spread({b: counts[b] for b in eligible}) > 1:
-        sources = sorted(eligible, key=lambda b: (-counts[b], -secondary(b), ctx.rank(b)))
-        dests = sorted(eligible, key=lambda b: (counts[b], secondary(b), ctx.rank(b)))
-        moved = False
-        for src in sources:
-            for dst in dests:
+    sources = _Order(eligible, lambda b: (-counts[b], -secondary(b), rank.get(b, len(rank) + b)))
+    dests = _Order(eligible, lambda b: (counts[b], secondary(b), rank.get(b, len(rank) + b)))
+    while sources.entries and -sources.entries[0][0] - dests.entries[0][0] > 1:
+        found: tuple[Key, int, int] | None = None
+        for src in sources.brokers():
+            for dst in dests.brokers():
                 if counts[src] - counts[dst] < 2:
                     break
-                key = _find_move(run, keys, src, dst, budget, allowed_for(src, dst), size)
+                allowed = allowed_for(src, dst)
+                key = _find_move(run, holders.held_by(src), src, dst, budget, allowed, size)
                 if key is not None:
-                    _apply_move(run, key, src, dst, budget)
-                    moved = True
+                    found = (key, src, dst)
                     break
-            if moved:
+            if found:
                 break
-        if not moved:
+        if found is None:
             return
+        key, src, dst = found
+        _apply_move(run, holders, key, src, dst, budget)
+        for order in (sources, dests):
+            order.update(src)
+            order.update(dst)
 
 
 def _even_topic(
-    run: Run, topic: str, keys: Sequence[Key], eligible: Sequence[int], budget: _Budget
+    run: Run, holders: _Holders, topic: str, eligible: Sequence[int], budget: _Budget
 ) -> None:
     ctx = run.ctx
     _even_counts(
         run,
-        keys,
+        holders,
         eligible,
         budget,
         ctx.topic_replicas[topic],
@@ -248,22 +299,22 @@ def _even_topic(
 
 
 def _even_cluster_count(
-    run: Run, keys: Sequence[Key], eligible: Sequence[int], budget: _Budget
+    run: Run, holders: _Holders, eligible: Sequence[int], budget: _Budget
 ) -> None:
     ctx = run.ctx
 
     def allowed_for(src: int, dst: int) -> Callable[[Key], bool]:
         return lambda k: ctx.topic_replicas[k[0]][src] > ctx.topic_replicas[k[0]][dst]
 
-    _even_counts(run, keys, eligible, budget, ctx.cluster_replicas, lambda b: 0, allowed_for)
+    _even_counts(run, holders, eligible, budget, ctx.cluster_replicas, lambda b: 0, allowed_for)
 
 
 def _even_cluster_bytes(
-    run: Run, keys: Sequence[Key], eligible: Sequence[int], budget: _Budget
+    run: Run, holders: _Holders, eligible: Sequence[int], budget: _Budget
 ) -> None:
     ctx = run.ctx
     cb = ctx.cluster_bytes
-    for _ in range(10 * len(keys) + 10):
+    for _ in range(10 * len(holders.keys) + 10):
         src = max(eligible, key=lambda b: (cb[b], -ctx.rank(b)))
         best: tuple[int, Key, int] | None = None
         for dst in sorted(eligible, key=lambda b: (cb[b], ctx.rank(b))):
@@ -279,14 +330,14 @@ def _even_cluster_bytes(
             def rank(k: Key, gap: int = gap) -> tuple[int, ...]:
                 return (abs(gap - 2 * (run.parts[k].size_bytes or 0)),)
 
-            key = _find_move(run, keys, src, dst, budget, allowed, rank)
+            key = _find_move(run, holders.held_by(src), src, dst, budget, allowed, rank)
             if key is not None:
                 score = abs(gap - 2 * (run.parts[key].size_bytes or 0)) - gap
                 if best is None or score < best[0]:
                     best = (score, key, dst)
         if best is None:
             return
-        _apply_move(run, best[1], src, best[2], budget)
+        _apply_move(run, holders, best[1], src, best[2], budget)
 
 
 def _even_leaders(run: Run, keys: Sequence[Key], eligible: Sequence[int]) -> int:
@@ -303,9 +354,11 @@ def _even_leaders(run: Run, keys: Sequence[Key], eligible: Sequence[int]) -> int
         return {b for b in run.work[key] if b in elig and (b in isr or b not in part.replicas)}
 
     reorders: set[Key] = set()
-    for topic in sorted({k[0] for k in keys}):
-        mine = [k for k in keys if k[0] == topic]
-        _leader_pass(run, mine, eligible, in_sync, lambda t, a, b: True, topic, reorders)
+    by_topic: dict[str, list[Key]] = {}
+    for k in keys:
+        by_topic.setdefault(k[0], []).append(k)
+    for topic in sorted(by_topic):
+        _leader_pass(run, by_topic[topic], eligible, in_sync, lambda t, a, b: True, topic, reorders)
     tl = ctx.topic_leaders
     _leader_pass(
         run, list(keys), eligible, in_sync, lambda t, a, b: tl[t][a] > tl[t][b], None, reorders
@@ -328,6 +381,7 @@ def _leader_pass(
     def count(b: int) -> int:
         return ctx.topic_leaders[topic][b] if topic is not None else ctx.cluster_leaders[b]
 
+    led = _led_by(run, keys)
     for _ in range(4 * len(keys) + 4):
         counts = {b: count(b) for b in eligible}
         if spread(counts) <= 1:
@@ -335,19 +389,32 @@ def _leader_pass(
         top = max(counts.values())
         path = None
         for start in sorted((b for b in eligible if counts[b] == top), key=ctx.rank):
-            path = _leader_path(run, keys, start, top, counts, in_sync, allowed)
+            path = _leader_path(run, led, start, top, counts, in_sync, allowed)
             if path:
                 break
         if not path:
             return
         for key, new_leader in path:
+            led[run.work[key][0]].remove(key)
+            insort(led.setdefault(new_leader, []), key)
             run.reorder(key, new_leader)
             reorders.add(key)
 
 
+def _led_by(run: Run, keys: Sequence[Key]) -> dict[int, list[Key]]:
+    """The partitions of `keys` each broker is the preferred leader of, in key order; a pass
+    keeps it current as it reorders (a rebuild per chain made the pass quadratic)."""
+    led: dict[int, list[Key]] = {}
+    for k in sorted(keys):
+        reps = run.work[k]
+        if reps:
+            led.setdefault(reps[0], []).append(k)
+    return led
+
+
 def _leader_path(
     run: Run,
-    keys: Sequence[Key],
+    led: Mapping[int, Sequence[Key]],
     start: int,
     top: int,
     counts: dict[int, int],
@@ -356,11 +423,6 @@ def _leader_path(
 ) -> list[tuple[Key, int]] | None:
     """BFS over 'a leads a partition where b is in sync': a shortest chain from `start` to a
     broker with at most top - 2 preferred leaders."""
-    led: dict[int, list[Key]] = {}
-    for k in keys:
-        reps = run.work[k]
-        if reps:
-            led.setdefault(reps[0], []).append(k)
     came: dict[int, tuple[int, Key] | None] = {start: None}
     queue = [start]
     while queue:

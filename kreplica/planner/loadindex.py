@@ -12,14 +12,21 @@ front of a list and every count change moves one entry (a bisect and a short mem
         key with the topic's leaders on the rack second, as pick_leader orders them
 
 PlanContext builds one of each for the topic being planned and updates it in `account`, the
-one place counts change. Pure (standard library only).
+one place counts change.
+
+The broker operations (add-brokers, rebalance) search for one move at a time:
+
+    BrokerOrder: brokers by a load key (fullest or emptiest first), re-sorted per move
+    KeysByBroker: each broker's partitions in the order a move from it prefers them
+
+Pure (standard library only).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Mapping, Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Protocol
 
 ReplicaEntry = tuple[int, int, int, int, int]  # topic, cluster, bytes, position, broker
 LeaderEntry = tuple[int, int, int, int, int, int, int]  # ... rank, broker
@@ -152,3 +159,71 @@ class LeaderOrder:
             del heads[bisect_left(heads, old)]
             insort(heads, new)
             self.head_of[rack] = new
+
+
+class BrokerOrder:
+    """Brokers sorted by `rank_of` (unique: it ends in the broker's tie-break rank), one broker
+    re-sorted at a time as a move changes its counts: a broker operation's "fullest first" or
+    "emptiest first" without a sort per move."""
+
+    __slots__ = ("entries", "entry", "rank_of")
+
+    def __init__(self, brokers: Iterable[int], rank_of: Callable[[int], tuple[int, ...]]):
+        self.rank_of = rank_of
+        self.entry = {b: (*rank_of(b), b) for b in brokers}
+        self.entries = sorted(self.entry.values())
+
+    def brokers(self) -> Iterator[int]:
+        return (e[-1] for e in self.entries)
+
+    def first(self) -> tuple[int, ...]:
+        """The front's rank (without the broker id); the order must not be empty."""
+        return self.entries[0][:-1]
+
+    def update(self, broker: int) -> None:
+        old = self.entry[broker]
+        new = (*self.rank_of(broker), broker)
+        if new != old:
+            del self.entries[bisect_left(self.entries, old)]
+            insort(self.entries, new)
+            self.entry[broker] = new
+
+
+Key = tuple[str, int]
+
+
+class KeysByBroker:
+    """Each broker's partitions (of `keys`), sorted by `order(key, broker)` then key, kept
+    current by `move`: a search for a move from one broker reads that broker's partitions in
+    the order it prefers them, not every partition of the cluster per move. `order` may read
+    the broker's position in the partition (a move keeps it), nothing a move changes."""
+
+    __slots__ = ("of", "order")
+
+    def __init__(
+        self,
+        work: Mapping[Key, Sequence[int]],
+        keys: Iterable[Key],
+        order: Callable[[Key, int], tuple[int, ...]],
+    ) -> None:
+        self.order = order
+        self.of: dict[int, list[tuple[Any, ...]]] = {}
+        for k in keys:
+            for b in work[k]:
+                self.of.setdefault(b, []).append((*order(k, b), k))
+        for entries in self.of.values():
+            entries.sort()
+
+    def entries(self, broker: int) -> list[tuple[Any, ...]]:
+        """(*order, key) of the broker's partitions, in order; do not change it."""
+        return self.of.get(broker, [])
+
+    def keys(self, broker: int) -> Iterator[Key]:
+        return (e[-1] for e in self.of.get(broker, ()))
+
+    def move(self, key: Key, src: int, dst: int) -> None:
+        """After the partition's replica on `src` moved to `dst` (same position)."""
+        entry = (*self.order(key, dst), key)
+        mine = self.of[src]
+        del mine[bisect_left(mine, entry)]
+        insort(self.of.setdefault(dst, []), entry)

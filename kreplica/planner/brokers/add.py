@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Iterable
 
 from kreplica.errors import PlanInfeasible, UsageError
 from kreplica.model import ClusterSnapshot, Finding, Plan
@@ -17,6 +18,7 @@ from kreplica.planner.brokers.run import (
     need_sizes,
     smallest_sizes,
 )
+from kreplica.planner.loadindex import BrokerOrder, KeysByBroker
 from kreplica.planner.options import PlanOptions
 from kreplica.planner.report import LowerBound
 
@@ -53,11 +55,12 @@ def add_brokers_plan(
     ctx = run.ctx
     keys = run.in_flight(sorted(run.parts), options)
     keys = movable_keys(run, keys)
-    by_broker: dict[int, list[Key]] = {b: [] for b in eligible}
-    for k in keys:
-        for b in run.work[k]:
-            if b in by_broker:
-                by_broker[b].append(k)
+    sign = 1 if by == "count" else -1  # count: smallest first; bytes: largest first
+
+    def order(k: Key, b: int) -> tuple[int, bool]:
+        return (sign * (run.parts[k].size_bytes or 0), run.work[k][0] == b)  # followers first
+
+    held = KeysByBroker(run.work, keys, order)
     if by == "count":
         counts = counts_on(run, eligible)
         share = sum(counts.values()) // len(eligible)
@@ -68,6 +71,7 @@ def add_brokers_plan(
         share = sum(sizes.values()) // len(eligible)
         deficit = {n: max(0, share - sizes[n]) for n in new}
         load = lambda b: ctx.cluster_bytes[b]  # noqa: E731
+    sources = BrokerOrder(old, lambda b: (-load(b), ctx.rank(b)))
     wanted = dict(deficit)
     moves: list[tuple[Key, int, int]] = []
     blocked: set[int] = set()
@@ -76,21 +80,21 @@ def add_brokers_plan(
         if not hungry:
             break
         n = max(hungry, key=lambda b: (wanted[b], -ctx.rank(b)))
-        found = _add_one(run, n, old, by_broker, load, by, wanted[n], share)
+        found = _add_one(run, n, sources, held, load, by, wanted[n], share)
         if found is None:
             blocked.add(n)
             continue
         key, src = found
         size = run.parts[key].size_bytes or 0
         run.move(key, src, n)
-        by_broker[src].remove(key)
-        by_broker[n].append(key)
+        held.move(key, src, n)
+        sources.update(src)
         wanted[n] -= 1 if by == "count" else size
         moves.append((key, src, n))
     sizes_moved = [run.parts[k].size_bytes for k, _, _ in moves]
     if by == "count":
         lb_moves = sum(deficit.values())
-        old_sizes = [run.parts[k].size_bytes for b in old for k in by_broker[b]]
+        old_sizes = [run.parts[k].size_bytes for b in old for k in held.keys(b)]
         old_sizes += sizes_moved
         lb_bytes = smallest_sizes(old_sizes, lb_moves)
     else:
@@ -126,34 +130,41 @@ def add_brokers_plan(
 def _add_one(
     run: Run,
     n: int,
-    old: Sequence[int],
-    by_broker: dict[int, list[Key]],
+    sources: BrokerOrder,
+    held: KeysByBroker,
     load: Callable[[int], int],
     by: str,
     room: int,
     share: int,
 ) -> tuple[Key, int] | None:
-    """The next replica for new broker `n`: from the most loaded old broker that has one."""
-    ctx = run.ctx
-    for src in sorted(old, key=lambda b: (-load(b), ctx.rank(b))):
+    """The next replica for new broker `n`: from the most loaded old broker that has one.
+
+    The best of a source by (the topic's spread would not get better, size (count: smallest,
+    bytes: largest that fits), n's minus the source's replicas of the topic, followers first,
+    key): its partitions are held in size order, so the walk stops at the end of the first
+    size that has a candidate whose topic gets better; only when none does is every one read.
+    """
+    topics = run.ctx.topic_replicas
+    for src in sources.brokers():
         if by == "bytes" and load(src) <= share:
             break  # never take a broker below its share
+        entries = held.entries(src)
+        # bytes: skip the partitions larger than the room left (entries start at -size)
+        i = bisect_left(entries, (-room,)) if by == "bytes" else 0
         best: tuple[tuple[bool, int, int, bool, Key], Key] | None = None
-        for key in by_broker[src]:
+        for j in range(i, len(entries)):
+            entry = entries[j]
+            if best is not None and not best[0][0] and entry[0] != best[0][1]:
+                break  # past the size of the best candidate whose topic gets better
+            key = entry[-1]
             reps = run.work[key]
             if n in reps or not run.rack_ok(key, src, n) or not run.fits(key, n):
                 continue
             size = run.parts[key].size_bytes or 0
             if by == "bytes" and not 0 < size <= room:
                 continue
-            topic = ctx.topic_replicas[key[0]]
-            rank = (
-                topic[src] <= topic[n],  # the topic's spread would not get better
-                size if by == "count" else -size,
-                topic[n] - topic[src],
-                reps[0] == src,  # followers first: no leadership moves
-                key,
-            )
+            topic = topics[key[0]]
+            rank = (topic[src] <= topic[n], entry[0], topic[n] - topic[src], entry[1], key)
             if best is None or rank < best[0]:
                 best = (rank, key)
         if best is not None:

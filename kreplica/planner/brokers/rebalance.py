@@ -3,8 +3,8 @@ budget of moves or bytes."""
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from bisect import insort
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kreplica.errors import PlanInfeasible, UsageError
@@ -19,6 +19,7 @@ from kreplica.planner.brokers.run import (
     smallest_sizes,
 )
 from kreplica.planner.evaluate import spread
+from kreplica.planner.loadindex import BrokerOrder, KeysByBroker
 from kreplica.planner.options import PlanOptions
 from kreplica.planner.report import LowerBound
 
@@ -82,12 +83,12 @@ def rebalance_plan(
     for k in keys:
         by_topic.setdefault(k[0], []).append(k)
     for topic in sorted(by_topic):
-        _even_topic(run, _Holders(run, by_topic[topic]), topic, eligible, budget)
-    holders = _Holders(run, keys)
+        _even_topic(run, _holders(run, by_topic[topic]), topic, eligible, budget)
+    holders = _holders(run, keys)
     if by == "count":
         _even_cluster_count(run, holders, eligible, budget)
     else:
-        _even_cluster_bytes(run, holders, eligible, budget)
+        _even_cluster_bytes(run, holders, len(keys), eligible, budget)
     reordered = _even_leaders(run, keys, eligible)
     # lower bound of the data moves for the evenness reached
     topic_lb = sum(
@@ -172,46 +173,9 @@ class _Budget:
         return ", ".join(parts)
 
 
-class _Holders:
-    """The keys each broker holds a replica of, in key order, kept current by the moves: a
-    search for a move from `src` reads src's keys, not every key (what made a pass
-    quadratic). Key order keeps the disk guard's first refusal the one a full scan meets."""
-
-    def __init__(self, run: Run, keys: Iterable[Key]) -> None:
-        self.of: dict[int, list[Key]] = {}
-        self.keys = sorted(keys)
-        for k in self.keys:
-            for b in run.work[k]:
-                self.of.setdefault(b, []).append(k)
-
-    def held_by(self, broker: int) -> list[Key]:
-        return self.of.get(broker, [])
-
-    def move(self, key: Key, src: int, dst: int) -> None:
-        mine = self.of[src]
-        del mine[bisect_left(mine, key)]
-        insort(self.of.setdefault(dst, []), key)
-
-
-class _Order:
-    """Brokers sorted by `rank_of` (unique: it ends in the broker's tie-break rank), one
-    broker re-sorted at a time as a move changes its counts, instead of a sort per move."""
-
-    def __init__(self, brokers: Iterable[int], rank_of: Callable[[int], tuple[int, ...]]):
-        self.rank_of = rank_of
-        self.entry = {b: (*rank_of(b), b) for b in brokers}
-        self.entries = sorted(self.entry.values())
-
-    def brokers(self) -> Iterator[int]:
-        return (e[-1] for e in self.entries)
-
-    def update(self, broker: int) -> None:
-        old = self.entry[broker]
-        new = (*self.rank_of(broker), broker)
-        if new != old:
-            del self.entries[bisect_left(self.entries, old)]
-            insort(self.entries, new)
-            self.entry[broker] = new
+def _holders(run: Run, keys: Sequence[Key]) -> KeysByBroker:
+    """Each broker's partitions of `keys` in key order (the order a full scan meets them)."""
+    return KeysByBroker(run.work, keys, lambda k, b: ())
 
 
 def _find_move(
@@ -240,7 +204,9 @@ def _find_move(
     return best[1] if best else None
 
 
-def _apply_move(run: Run, holders: _Holders, key: Key, src: int, dst: int, budget: _Budget) -> None:
+def _apply_move(
+    run: Run, holders: KeysByBroker, key: Key, src: int, dst: int, budget: _Budget
+) -> None:
     budget.spend(run.parts[key].size_bytes or 0)
     run.move(key, src, dst)
     holders.move(key, src, dst)
@@ -248,7 +214,7 @@ def _apply_move(run: Run, holders: _Holders, key: Key, src: int, dst: int, budge
 
 def _even_counts(
     run: Run,
-    holders: _Holders,
+    holders: KeysByBroker,
     eligible: Sequence[int],
     budget: _Budget,
     counts: Mapping[int, int],
@@ -259,16 +225,18 @@ def _even_counts(
     `secondary` then rank) until the spread is at most 1 or no allowed move is left."""
     rank = run.ctx.tiebreak
     size = lambda k: (run.parts[k].size_bytes or 0,)  # noqa: E731
-    sources = _Order(eligible, lambda b: (-counts[b], -secondary(b), rank.get(b, len(rank) + b)))
-    dests = _Order(eligible, lambda b: (counts[b], secondary(b), rank.get(b, len(rank) + b)))
-    while sources.entries and -sources.entries[0][0] - dests.entries[0][0] > 1:
+    sources = BrokerOrder(
+        eligible, lambda b: (-counts[b], -secondary(b), rank.get(b, len(rank) + b))
+    )
+    dests = BrokerOrder(eligible, lambda b: (counts[b], secondary(b), rank.get(b, len(rank) + b)))
+    while eligible and -sources.first()[0] - dests.first()[0] > 1:
         found: tuple[Key, int, int] | None = None
         for src in sources.brokers():
             for dst in dests.brokers():
                 if counts[src] - counts[dst] < 2:
                     break
                 allowed = allowed_for(src, dst)
-                key = _find_move(run, holders.held_by(src), src, dst, budget, allowed, size)
+                key = _find_move(run, holders.keys(src), src, dst, budget, allowed, size)
                 if key is not None:
                     found = (key, src, dst)
                     break
@@ -284,7 +252,7 @@ def _even_counts(
 
 
 def _even_topic(
-    run: Run, holders: _Holders, topic: str, eligible: Sequence[int], budget: _Budget
+    run: Run, holders: KeysByBroker, topic: str, eligible: Sequence[int], budget: _Budget
 ) -> None:
     ctx = run.ctx
     _even_counts(
@@ -299,7 +267,7 @@ def _even_topic(
 
 
 def _even_cluster_count(
-    run: Run, holders: _Holders, eligible: Sequence[int], budget: _Budget
+    run: Run, holders: KeysByBroker, eligible: Sequence[int], budget: _Budget
 ) -> None:
     ctx = run.ctx
 
@@ -310,11 +278,11 @@ def _even_cluster_count(
 
 
 def _even_cluster_bytes(
-    run: Run, holders: _Holders, eligible: Sequence[int], budget: _Budget
+    run: Run, holders: KeysByBroker, n_keys: int, eligible: Sequence[int], budget: _Budget
 ) -> None:
     ctx = run.ctx
     cb = ctx.cluster_bytes
-    for _ in range(10 * len(holders.keys) + 10):
+    for _ in range(10 * n_keys + 10):
         src = max(eligible, key=lambda b: (cb[b], -ctx.rank(b)))
         best: tuple[int, Key, int] | None = None
         for dst in sorted(eligible, key=lambda b: (cb[b], ctx.rank(b))):
@@ -330,7 +298,7 @@ def _even_cluster_bytes(
             def rank(k: Key, gap: int = gap) -> tuple[int, ...]:
                 return (abs(gap - 2 * (run.parts[k].size_bytes or 0)),)
 
-            key = _find_move(run, holders.held_by(src), src, dst, budget, allowed, rank)
+            key = _find_move(run, holders.keys(src), src, dst, budget, allowed, rank)
             if key is not None:
                 score = abs(gap - 2 * (run.parts[key].size_bytes or 0)) - gap
                 if best is None or score < best[0]:

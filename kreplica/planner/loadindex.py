@@ -227,3 +227,9 @@ class KeysByBroker:
         mine = self.of[src]
         del mine[bisect_left(mine, entry)]
         insort(self.of.setdefault(dst, []), entry)
+
+    def drop(self, key: Key, brokers: Iterable[int]) -> None:
+        """Forget the partition (on `brokers`, where it is)."""
+        for b in brokers:
+            entries = self.of[b]
+            del entries[bisect_left(entries, (*self.order(key, b), key))]

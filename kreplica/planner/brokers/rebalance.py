@@ -83,12 +83,12 @@ def rebalance_plan(
     for k in keys:
         by_topic.setdefault(k[0], []).append(k)
     for topic in sorted(by_topic):
-        _even_topic(run, _holders(run, by_topic[topic]), topic, eligible, budget)
-    holders = _holders(run, keys)
+        _even_topic(run, _Candidates(run, by_topic[topic]), topic, eligible, budget)
+    candidates = _Candidates(run, keys)
     if by == "count":
-        _even_cluster_count(run, holders, eligible, budget)
+        _even_cluster_count(run, candidates, eligible, budget)
     else:
-        _even_cluster_bytes(run, holders, len(keys), eligible, budget)
+        _even_cluster_bytes(run, candidates, len(keys), eligible, budget)
     reordered = _even_leaders(run, keys, eligible)
     # lower bound of the data moves for the evenness reached
     topic_lb = sum(
@@ -173,9 +173,79 @@ class _Budget:
         return ", ".join(parts)
 
 
-def _holders(run: Run, keys: Sequence[Key]) -> KeysByBroker:
-    """Each broker's partitions of `keys` in key order (the order a full scan meets them)."""
-    return KeysByBroker(run.work, keys, lambda k, b: ())
+class _Candidates:
+    """The partitions a move may take from each broker, smallest first, then followers, then
+    key (the count passes' preference), and apart those with two replicas on one rack: only
+    they can gain a rack by a move, which comes before any size. A count pass's best move is
+    then the best rack-gaining one, else the first allowed one in order; no full scan."""
+
+    def __init__(self, run: Run, keys: Sequence[Key]) -> None:
+        self.run = run
+
+        def order(k: Key, b: int) -> tuple[int, bool]:
+            return (run.parts[k].size_bytes or 0, run.work[k][0] == b)
+
+        self.all = KeysByBroker(run.work, keys, order)
+        self.short = {k for k in keys if self._short(k)}
+        self.shorts = KeysByBroker(run.work, self.short, order)
+
+    def _short(self, key: Key) -> bool:
+        reps = self.run.work[key]
+        return len(self.run.racks_of(reps)) < len(reps)
+
+    def move(self, key: Key, src: int, dst: int) -> None:
+        """After the move: the views follow."""
+        self.all.move(key, src, dst)
+        if key in self.short:
+            self.shorts.move(key, src, dst)
+            if not self._short(key):
+                self.short.discard(key)
+                self.shorts.drop(key, self.run.work[key])
+
+    def smallest(
+        self, src: int, dst: int, budget: _Budget, allowed: Callable[[Key], bool]
+    ) -> Key | None:
+        """_find_move(src's keys, rank=size), reading the rack-short ones and the front."""
+        run = self.run
+        best = _find_move(run, self.shorts.keys(src), src, dst, budget, allowed, _size(run))
+        if best is not None and _gain(run, best, src, dst) > 0:
+            return best
+        for key in self.all.keys(src):
+            if _movable(run, key, src, dst, allowed):
+                found = key if budget.fits(run.parts[key].size_bytes or 0) else None
+                if budget.bytes is not None and not budget.exhausted:
+                    self._note_too_big(src, dst, budget, allowed)
+                return found  # the smallest fails the budget: so would any larger one
+        return None
+
+    def _note_too_big(
+        self, src: int, dst: int, budget: _Budget, allowed: Callable[[Key], bool]
+    ) -> None:
+        """The budget's `exhausted` as a full scan leaves it: set when the largest allowed
+        partition is over the bytes left."""
+        run = self.run
+        for entry in reversed(self.all.entries(src)):
+            if _movable(run, entry[-1], src, dst, allowed):
+                budget.fits(entry[0])
+                return
+
+
+def _size(run: Run) -> Callable[[Key], tuple[int, ...]]:
+    return lambda k: (run.parts[k].size_bytes or 0,)
+
+
+def _movable(run: Run, key: Key, src: int, dst: int, allowed: Callable[[Key], bool]) -> bool:
+    """src's replica of the partition may go to dst (the budget aside)."""
+    reps = run.work[key]
+    if src not in reps or dst in reps or not allowed(key) or not run.fits(key, dst):
+        return False
+    return run.rack_ok(key, src, dst)
+
+
+def _gain(run: Run, key: Key, src: int, dst: int) -> int:
+    """The racks the partition gains when src's replica goes to dst."""
+    reps = run.work[key]
+    return len(run.racks_of([b for b in reps if b != src] + [dst])) - len(run.racks_of(reps))
 
 
 def _find_move(
@@ -190,31 +260,27 @@ def _find_move(
     """The best-ranked allowed move of a replica from `src` to `dst` among `keys` (src's)."""
     best: tuple[tuple[int, ...], Key] | None = None
     for key in keys:
-        reps = run.work[key]
-        if src not in reps or dst in reps or not allowed(key) or not run.fits(key, dst):
-            continue
-        if not run.rack_ok(key, src, dst):
+        if not _movable(run, key, src, dst, allowed):
             continue
         if not budget.fits(run.parts[key].size_bytes or 0):
             continue
-        gain = len(run.racks_of([b for b in reps if b != src] + [dst])) - len(run.racks_of(reps))
-        r = (-gain, *rank(key), reps[0] == src)  # a move that repairs racks first
-        if best is None or (r, key) < (best[0], best[1]):
+        r = (-_gain(run, key, src, dst), *rank(key), run.work[key][0] == src)
+        if best is None or (r, key) < (best[0], best[1]):  # a move that repairs racks first
             best = (r, key)
     return best[1] if best else None
 
 
 def _apply_move(
-    run: Run, holders: KeysByBroker, key: Key, src: int, dst: int, budget: _Budget
+    run: Run, candidates: _Candidates, key: Key, src: int, dst: int, budget: _Budget
 ) -> None:
     budget.spend(run.parts[key].size_bytes or 0)
     run.move(key, src, dst)
-    holders.move(key, src, dst)
+    candidates.move(key, src, dst)
 
 
 def _even_counts(
     run: Run,
-    holders: KeysByBroker,
+    candidates: _Candidates,
     eligible: Sequence[int],
     budget: _Budget,
     counts: Mapping[int, int],
@@ -224,7 +290,6 @@ def _even_counts(
     """Move replicas from the fullest to the emptiest eligible brokers (by `counts`, ties by
     `secondary` then rank) until the spread is at most 1 or no allowed move is left."""
     rank = run.ctx.tiebreak
-    size = lambda k: (run.parts[k].size_bytes or 0,)  # noqa: E731
     sources = BrokerOrder(
         eligible, lambda b: (-counts[b], -secondary(b), rank.get(b, len(rank) + b))
     )
@@ -235,8 +300,7 @@ def _even_counts(
             for dst in dests.brokers():
                 if counts[src] - counts[dst] < 2:
                     break
-                allowed = allowed_for(src, dst)
-                key = _find_move(run, holders.keys(src), src, dst, budget, allowed, size)
+                key = candidates.smallest(src, dst, budget, allowed_for(src, dst))
                 if key is not None:
                     found = (key, src, dst)
                     break
@@ -245,19 +309,19 @@ def _even_counts(
         if found is None:
             return
         key, src, dst = found
-        _apply_move(run, holders, key, src, dst, budget)
+        _apply_move(run, candidates, key, src, dst, budget)
         for order in (sources, dests):
             order.update(src)
             order.update(dst)
 
 
 def _even_topic(
-    run: Run, holders: KeysByBroker, topic: str, eligible: Sequence[int], budget: _Budget
+    run: Run, candidates: _Candidates, topic: str, eligible: Sequence[int], budget: _Budget
 ) -> None:
     ctx = run.ctx
     _even_counts(
         run,
-        holders,
+        candidates,
         eligible,
         budget,
         ctx.topic_replicas[topic],
@@ -267,18 +331,18 @@ def _even_topic(
 
 
 def _even_cluster_count(
-    run: Run, holders: KeysByBroker, eligible: Sequence[int], budget: _Budget
+    run: Run, candidates: _Candidates, eligible: Sequence[int], budget: _Budget
 ) -> None:
     ctx = run.ctx
 
     def allowed_for(src: int, dst: int) -> Callable[[Key], bool]:
         return lambda k: ctx.topic_replicas[k[0]][src] > ctx.topic_replicas[k[0]][dst]
 
-    _even_counts(run, holders, eligible, budget, ctx.cluster_replicas, lambda b: 0, allowed_for)
+    _even_counts(run, candidates, eligible, budget, ctx.cluster_replicas, lambda b: 0, allowed_for)
 
 
 def _even_cluster_bytes(
-    run: Run, holders: KeysByBroker, n_keys: int, eligible: Sequence[int], budget: _Budget
+    run: Run, candidates: _Candidates, n_keys: int, eligible: Sequence[int], budget: _Budget
 ) -> None:
     ctx = run.ctx
     cb = ctx.cluster_bytes
@@ -298,14 +362,14 @@ def _even_cluster_bytes(
             def rank(k: Key, gap: int = gap) -> tuple[int, ...]:
                 return (abs(gap - 2 * (run.parts[k].size_bytes or 0)),)
 
-            key = _find_move(run, holders.keys(src), src, dst, budget, allowed, rank)
+            key = _find_move(run, candidates.all.keys(src), src, dst, budget, allowed, rank)
             if key is not None:
                 score = abs(gap - 2 * (run.parts[key].size_bytes or 0)) - gap
                 if best is None or score < best[0]:
                     best = (score, key, dst)
         if best is None:
             return
-        _apply_move(run, holders, best[1], src, best[2], budget)
+        _apply_move(run, candidates, best[1], src, best[2], budget)
 
 
 def _even_leaders(run: Run, keys: Sequence[Key], eligible: Sequence[int]) -> int:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 ReplicaEntry = tuple[int, int, int, int, int]  # topic, cluster, bytes, position, broker
 LeaderEntry = tuple[int, int, int, int, int, int, int]  # ... rank, broker
@@ -193,29 +193,41 @@ Key = tuple[str, int]
 
 
 class KeysByBroker:
-    """Each broker's partitions (of `keys`), sorted by `order(key, broker)` then key, kept
-    current by `move`: a search for a move from one broker reads that broker's partitions in
-    the order it prefers them, not every partition of the cluster per move. `order` may read
-    the broker's position in the partition (a move keeps it), nothing a move changes."""
+    """Each broker's partitions (of `keys`) by (weight, is the broker the first replica, key),
+    kept current by `move`: a search for a move from one broker reads that broker's
+    partitions in the order it prefers them (by size, followers first), not every partition
+    of the cluster per move. A move keeps the replica's position, so its entry is the same
+    on the broker it goes to."""
 
-    __slots__ = ("of", "order")
+    __slots__ = ("of", "weight", "work")
 
     def __init__(
         self,
         work: Mapping[Key, Sequence[int]],
         keys: Iterable[Key],
-        order: Callable[[Key, int], tuple[int, ...]],
+        weight: Callable[[Key], int],
     ) -> None:
-        self.order = order
-        self.of: dict[int, list[tuple[Any, ...]]] = {}
+        self.work = work
+        self.weight = weight
+        of: dict[int, list[tuple[int, bool, Key]]] = {}
+        self.of = of
         for k in keys:
-            for b in work[k]:
-                self.of.setdefault(b, []).append((*order(k, b), k))
-        for entries in self.of.values():
+            w = weight(k)
+            reps = work[k]
+            first = reps[0] if reps else None
+            for b in reps:
+                entries = of.get(b)
+                if entries is None:
+                    entries = of[b] = []
+                entries.append((w, b == first, k))
+        for entries in of.values():
             entries.sort()
 
-    def entries(self, broker: int) -> list[tuple[Any, ...]]:
-        """(*order, key) of the broker's partitions, in order; do not change it."""
+    def _entry(self, key: Key, broker: int) -> tuple[int, bool, Key]:
+        return (self.weight(key), self.work[key][0] == broker, key)
+
+    def entries(self, broker: int) -> list[tuple[int, bool, Key]]:
+        """(weight, first replica, key) of the broker's partitions, in order; read only."""
         return self.of.get(broker, [])
 
     def keys(self, broker: int) -> Iterator[Key]:
@@ -223,7 +235,7 @@ class KeysByBroker:
 
     def move(self, key: Key, src: int, dst: int) -> None:
         """After the partition's replica on `src` moved to `dst` (same position)."""
-        entry = (*self.order(key, dst), key)
+        entry = self._entry(key, dst)
         mine = self.of[src]
         del mine[bisect_left(mine, entry)]
         insort(self.of.setdefault(dst, []), entry)
@@ -232,4 +244,4 @@ class KeysByBroker:
         """Forget the partition (on `brokers`, where it is)."""
         for b in brokers:
             entries = self.of[b]
-            del entries[bisect_left(entries, (*self.order(key, b), key))]
+            del entries[bisect_left(entries, self._entry(key, b))]

@@ -57,10 +57,10 @@ def add_brokers_plan(
     keys = movable_keys(run, keys)
     sign = 1 if by == "count" else -1  # count: smallest first; bytes: largest first
 
-    def order(k: Key, b: int) -> tuple[int, bool]:
-        return (sign * (run.parts[k].size_bytes or 0), run.work[k][0] == b)  # followers first
+    def weight(k: Key) -> int:
+        return sign * (run.parts[k].size_bytes or 0)
 
-    held = KeysByBroker(run.work, keys, order)
+    held = KeysByBroker(run.work, keys, weight)
     if by == "count":
         counts = counts_on(run, eligible)
         share = sum(counts.values()) // len(eligible)

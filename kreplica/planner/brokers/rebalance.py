@@ -181,17 +181,19 @@ class _Candidates:
 
     def __init__(self, run: Run, keys: Sequence[Key]) -> None:
         self.run = run
+        parts = run.parts
 
-        def order(k: Key, b: int) -> tuple[int, bool]:
-            return (run.parts[k].size_bytes or 0, run.work[k][0] == b)
+        def size(k: Key) -> int:
+            return parts[k].size_bytes or 0
 
-        self.all = KeysByBroker(run.work, keys, order)
+        self.all = KeysByBroker(run.work, keys, size)
         self.short = {k for k in keys if self._short(k)}
-        self.shorts = KeysByBroker(run.work, self.short, order)
+        self.shorts = KeysByBroker(run.work, self.short, size)
 
     def _short(self, key: Key) -> bool:
         reps = self.run.work[key]
-        return len(self.run.racks_of(reps)) < len(reps)
+        rack = self.run.ctx.rack
+        return len({rack(b) for b in reps}) < len(reps)
 
     def move(self, key: Key, src: int, dst: int) -> None:
         """After the move: the views follow."""
@@ -378,12 +380,21 @@ def _even_leaders(run: Run, keys: Sequence[Key], eligible: Sequence[int]) -> int
     ctx = run.ctx
     elig = set(eligible)
 
-    def in_sync(key: Key) -> set[int]:
-        """Who may lead after the move: replicas in sync now, and replicas this plan adds
-        (the move completes only once they are in sync, and the election runs after it)."""
-        part = run.parts[key]
-        isr = set(part.in_sync)
-        return {b for b in run.work[key] if b in elig and (b in isr or b not in part.replicas)}
+    ranked: dict[Key, list[int]] = {}  # reorders keep a partition's replicas: ask once
+
+    def in_sync(key: Key) -> list[int]:
+        """Who may lead after the move, in rank order: replicas in sync now, and replicas
+        this plan adds (the move completes only once they are in sync, and the election
+        runs after it)."""
+        found = ranked.get(key)
+        if found is None:
+            part = run.parts[key]
+            isr = set(part.in_sync)
+            found = ranked[key] = sorted(
+                (b for b in run.work[key] if b in elig and (b in isr or b not in part.replicas)),
+                key=ctx.rank,
+            )
+        return found
 
     reorders: set[Key] = set()
     by_topic: dict[str, list[Key]] = {}
@@ -403,7 +414,7 @@ def _leader_pass(
     run: Run,
     keys: Sequence[Key],
     eligible: Sequence[int],
-    in_sync: Callable[[Key], set[int]],
+    in_sync: Callable[[Key], Sequence[int]],
     allowed: Callable[[str, int, int], bool],
     topic: str | None,
     reorders: set[Key],
@@ -450,7 +461,7 @@ def _leader_path(
     start: int,
     top: int,
     counts: dict[int, int],
-    in_sync: Callable[[Key], set[int]],
+    in_sync: Callable[[Key], Sequence[int]],
     allowed: Callable[[str, int, int], bool],
 ) -> list[tuple[Key, int]] | None:
     """BFS over 'a leads a partition where b is in sync': a shortest chain from `start` to a
@@ -460,8 +471,8 @@ def _leader_path(
     while queue:
         a = queue.pop(0)
         for key in led.get(a, []):
-            for b in sorted(in_sync(key) - {a}, key=run.ctx.rank):
-                if b in came or b not in counts or not allowed(key[0], a, b):
+            for b in in_sync(key):
+                if b == a or b in came or b not in counts or not allowed(key[0], a, b):
                     continue
                 came[b] = (a, key)
                 if counts[b] <= top - 2:

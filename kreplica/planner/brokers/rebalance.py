@@ -3,7 +3,7 @@ budget of moves or bytes."""
 
 from __future__ import annotations
 
-from bisect import insort
+from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -216,20 +216,72 @@ class _Candidates:
             if _movable(run, key, src, dst, allowed):
                 found = key if budget.fits(run.parts[key].size_bytes or 0) else None
                 if budget.bytes is not None and not budget.exhausted:
-                    self._note_too_big(src, dst, budget, allowed)
+                    self.note_too_big(src, dst, budget, allowed)
                 return found  # the smallest fails the budget: so would any larger one
         return None
 
-    def _note_too_big(
-        self, src: int, dst: int, budget: _Budget, allowed: Callable[[Key], bool]
+    def note_too_big(
+        self,
+        src: int,
+        dst: int,
+        budget: _Budget,
+        allowed: Callable[[Key], bool],
+        below: int | None = None,
     ) -> None:
         """The budget's `exhausted` as a full scan leaves it: set when the largest allowed
-        partition is over the bytes left."""
+        partition (of a size in 1..below-1 when `below` is given) is over the bytes left."""
         run = self.run
-        for entry in reversed(self.all.entries(src)):
-            if _movable(run, entry[-1], src, dst, allowed):
-                budget.fits(entry[0])
+        entries = self.all.entries(src)
+        end = len(entries) if below is None else bisect_left(entries, (below,))
+        start = 0 if below is None else bisect_left(entries, (1,))
+        for i in range(end - 1, start - 1, -1):
+            if _movable(run, entries[i][-1], src, dst, allowed):
+                budget.fits(entries[i][0])
                 return
+
+    def halving(
+        self, src: int, dst: int, gap: int, budget: _Budget, allowed: Callable[[Key], bool]
+    ) -> Key | None:
+        """_find_move(src's keys of a size in 1..gap-1, rank=|gap - 2 size|): the best
+        rack-gaining one, else a walk out from half the gap, both ways, that stops after the
+        nearest distance with an allowed partition that fits the budget."""
+        run = self.run
+
+        def sized(k: Key) -> bool:
+            return 0 < (run.parts[k].size_bytes or 0) < gap and allowed(k)
+
+        def rank(k: Key) -> tuple[int, ...]:
+            return (abs(gap - 2 * (run.parts[k].size_bytes or 0)),)
+
+        best_short = _find_move(run, self.shorts.keys(src), src, dst, budget, sized, rank)
+        if best_short is not None and _gain(run, best_short, src, dst) > 0:
+            return best_short
+        entries = self.all.entries(src)
+        low = bisect_left(entries, (1,))
+        high = bisect_left(entries, (gap,), low)
+        up = bisect_left(entries, (-(-gap // 2),), low, high)  # the first of 2 size >= gap
+        down = up - 1
+        best: tuple[int, bool, Key] | None = None
+        while True:
+            d_up = entries[up][0] * 2 - gap if up < high else None
+            d_down = gap - entries[down][0] * 2 if down >= low else None
+            if d_up is None and d_down is None:
+                break
+            if d_down is None or (d_up is not None and d_up <= d_down):
+                distance, entry = d_up, entries[up]
+                up += 1
+            else:
+                distance, entry = d_down, entries[down]
+                down -= 1
+            assert distance is not None
+            if best is not None and distance > best[0]:
+                break
+            key = entry[-1]
+            if _movable(run, key, src, dst, allowed) and budget.fits(entry[0]):
+                found = (distance, entry[1], key)
+                if best is None or found < best:
+                    best = found
+        return best[2] if best is not None else None
 
 
 def _size(run: Run) -> Callable[[Key], tuple[int, ...]]:
@@ -346,25 +398,31 @@ def _even_cluster_count(
 def _even_cluster_bytes(
     run: Run, candidates: _Candidates, n_keys: int, eligible: Sequence[int], budget: _Budget
 ) -> None:
+    """From the broker with the most bytes, the move that best halves its gap to a broker
+    with fewer: per destination (fewest bytes first) the best rack-gaining partition, else
+    the one nearest half the gap; the destination whose move leaves the smallest gap wins.
+    A destination with a smaller gap cannot do better than the best found, so the search
+    stops there (score = |gap - 2 size| - gap >= -gap)."""
     ctx = run.ctx
     cb = ctx.cluster_bytes
+    fullest = BrokerOrder(eligible, lambda b: (-cb[b], ctx.rank(b)))
+    emptiest = BrokerOrder(eligible, lambda b: (cb[b], ctx.rank(b)))
     for _ in range(10 * n_keys + 10):
-        src = max(eligible, key=lambda b: (cb[b], -ctx.rank(b)))
+        if not eligible:
+            return
+        src = next(fullest.brokers())
         best: tuple[int, Key, int] | None = None
-        for dst in sorted(eligible, key=lambda b: (cb[b], ctx.rank(b))):
+        for dst in emptiest.brokers():
             gap = cb[src] - cb[dst]
             if gap <= 0:
                 break
-
-            def allowed(k: Key, src: int = src, dst: int = dst, gap: int = gap) -> bool:
-                size = run.parts[k].size_bytes or 0
-                topic = ctx.topic_replicas[k[0]]
-                return 0 < size < gap and topic[src] > topic[dst]
-
-            def rank(k: Key, gap: int = gap) -> tuple[int, ...]:
-                return (abs(gap - 2 * (run.parts[k].size_bytes or 0)),)
-
-            key = _find_move(run, candidates.all.keys(src), src, dst, budget, allowed, rank)
+            if budget.bytes is not None and not budget.exhausted:
+                candidates.note_too_big(src, dst, budget, _fewer_of_topic(run, src, dst), gap)
+            if best is not None and -gap >= best[0]:
+                if budget.bytes is None or budget.exhausted:
+                    break
+                continue  # no better here; only the budget's flag is still read above
+            key = candidates.halving(src, dst, gap, budget, _fewer_of_topic(run, src, dst))
             if key is not None:
                 score = abs(gap - 2 * (run.parts[key].size_bytes or 0)) - gap
                 if best is None or score < best[0]:
@@ -372,6 +430,15 @@ def _even_cluster_bytes(
         if best is None:
             return
         _apply_move(run, candidates, best[1], src, best[2], budget)
+        for order in (fullest, emptiest):
+            order.update(src)
+            order.update(best[2])
+
+
+def _fewer_of_topic(run: Run, src: int, dst: int) -> Callable[[Key], bool]:
+    """The destination holds fewer of the partition's topic (its spread stays <= 1)."""
+    topics = run.ctx.topic_replicas
+    return lambda k: topics[k[0]][src] > topics[k[0]][dst]
 
 
 def _even_leaders(run: Run, keys: Sequence[Key], eligible: Sequence[int]) -> int:

@@ -75,11 +75,11 @@ def add_brokers_plan(
     wanted = dict(deficit)
     moves: list[tuple[Key, int, int]] = []
     blocked: set[int] = set()
+    hungriest = BrokerOrder(new, lambda b: (-wanted[b], ctx.rank(b)))
     while True:
-        hungry = [n for n in sorted(new) if wanted[n] > 0 and n not in blocked]
-        if not hungry:
+        n = next((b for b in hungriest.brokers() if wanted[b] > 0 and b not in blocked), None)
+        if n is None:
             break
-        n = max(hungry, key=lambda b: (wanted[b], -ctx.rank(b)))
         found = _add_one(run, n, sources, held, load, by, wanted[n], share)
         if found is None:
             blocked.add(n)
@@ -90,13 +90,16 @@ def add_brokers_plan(
         held.move(key, src, n)
         sources.update(src)
         wanted[n] -= 1 if by == "count" else size
+        hungriest.update(n)
         moves.append((key, src, n))
     sizes_moved = [run.parts[k].size_bytes for k, _, _ in moves]
     if by == "count":
         lb_moves = sum(deficit.values())
-        old_sizes = [run.parts[k].size_bytes for b in old for k in held.keys(b)]
-        old_sizes += sizes_moved
-        lb_bytes = smallest_sizes(old_sizes, lb_moves)
+        if any(run.parts[k].size_bytes is None for k in keys):
+            lb_bytes = None  # smallest_sizes' answer when a size is unknown
+        else:  # the replicas left on the old brokers (their entries start with the size)
+            old_sizes = [e[0] for b in old for e in held.entries(b)] + sizes_moved
+            lb_bytes = smallest_sizes(old_sizes, lb_moves)
     else:
         gained = sum(s or 0 for s in sizes_moved)
         biggest = max((run.parts[k].size_bytes or 0 for k in keys), default=0)

@@ -134,9 +134,10 @@ class Run:
 
     def rack_ok(self, key: Key, old: int, new: int) -> bool:
         """Replacing `old` by `new` keeps at least as many racks as the partition had."""
-        reps = self.work[key]
-        after = self.racks_of([b for b in reps if b != old] + [new])
-        return len(after) >= len(self.racks_of(reps))
+        rack = self.ctx.rack
+        others = {rack(b) for b in self.work[key] if b != old}
+        # fewer racks only when `old` was its rack's one replica and `new`'s rack is taken
+        return rack(old) in others or rack(new) not in others
 
     def in_flight(self, keys: Iterable[Key], options: PlanOptions) -> list[Key]:
         """`keys` without the partitions being reassigned (refused unless skip_in_flight)."""

@@ -83,12 +83,15 @@ def rebalance_plan(
     for k in keys:
         by_topic.setdefault(k[0], []).append(k)
     for topic in sorted(by_topic):
+        if budget.closed:
+            break
         _even_topic(run, _Candidates(run, by_topic[topic]), topic, eligible, budget)
-    candidates = _Candidates(run, keys)
-    if by == "count":
-        _even_cluster_count(run, candidates, eligible, budget)
-    else:
-        _even_cluster_bytes(run, candidates, len(keys), eligible, budget)
+    if not budget.closed:
+        candidates = _Candidates(run, keys)
+        if by == "count":
+            _even_cluster_count(run, candidates, eligible, budget)
+        else:
+            _even_cluster_bytes(run, candidates, len(keys), eligible, budget)
     reordered = _even_leaders(run, keys, eligible)
     # lower bound of the data moves for the evenness reached
     topic_lb = sum(
@@ -159,6 +162,12 @@ class _Budget:
         if not ok:
             self.exhausted = True
         return ok
+
+    @property
+    def closed(self) -> bool:
+        """No move can fit any more, and a refused one already set `exhausted`: a search
+        can only refuse again, so the passes stop (the same plan, without the searches)."""
+        return self.exhausted and self.moves is not None and self.used_moves >= self.moves
 
     def spend(self, size: int) -> None:
         self.used_moves += 1
@@ -358,6 +367,8 @@ def _even_counts(
                 if key is not None:
                     found = (key, src, dst)
                     break
+                if budget.closed:
+                    return
             if found:
                 break
         if found is None:
@@ -408,7 +419,7 @@ def _even_cluster_bytes(
     fullest = BrokerOrder(eligible, lambda b: (-cb[b], ctx.rank(b)))
     emptiest = BrokerOrder(eligible, lambda b: (cb[b], ctx.rank(b)))
     for _ in range(10 * n_keys + 10):
-        if not eligible:
+        if not eligible or budget.closed:
             return
         src = next(fullest.brokers())
         best: tuple[int, Key, int] | None = None

@@ -253,6 +253,9 @@ def smallest_sizes(sizes: Iterable[int | None], n: int) -> int | None:
 
 def movable_keys(run: Run, keys: Iterable[Key]) -> list[Key]:
     """Partitions a balancing move may touch: no dead replica (Kafka rejects the target)."""
+    ctx = run.ctx
+    if not any(n and ctx.is_dead(b) for b, n in ctx.cluster_replicas.items()):
+        return list(keys)  # no replica on a dead broker at all: no partition to ask
     return [k for k in keys if not run.has_dead(k)]
 
 

@@ -19,7 +19,8 @@ SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[Heal
 
 def _cluster(seed: int, *, n: int, n_new: int, n_racks: int, misplaced: bool) -> ClusterSnapshot:
     """Topics of RF 1-3 over the first n - n_new brokers, placed at random (`misplaced`: some
-    partitions on one rack, so moves that repair racks exist), sizes with repeats (ties)."""
+    partitions on one rack, so moves that repair racks exist), sizes with repeats (ties),
+    now and then a dead broker (its partitions are left alone)."""
     rng = random.Random(seed)
     holders = list(range(n - n_new))
     racks = {b: f"r{rng.randrange(n_racks)}" for b in range(n)} if n_racks else {}
@@ -37,8 +38,9 @@ def _cluster(seed: int, *, n: int, n_new: int, n_racks: int, misplaced: bool) ->
             isr = reps if rng.random() < 0.8 else reps[:1]
             parts.append(Partition(f"t{t}", p, reps, leader=reps[0], isr=isr, size_bytes=size))
         topics.append(Topic(f"t{t}", tuple(parts)))
+    dead = rng.choice(holders) if len(holders) > 2 and rng.random() < 0.3 else None
     return ClusterSnapshot(
-        brokers=tuple(Broker(b, rack=racks.get(b)) for b in range(n)),
+        brokers=tuple(Broker(b, rack=racks.get(b), alive=b != dead) for b in range(n)),
         topics=tuple(topics),
         cluster_id="oracle",
     )

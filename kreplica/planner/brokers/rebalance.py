@@ -352,11 +352,9 @@ def _even_counts(
 ) -> None:
     """Move replicas from the fullest to the emptiest eligible brokers (by `counts`, ties by
     `secondary` then rank) until the spread is at most 1 or no allowed move is left."""
-    rank = run.ctx.tiebreak
-    sources = BrokerOrder(
-        eligible, lambda b: (-counts[b], -secondary(b), rank.get(b, len(rank) + b))
-    )
-    dests = BrokerOrder(eligible, lambda b: (counts[b], secondary(b), rank.get(b, len(rank) + b)))
+    rank = run.ctx.rank
+    sources = BrokerOrder(eligible, lambda b: (-counts[b], -secondary(b), rank(b)))
+    dests = BrokerOrder(eligible, lambda b: (counts[b], secondary(b), rank(b)))
     while eligible and -sources.first()[0] - dests.first()[0] > 1:
         found: tuple[Key, int, int] | None = None
         for src in sources.brokers():

@@ -507,8 +507,11 @@ def _leader_pass(
             return
         top = max(counts.values())
         path = None
+        dead_ends: set[int] = set()  # reach no broker low enough: nor does what they reach
         for start in sorted((b for b in eligible if counts[b] == top), key=ctx.rank):
-            path = _leader_path(run, led, start, top, counts, in_sync, allowed)
+            if start in dead_ends:
+                continue
+            path = _leader_path(run, led, start, top, counts, in_sync, allowed, dead_ends)
             if path:
                 break
         if not path:
@@ -539,9 +542,11 @@ def _leader_path(
     counts: dict[int, int],
     in_sync: Callable[[Key], Sequence[int]],
     allowed: Callable[[str, int, int], bool],
+    dead_ends: set[int],
 ) -> list[tuple[Key, int]] | None:
     """BFS over 'a leads a partition where b is in sync': a shortest chain from `start` to a
-    broker with at most top - 2 preferred leaders."""
+    broker with at most top - 2 preferred leaders. None when there is none; then every
+    broker the search reached joins `dead_ends` (what it reaches, `start` reaches)."""
     came: dict[int, tuple[int, Key] | None] = {start: None}
     queue = [start]
     while queue:
@@ -560,4 +565,5 @@ def _leader_path(
                         node = prev
                     return list(reversed(path))
                 queue.append(b)
+    dead_ends.update(came)
     return None

@@ -249,11 +249,18 @@ class _Candidates:
                 return
 
     def halving(
-        self, src: int, dst: int, gap: int, budget: _Budget, allowed: Callable[[Key], bool]
+        self,
+        src: int,
+        dst: int,
+        gap: int,
+        budget: _Budget,
+        allowed: Callable[[Key], bool],
+        limit: int | None,
     ) -> Key | None:
         """_find_move(src's keys of a size in 1..gap-1, rank=|gap - 2 size|): the best
         rack-gaining one, else a walk out from half the gap, both ways, that stops after the
-        nearest distance with an allowed partition that fits the budget."""
+        nearest distance with an allowed partition that fits the budget, or at `limit` (a
+        distance that could not beat the move the caller has)."""
         run = self.run
 
         def sized(k: Key) -> bool:
@@ -283,7 +290,9 @@ class _Candidates:
                 distance, entry = d_down, entries[down]
                 down -= 1
             assert distance is not None
-            if best is not None and distance > best[0]:
+            if (best is not None and distance > best[0]) or (
+                limit is not None and distance >= limit
+            ):
                 break
             key = entry[-1]
             if _movable(run, key, src, dst, allowed) and budget.fits(entry[0]):
@@ -431,7 +440,8 @@ def _even_cluster_bytes(
                 if budget.bytes is None or budget.exhausted:
                     break
                 continue  # no better here; only the budget's flag is still read above
-            key = candidates.halving(src, dst, gap, budget, _fewer_of_topic(run, src, dst))
+            limit = best[0] + gap if best is not None else None  # the score to beat
+            key = candidates.halving(src, dst, gap, budget, _fewer_of_topic(run, src, dst), limit)
             if key is not None:
                 score = abs(gap - 2 * (run.parts[key].size_bytes or 0)) - gap
                 if best is None or score < best[0]:

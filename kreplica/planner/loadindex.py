@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 ReplicaEntry = tuple[int, int, int, int, int]  # topic, cluster, bytes, position, broker
 LeaderEntry = tuple[int, int, int, int, int, int, int]  # ... rank, broker
@@ -193,13 +193,12 @@ Key = tuple[str, int]
 
 
 class KeysByBroker:
-    """Each broker's partitions (of `keys`) by (weight, is the broker the first replica, key),
-    kept current by `move`: a search for a move from one broker reads that broker's
-    partitions in the order it prefers them (by size, followers first), not every partition
-    of the cluster per move. A move keeps the replica's position, so its entry is the same
-    on the broker it goes to."""
+    """Each broker's partitions (of `keys`) by (weight, key), kept current by `move`: a search
+    for a move from one broker reads that broker's partitions in the order it prefers them
+    (by size), not every partition of the cluster per move. The lists hold the keys only
+    (the order is computed when a bisect needs it): no tuple per (partition, broker)."""
 
-    __slots__ = ("of", "weight", "work")
+    __slots__ = ("of", "order")
 
     def __init__(
         self,
@@ -207,41 +206,33 @@ class KeysByBroker:
         keys: Iterable[Key],
         weight: Callable[[Key], int],
     ) -> None:
-        self.work = work
-        self.weight = weight
-        of: dict[int, list[tuple[int, bool, Key]]] = {}
+        # (weight, key); a bisect probes it with (weight,) alone
+        self.order: Callable[[Key], tuple[Any, ...]] = lambda k: (weight(k), k)
+        of: dict[int, list[Key]] = {}
         self.of = of
         for k in keys:
-            w = weight(k)
-            reps = work[k]
-            first = reps[0] if reps else None
-            for b in reps:
-                entries = of.get(b)
-                if entries is None:
-                    entries = of[b] = []
-                entries.append((w, b == first, k))
-        for entries in of.values():
-            entries.sort()
+            for b in work[k]:
+                held = of.get(b)
+                if held is None:
+                    held = of[b] = []
+                held.append(k)
+        for held in of.values():
+            held.sort(key=self.order)
 
-    def _entry(self, key: Key, broker: int) -> tuple[int, bool, Key]:
-        return (self.weight(key), self.work[key][0] == broker, key)
-
-    def entries(self, broker: int) -> list[tuple[int, bool, Key]]:
-        """(weight, first replica, key) of the broker's partitions, in order; read only."""
+    def keys(self, broker: int) -> list[Key]:
+        """The broker's partitions, in order; read only."""
         return self.of.get(broker, [])
 
-    def keys(self, broker: int) -> Iterator[Key]:
-        return (e[-1] for e in self.of.get(broker, ()))
-
     def move(self, key: Key, src: int, dst: int) -> None:
-        """After the partition's replica on `src` moved to `dst` (same position)."""
-        entry = self._entry(key, dst)
+        """The partition's replica on `src` moves to `dst`."""
+        order = self.order
         mine = self.of[src]
-        del mine[bisect_left(mine, entry)]
-        insort(self.of.setdefault(dst, []), entry)
+        del mine[bisect_left(mine, order(key), key=order)]
+        insort(self.of.setdefault(dst, []), key, key=order)
 
     def drop(self, key: Key, brokers: Iterable[int]) -> None:
         """Forget the partition (on `brokers`, where it is)."""
+        order = self.order
         for b in brokers:
-            entries = self.of[b]
-            del entries[bisect_left(entries, self._entry(key, b))]
+            held = self.of[b]
+            del held[bisect_left(held, order(key), key=order)]

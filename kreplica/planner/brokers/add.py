@@ -95,11 +95,8 @@ def add_brokers_plan(
     sizes_moved = [run.parts[k].size_bytes for k, _, _ in moves]
     if by == "count":
         lb_moves = sum(deficit.values())
-        if any(run.parts[k].size_bytes is None for k in keys):
-            lb_bytes = None  # smallest_sizes' answer when a size is unknown
-        else:  # the replicas left on the old brokers (their entries start with the size)
-            old_sizes = [e[0] for b in old for e in held.entries(b)] + sizes_moved
-            lb_bytes = smallest_sizes(old_sizes, lb_moves)
+        old_sizes = [run.parts[k].size_bytes for b in old for k in held.keys(b)]
+        lb_bytes = smallest_sizes(old_sizes + sizes_moved, lb_moves)
     else:
         gained = sum(s or 0 for s in sizes_moved)
         biggest = max((run.parts[k].size_bytes or 0 for k in keys), default=0)
@@ -134,7 +131,7 @@ def _add_one(
     run: Run,
     n: int,
     sources: BrokerOrder,
-    held: KeysByBroker,
+    held_by: KeysByBroker,
     load: Callable[[int], int],
     by: str,
     room: int,
@@ -145,29 +142,31 @@ def _add_one(
     The best of a source by (the topic's spread would not get better, size (count: smallest,
     bytes: largest that fits), n's minus the source's replicas of the topic, followers first,
     key): its partitions are held in size order, so the walk stops at the end of the first
-    size that has a candidate whose topic gets better; only when none does is every one read.
+    size that has a candidate whose topic gets better; only when none does is every one read
+    (each rank is computed in full, so the order within a size does not matter).
     """
     topics = run.ctx.topic_replicas
+    parts = run.parts
+    sign = 1 if by == "count" else -1
     for src in sources.brokers():
         if by == "bytes" and load(src) <= share:
             break  # never take a broker below its share
-        entries = held.entries(src)
-        # bytes: skip the partitions larger than the room left (entries start at -size)
-        i = bisect_left(entries, (-room,)) if by == "bytes" else 0
+        held = held_by.keys(src)
+        # bytes: skip the partitions larger than the room left (they start at -size)
+        i = bisect_left(held, (-room,), key=held_by.order) if by == "bytes" else 0
         best: tuple[tuple[bool, int, int, bool, Key], Key] | None = None
-        for j in range(i, len(entries)):
-            entry = entries[j]
-            if best is not None and not best[0][0] and entry[0] != best[0][1]:
+        for j in range(i, len(held)):
+            key = held[j]
+            size = parts[key].size_bytes or 0
+            if best is not None and not best[0][0] and sign * size != best[0][1]:
                 break  # past the size of the best candidate whose topic gets better
-            key = entry[-1]
             reps = run.work[key]
             if n in reps or not run.rack_ok(key, src, n) or not run.fits(key, n):
                 continue
-            size = run.parts[key].size_bytes or 0
             if by == "bytes" and not 0 < size <= room:
                 continue
             topic = topics[key[0]]
-            rank = (topic[src] <= topic[n], entry[0], topic[n] - topic[src], entry[1], key)
+            rank = (topic[src] <= topic[n], sign * size, topic[n] - topic[src], reps[0] == src, key)
             if best is None or rank < best[0]:
                 best = (rank, key)
         if best is not None:

@@ -216,18 +216,31 @@ class _Candidates:
     def smallest(
         self, src: int, dst: int, budget: _Budget, allowed: Callable[[Key], bool]
     ) -> Key | None:
-        """_find_move(src's keys, rank=size), reading the rack-short ones and the front."""
+        """_find_move(src's keys, rank=size), reading the rack-short ones and the front: the
+        smallest size with an allowed partition, followers first, then key."""
         run = self.run
         best = _find_move(run, self.shorts.keys(src), src, dst, budget, allowed, _size(run))
         if best is not None and _gain(run, best, src, dst) > 0:
             return best
+        parts = run.parts
+        found: tuple[bool, Key] | None = None
+        found_size = 0
         for key in self.all.keys(src):
-            if _movable(run, key, src, dst, allowed):
-                found = key if budget.fits(run.parts[key].size_bytes or 0) else None
+            size = parts[key].size_bytes or 0
+            if found is not None and size != found_size:
+                break
+            if not _movable(run, key, src, dst, allowed):
+                continue
+            if found is None:
+                if not budget.fits(size):
+                    return None  # the smallest fails the budget: so would any larger one
                 if budget.bytes is not None and not budget.exhausted:
                     self.note_too_big(src, dst, budget, allowed)
-                return found  # the smallest fails the budget: so would any larger one
-        return None
+                found_size = size
+            candidate = (run.work[key][0] == src, key)
+            if found is None or candidate < found:
+                found = candidate
+        return found[1] if found is not None else None
 
     def note_too_big(
         self,
@@ -240,12 +253,12 @@ class _Candidates:
         """The budget's `exhausted` as a full scan leaves it: set when the largest allowed
         partition (of a size in 1..below-1 when `below` is given) is over the bytes left."""
         run = self.run
-        entries = self.all.entries(src)
-        end = len(entries) if below is None else bisect_left(entries, (below,))
-        start = 0 if below is None else bisect_left(entries, (1,))
+        held, order = self.all.keys(src), self.all.order
+        end = len(held) if below is None else bisect_left(held, (below,), key=order)
+        start = 0 if below is None else bisect_left(held, (1,), key=order)
         for i in range(end - 1, start - 1, -1):
-            if _movable(run, entries[i][-1], src, dst, allowed):
-                budget.fits(entries[i][0])
+            if _movable(run, held[i], src, dst, allowed):
+                budget.fits(run.parts[held[i]].size_bytes or 0)
                 return
 
     def halving(
@@ -262,41 +275,44 @@ class _Candidates:
         nearest distance with an allowed partition that fits the budget, or at `limit` (a
         distance that could not beat the move the caller has)."""
         run = self.run
+        parts = run.parts
+
+        def size(k: Key) -> int:
+            return parts[k].size_bytes or 0
 
         def sized(k: Key) -> bool:
-            return 0 < (run.parts[k].size_bytes or 0) < gap and allowed(k)
+            return 0 < size(k) < gap and allowed(k)
 
         def rank(k: Key) -> tuple[int, ...]:
-            return (abs(gap - 2 * (run.parts[k].size_bytes or 0)),)
+            return (abs(gap - 2 * size(k)),)
 
         best_short = _find_move(run, self.shorts.keys(src), src, dst, budget, sized, rank)
         if best_short is not None and _gain(run, best_short, src, dst) > 0:
             return best_short
-        entries = self.all.entries(src)
-        low = bisect_left(entries, (1,))
-        high = bisect_left(entries, (gap,), low)
-        up = bisect_left(entries, (-(-gap // 2),), low, high)  # the first of 2 size >= gap
+        held, order = self.all.keys(src), self.all.order
+        low = bisect_left(held, (1,), key=order)
+        high = bisect_left(held, (gap,), low, key=order)
+        up = bisect_left(held, (-(-gap // 2),), low, high, key=order)  # first of 2 size >= gap
         down = up - 1
         best: tuple[int, bool, Key] | None = None
         while True:
-            d_up = entries[up][0] * 2 - gap if up < high else None
-            d_down = gap - entries[down][0] * 2 if down >= low else None
+            d_up = size(held[up]) * 2 - gap if up < high else None
+            d_down = gap - size(held[down]) * 2 if down >= low else None
             if d_up is None and d_down is None:
                 break
             if d_down is None or (d_up is not None and d_up <= d_down):
-                distance, entry = d_up, entries[up]
+                distance, key = d_up, held[up]
                 up += 1
             else:
-                distance, entry = d_down, entries[down]
+                distance, key = d_down, held[down]
                 down -= 1
             assert distance is not None
             if (best is not None and distance > best[0]) or (
                 limit is not None and distance >= limit
             ):
                 break
-            key = entry[-1]
-            if _movable(run, key, src, dst, allowed) and budget.fits(entry[0]):
-                found = (distance, entry[1], key)
+            if _movable(run, key, src, dst, allowed) and budget.fits(size(key)):
+                found = (distance, run.work[key][0] == src, key)
                 if best is None or found < best:
                     best = found
         return best[2] if best is not None else None

@@ -6,6 +6,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable
 
 from kreplica.errors import PlanInfeasible, UsageError
+from kreplica.gcpause import gc_paused
 from kreplica.model import ClusterSnapshot, Finding, Plan
 from kreplica.planner.brokers.run import (
     Key,
@@ -23,6 +24,7 @@ from kreplica.planner.options import PlanOptions
 from kreplica.planner.report import LowerBound
 
 
+@gc_paused()  # a million partitions are acyclic objects: see kreplica/gcpause.py
 def add_brokers_plan(
     snapshot: ClusterSnapshot,
     brokers: Iterable[int],

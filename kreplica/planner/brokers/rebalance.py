@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kreplica.errors import PlanInfeasible, UsageError
+from kreplica.gcpause import gc_paused
 from kreplica.model import ClusterSnapshot, Finding, Plan
 from kreplica.planner.brokers.run import (
     Key,
@@ -38,6 +39,7 @@ def _excess_bound(counts: dict[int, int], after: dict[int, int]) -> int:
     return max(sum(max(0, c - top) for c in values), sum(max(0, bottom - c) for c in values))
 
 
+@gc_paused()  # a million partitions are acyclic objects: see kreplica/gcpause.py
 def rebalance_plan(
     snapshot: ClusterSnapshot,
     *,

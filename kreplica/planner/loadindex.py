@@ -12,14 +12,21 @@ front of a list and every count change moves one entry (a bisect and a short mem
         key with the topic's leaders on the rack second, as pick_leader orders them
 
 PlanContext builds one of each for the topic being planned and updates it in `account`, the
-one place counts change. Pure (standard library only).
+one place counts change.
+
+The broker operations (add-brokers, rebalance) search for one move at a time:
+
+    BrokerOrder: brokers by a load key (fullest or emptiest first), re-sorted per move
+    KeysByBroker: each broker's partitions in the order a move from it prefers them
+
+Pure (standard library only).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Mapping, Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Protocol
 
 ReplicaEntry = tuple[int, int, int, int, int]  # topic, cluster, bytes, position, broker
 LeaderEntry = tuple[int, int, int, int, int, int, int]  # ... rank, broker
@@ -152,3 +159,80 @@ class LeaderOrder:
             del heads[bisect_left(heads, old)]
             insort(heads, new)
             self.head_of[rack] = new
+
+
+class BrokerOrder:
+    """Brokers sorted by `rank_of` (unique: it ends in the broker's tie-break rank), one broker
+    re-sorted at a time as a move changes its counts: a broker operation's "fullest first" or
+    "emptiest first" without a sort per move."""
+
+    __slots__ = ("entries", "entry", "rank_of")
+
+    def __init__(self, brokers: Iterable[int], rank_of: Callable[[int], tuple[int, ...]]):
+        self.rank_of = rank_of
+        self.entry = {b: (*rank_of(b), b) for b in brokers}
+        self.entries = sorted(self.entry.values())
+
+    def brokers(self) -> Iterator[int]:
+        return (e[-1] for e in self.entries)
+
+    def first(self) -> tuple[int, ...]:
+        """The front's rank (without the broker id); the order must not be empty."""
+        return self.entries[0][:-1]
+
+    def update(self, broker: int) -> None:
+        old = self.entry[broker]
+        new = (*self.rank_of(broker), broker)
+        if new != old:
+            del self.entries[bisect_left(self.entries, old)]
+            insort(self.entries, new)
+            self.entry[broker] = new
+
+
+Key = tuple[str, int]
+
+
+class KeysByBroker:
+    """Each broker's partitions (of `keys`) by (weight, key), kept current by `move`: a search
+    for a move from one broker reads that broker's partitions in the order it prefers them
+    (by size), not every partition of the cluster per move. The lists hold the keys only
+    (the order is computed when a bisect needs it): no tuple per (partition, broker)."""
+
+    __slots__ = ("of", "order")
+
+    def __init__(
+        self,
+        work: Mapping[Key, Sequence[int]],
+        keys: Iterable[Key],
+        weight: Callable[[Key], int],
+    ) -> None:
+        # (weight, key); a bisect probes it with (weight,) alone
+        self.order: Callable[[Key], tuple[Any, ...]] = lambda k: (weight(k), k)
+        of: dict[int, list[Key]] = {}
+        self.of = of
+        for k in keys:
+            for b in work[k]:
+                held = of.get(b)
+                if held is None:
+                    held = of[b] = []
+                held.append(k)
+        for held in of.values():
+            held.sort(key=self.order)
+
+    def keys(self, broker: int) -> list[Key]:
+        """The broker's partitions, in order; read only."""
+        return self.of.get(broker, [])
+
+    def move(self, key: Key, src: int, dst: int) -> None:
+        """The partition's replica on `src` moves to `dst`."""
+        order = self.order
+        mine = self.of[src]
+        del mine[bisect_left(mine, order(key), key=order)]
+        insort(self.of.setdefault(dst, []), key, key=order)
+
+    def drop(self, key: Key, brokers: Iterable[int]) -> None:
+        """Forget the partition (on `brokers`, where it is)."""
+        order = self.order
+        for b in brokers:
+            held = self.of[b]
+            del held[bisect_left(held, order(key), key=order)]

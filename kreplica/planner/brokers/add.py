@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Iterable
 
 from kreplica.errors import PlanInfeasible, UsageError
+from kreplica.gcpause import gc_paused
 from kreplica.model import ClusterSnapshot, Finding, Plan
 from kreplica.planner.brokers.run import (
     Key,
@@ -17,10 +19,12 @@ from kreplica.planner.brokers.run import (
     need_sizes,
     smallest_sizes,
 )
+from kreplica.planner.loadindex import BrokerOrder, KeysByBroker
 from kreplica.planner.options import PlanOptions
 from kreplica.planner.report import LowerBound
 
 
+@gc_paused()  # a million partitions are acyclic objects: see kreplica/gcpause.py
 def add_brokers_plan(
     snapshot: ClusterSnapshot,
     brokers: Iterable[int],
@@ -53,11 +57,12 @@ def add_brokers_plan(
     ctx = run.ctx
     keys = run.in_flight(sorted(run.parts), options)
     keys = movable_keys(run, keys)
-    by_broker: dict[int, list[Key]] = {b: [] for b in eligible}
-    for k in keys:
-        for b in run.work[k]:
-            if b in by_broker:
-                by_broker[b].append(k)
+    sign = 1 if by == "count" else -1  # count: smallest first; bytes: largest first
+
+    def weight(k: Key) -> int:
+        return sign * (run.parts[k].size_bytes or 0)
+
+    held = KeysByBroker(run.work, keys, weight)
     if by == "count":
         counts = counts_on(run, eligible)
         share = sum(counts.values()) // len(eligible)
@@ -68,31 +73,32 @@ def add_brokers_plan(
         share = sum(sizes.values()) // len(eligible)
         deficit = {n: max(0, share - sizes[n]) for n in new}
         load = lambda b: ctx.cluster_bytes[b]  # noqa: E731
+    sources = BrokerOrder(old, lambda b: (-load(b), ctx.rank(b)))
     wanted = dict(deficit)
     moves: list[tuple[Key, int, int]] = []
     blocked: set[int] = set()
+    hungriest = BrokerOrder(new, lambda b: (-wanted[b], ctx.rank(b)))
     while True:
-        hungry = [n for n in sorted(new) if wanted[n] > 0 and n not in blocked]
-        if not hungry:
+        n = next((b for b in hungriest.brokers() if wanted[b] > 0 and b not in blocked), None)
+        if n is None:
             break
-        n = max(hungry, key=lambda b: (wanted[b], -ctx.rank(b)))
-        found = _add_one(run, n, old, by_broker, load, by, wanted[n], share)
+        found = _add_one(run, n, sources, held, load, by, wanted[n], share)
         if found is None:
             blocked.add(n)
             continue
         key, src = found
         size = run.parts[key].size_bytes or 0
         run.move(key, src, n)
-        by_broker[src].remove(key)
-        by_broker[n].append(key)
+        held.move(key, src, n)
+        sources.update(src)
         wanted[n] -= 1 if by == "count" else size
+        hungriest.update(n)
         moves.append((key, src, n))
     sizes_moved = [run.parts[k].size_bytes for k, _, _ in moves]
     if by == "count":
         lb_moves = sum(deficit.values())
-        old_sizes = [run.parts[k].size_bytes for b in old for k in by_broker[b]]
-        old_sizes += sizes_moved
-        lb_bytes = smallest_sizes(old_sizes, lb_moves)
+        old_sizes = [run.parts[k].size_bytes for b in old for k in held.keys(b)]
+        lb_bytes = smallest_sizes(old_sizes + sizes_moved, lb_moves)
     else:
         gained = sum(s or 0 for s in sizes_moved)
         biggest = max((run.parts[k].size_bytes or 0 for k in keys), default=0)
@@ -126,34 +132,43 @@ def add_brokers_plan(
 def _add_one(
     run: Run,
     n: int,
-    old: Sequence[int],
-    by_broker: dict[int, list[Key]],
+    sources: BrokerOrder,
+    held_by: KeysByBroker,
     load: Callable[[int], int],
     by: str,
     room: int,
     share: int,
 ) -> tuple[Key, int] | None:
-    """The next replica for new broker `n`: from the most loaded old broker that has one."""
-    ctx = run.ctx
-    for src in sorted(old, key=lambda b: (-load(b), ctx.rank(b))):
+    """The next replica for new broker `n`: from the most loaded old broker that has one.
+
+    The best of a source by (the topic's spread would not get better, size (count: smallest,
+    bytes: largest that fits), n's minus the source's replicas of the topic, followers first,
+    key): its partitions are held in size order, so the walk stops at the end of the first
+    size that has a candidate whose topic gets better; only when none does is every one read
+    (each rank is computed in full, so the order within a size does not matter).
+    """
+    topics = run.ctx.topic_replicas
+    parts = run.parts
+    sign = 1 if by == "count" else -1
+    for src in sources.brokers():
         if by == "bytes" and load(src) <= share:
             break  # never take a broker below its share
+        held = held_by.keys(src)
+        # bytes: skip the partitions larger than the room left (they start at -size)
+        i = bisect_left(held, (-room,), key=held_by.order) if by == "bytes" else 0
         best: tuple[tuple[bool, int, int, bool, Key], Key] | None = None
-        for key in by_broker[src]:
+        for j in range(i, len(held)):
+            key = held[j]
+            size = parts[key].size_bytes or 0
+            if best is not None and not best[0][0] and sign * size != best[0][1]:
+                break  # past the size of the best candidate whose topic gets better
             reps = run.work[key]
             if n in reps or not run.rack_ok(key, src, n) or not run.fits(key, n):
                 continue
-            size = run.parts[key].size_bytes or 0
             if by == "bytes" and not 0 < size <= room:
                 continue
-            topic = ctx.topic_replicas[key[0]]
-            rank = (
-                topic[src] <= topic[n],  # the topic's spread would not get better
-                size if by == "count" else -size,
-                topic[n] - topic[src],
-                reps[0] == src,  # followers first: no leadership moves
-                key,
-            )
+            topic = topics[key[0]]
+            rank = (topic[src] <= topic[n], sign * size, topic[n] - topic[src], reps[0] == src, key)
             if best is None or rank < best[0]:
                 best = (rank, key)
         if best is not None:

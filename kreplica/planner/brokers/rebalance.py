@@ -3,10 +3,12 @@ budget of moves or bytes."""
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kreplica.errors import PlanInfeasible, UsageError
+from kreplica.gcpause import gc_paused
 from kreplica.model import ClusterSnapshot, Finding, Plan
 from kreplica.planner.brokers.run import (
     Key,
@@ -18,6 +20,7 @@ from kreplica.planner.brokers.run import (
     smallest_sizes,
 )
 from kreplica.planner.evaluate import spread
+from kreplica.planner.loadindex import BrokerOrder, KeysByBroker
 from kreplica.planner.options import PlanOptions
 from kreplica.planner.report import LowerBound
 
@@ -36,6 +39,7 @@ def _excess_bound(counts: dict[int, int], after: dict[int, int]) -> int:
     return max(sum(max(0, c - top) for c in values), sum(max(0, bottom - c) for c in values))
 
 
+@gc_paused()  # a million partitions are acyclic objects: see kreplica/gcpause.py
 def rebalance_plan(
     snapshot: ClusterSnapshot,
     *,
@@ -81,11 +85,15 @@ def rebalance_plan(
     for k in keys:
         by_topic.setdefault(k[0], []).append(k)
     for topic in sorted(by_topic):
-        _even_topic(run, topic, by_topic[topic], eligible, budget)
-    if by == "count":
-        _even_cluster_count(run, keys, eligible, budget)
-    else:
-        _even_cluster_bytes(run, keys, eligible, budget)
+        if budget.closed:
+            break
+        _even_topic(run, _Candidates(run, by_topic[topic]), topic, eligible, budget)
+    if not budget.closed:
+        candidates = _Candidates(run, keys)
+        if by == "count":
+            _even_cluster_count(run, candidates, eligible, budget)
+        else:
+            _even_cluster_bytes(run, candidates, len(keys), eligible, budget)
     reordered = _even_leaders(run, keys, eligible)
     # lower bound of the data moves for the evenness reached
     topic_lb = sum(
@@ -157,6 +165,12 @@ class _Budget:
             self.exhausted = True
         return ok
 
+    @property
+    def closed(self) -> bool:
+        """No move can fit any more, and a refused one already set `exhausted`: a search
+        can only refuse again, so the passes stop (the same plan, without the searches)."""
+        return self.exhausted and self.moves is not None and self.used_moves >= self.moves
+
     def spend(self, size: int) -> None:
         self.used_moves += 1
         self.used_bytes += size
@@ -170,6 +184,160 @@ class _Budget:
         return ", ".join(parts)
 
 
+class _Candidates:
+    """The partitions a move may take from each broker, smallest first, then followers, then
+    key (the count passes' preference), and apart those with two replicas on one rack: only
+    they can gain a rack by a move, which comes before any size. A count pass's best move is
+    then the best rack-gaining one, else the first allowed one in order; no full scan."""
+
+    def __init__(self, run: Run, keys: Sequence[Key]) -> None:
+        self.run = run
+        parts = run.parts
+
+        def size(k: Key) -> int:
+            return parts[k].size_bytes or 0
+
+        self.all = KeysByBroker(run.work, keys, size)
+        self.short = {k for k in keys if self._short(k)}
+        self.shorts = KeysByBroker(run.work, self.short, size)
+
+    def _short(self, key: Key) -> bool:
+        reps = self.run.work[key]
+        rack = self.run.ctx.rack
+        return len({rack(b) for b in reps}) < len(reps)
+
+    def move(self, key: Key, src: int, dst: int) -> None:
+        """After the move: the views follow."""
+        self.all.move(key, src, dst)
+        if key in self.short:
+            self.shorts.move(key, src, dst)
+            if not self._short(key):
+                self.short.discard(key)
+                self.shorts.drop(key, self.run.work[key])
+
+    def smallest(
+        self, src: int, dst: int, budget: _Budget, allowed: Callable[[Key], bool]
+    ) -> Key | None:
+        """_find_move(src's keys, rank=size), reading the rack-short ones and the front: the
+        smallest size with an allowed partition, followers first, then key."""
+        run = self.run
+        best = _find_move(run, self.shorts.keys(src), src, dst, budget, allowed, _size(run))
+        if best is not None and _gain(run, best, src, dst) > 0:
+            return best
+        parts = run.parts
+        found: tuple[bool, Key] | None = None
+        found_size = 0
+        for key in self.all.keys(src):
+            size = parts[key].size_bytes or 0
+            if found is not None and size != found_size:
+                break
+            if not _movable(run, key, src, dst, allowed):
+                continue
+            if found is None:
+                if not budget.fits(size):
+                    return None  # the smallest fails the budget: so would any larger one
+                if budget.bytes is not None and not budget.exhausted:
+                    self.note_too_big(src, dst, budget, allowed)
+                found_size = size
+            candidate = (run.work[key][0] == src, key)
+            if found is None or candidate < found:
+                found = candidate
+        return found[1] if found is not None else None
+
+    def note_too_big(
+        self,
+        src: int,
+        dst: int,
+        budget: _Budget,
+        allowed: Callable[[Key], bool],
+        below: int | None = None,
+    ) -> None:
+        """The budget's `exhausted` as a full scan leaves it: set when the largest allowed
+        partition (of a size in 1..below-1 when `below` is given) is over the bytes left."""
+        run = self.run
+        held, order = self.all.keys(src), self.all.order
+        end = len(held) if below is None else bisect_left(held, (below,), key=order)
+        start = 0 if below is None else bisect_left(held, (1,), key=order)
+        for i in range(end - 1, start - 1, -1):
+            if _movable(run, held[i], src, dst, allowed):
+                budget.fits(run.parts[held[i]].size_bytes or 0)
+                return
+
+    def halving(
+        self,
+        src: int,
+        dst: int,
+        gap: int,
+        budget: _Budget,
+        allowed: Callable[[Key], bool],
+        limit: int | None,
+    ) -> Key | None:
+        """_find_move(src's keys of a size in 1..gap-1, rank=|gap - 2 size|): the best
+        rack-gaining one, else a walk out from half the gap, both ways, that stops after the
+        nearest distance with an allowed partition that fits the budget, or at `limit` (a
+        distance that could not beat the move the caller has)."""
+        run = self.run
+        parts = run.parts
+
+        def size(k: Key) -> int:
+            return parts[k].size_bytes or 0
+
+        def sized(k: Key) -> bool:
+            return 0 < size(k) < gap and allowed(k)
+
+        def rank(k: Key) -> tuple[int, ...]:
+            return (abs(gap - 2 * size(k)),)
+
+        best_short = _find_move(run, self.shorts.keys(src), src, dst, budget, sized, rank)
+        if best_short is not None and _gain(run, best_short, src, dst) > 0:
+            return best_short
+        held, order = self.all.keys(src), self.all.order
+        low = bisect_left(held, (1,), key=order)
+        high = bisect_left(held, (gap,), low, key=order)
+        up = bisect_left(held, (-(-gap // 2),), low, high, key=order)  # first of 2 size >= gap
+        down = up - 1
+        best: tuple[int, bool, Key] | None = None
+        while True:
+            d_up = size(held[up]) * 2 - gap if up < high else None
+            d_down = gap - size(held[down]) * 2 if down >= low else None
+            if d_up is None and d_down is None:
+                break
+            if d_down is None or (d_up is not None and d_up <= d_down):
+                distance, key = d_up, held[up]
+                up += 1
+            else:
+                distance, key = d_down, held[down]
+                down -= 1
+            assert distance is not None
+            if (best is not None and distance > best[0]) or (
+                limit is not None and distance >= limit
+            ):
+                break
+            if _movable(run, key, src, dst, allowed) and budget.fits(size(key)):
+                found = (distance, run.work[key][0] == src, key)
+                if best is None or found < best:
+                    best = found
+        return best[2] if best is not None else None
+
+
+def _size(run: Run) -> Callable[[Key], tuple[int, ...]]:
+    return lambda k: (run.parts[k].size_bytes or 0,)
+
+
+def _movable(run: Run, key: Key, src: int, dst: int, allowed: Callable[[Key], bool]) -> bool:
+    """src's replica of the partition may go to dst (the budget aside)."""
+    reps = run.work[key]
+    if src not in reps or dst in reps or not allowed(key) or not run.fits(key, dst):
+        return False
+    return run.rack_ok(key, src, dst)
+
+
+def _gain(run: Run, key: Key, src: int, dst: int) -> int:
+    """The racks the partition gains when src's replica goes to dst."""
+    reps = run.work[key]
+    return len(run.racks_of([b for b in reps if b != src] + [dst])) - len(run.racks_of(reps))
+
+
 def _find_move(
     run: Run,
     keys: Iterable[Key],
@@ -179,30 +347,30 @@ def _find_move(
     allowed: Callable[[Key], bool],
     rank: Callable[[Key], tuple[int, ...]],
 ) -> Key | None:
+    """The best-ranked allowed move of a replica from `src` to `dst` among `keys` (src's)."""
     best: tuple[tuple[int, ...], Key] | None = None
     for key in keys:
-        reps = run.work[key]
-        if src not in reps or dst in reps or not allowed(key) or not run.fits(key, dst):
-            continue
-        if not run.rack_ok(key, src, dst):
+        if not _movable(run, key, src, dst, allowed):
             continue
         if not budget.fits(run.parts[key].size_bytes or 0):
             continue
-        gain = len(run.racks_of([b for b in reps if b != src] + [dst])) - len(run.racks_of(reps))
-        r = (-gain, *rank(key), reps[0] == src)  # a move that repairs racks first
-        if best is None or (r, key) < (best[0], best[1]):
+        r = (-_gain(run, key, src, dst), *rank(key), run.work[key][0] == src)
+        if best is None or (r, key) < (best[0], best[1]):  # a move that repairs racks first
             best = (r, key)
     return best[1] if best else None
 
 
-def _apply_move(run: Run, key: Key, src: int, dst: int, budget: _Budget) -> None:
+def _apply_move(
+    run: Run, candidates: _Candidates, key: Key, src: int, dst: int, budget: _Budget
+) -> None:
     budget.spend(run.parts[key].size_bytes or 0)
     run.move(key, src, dst)
+    candidates.move(key, src, dst)
 
 
 def _even_counts(
     run: Run,
-    keys: Sequence[Key],
+    candidates: _Candidates,
     eligible: Sequence[int],
     budget: _Budget,
     counts: Mapping[int, int],
@@ -211,34 +379,39 @@ def _even_counts(
 ) -> None:
     """Move replicas from the fullest to the emptiest eligible brokers (by `counts`, ties by
     `secondary` then rank) until the spread is at most 1 or no allowed move is left."""
-    ctx = run.ctx
-    size = lambda k: (run.parts[k].size_bytes or 0,)  # noqa: E731
-    while spread({b: counts[b] for b in eligible}) > 1:
-        sources = sorted(eligible, key=lambda b: (-counts[b], -secondary(b), ctx.rank(b)))
-        dests = sorted(eligible, key=lambda b: (counts[b], secondary(b), ctx.rank(b)))
-        moved = False
-        for src in sources:
-            for dst in dests:
+    rank = run.ctx.rank
+    sources = BrokerOrder(eligible, lambda b: (-counts[b], -secondary(b), rank(b)))
+    dests = BrokerOrder(eligible, lambda b: (counts[b], secondary(b), rank(b)))
+    while eligible and -sources.first()[0] - dests.first()[0] > 1:
+        found: tuple[Key, int, int] | None = None
+        for src in sources.brokers():
+            for dst in dests.brokers():
                 if counts[src] - counts[dst] < 2:
                     break
-                key = _find_move(run, keys, src, dst, budget, allowed_for(src, dst), size)
+                key = candidates.smallest(src, dst, budget, allowed_for(src, dst))
                 if key is not None:
-                    _apply_move(run, key, src, dst, budget)
-                    moved = True
+                    found = (key, src, dst)
                     break
-            if moved:
+                if budget.closed:
+                    return
+            if found:
                 break
-        if not moved:
+        if found is None:
             return
+        key, src, dst = found
+        _apply_move(run, candidates, key, src, dst, budget)
+        for order in (sources, dests):
+            order.update(src)
+            order.update(dst)
 
 
 def _even_topic(
-    run: Run, topic: str, keys: Sequence[Key], eligible: Sequence[int], budget: _Budget
+    run: Run, candidates: _Candidates, topic: str, eligible: Sequence[int], budget: _Budget
 ) -> None:
     ctx = run.ctx
     _even_counts(
         run,
-        keys,
+        candidates,
         eligible,
         budget,
         ctx.topic_replicas[topic],
@@ -248,45 +421,61 @@ def _even_topic(
 
 
 def _even_cluster_count(
-    run: Run, keys: Sequence[Key], eligible: Sequence[int], budget: _Budget
+    run: Run, candidates: _Candidates, eligible: Sequence[int], budget: _Budget
 ) -> None:
     ctx = run.ctx
 
     def allowed_for(src: int, dst: int) -> Callable[[Key], bool]:
         return lambda k: ctx.topic_replicas[k[0]][src] > ctx.topic_replicas[k[0]][dst]
 
-    _even_counts(run, keys, eligible, budget, ctx.cluster_replicas, lambda b: 0, allowed_for)
+    _even_counts(run, candidates, eligible, budget, ctx.cluster_replicas, lambda b: 0, allowed_for)
 
 
 def _even_cluster_bytes(
-    run: Run, keys: Sequence[Key], eligible: Sequence[int], budget: _Budget
+    run: Run, candidates: _Candidates, n_keys: int, eligible: Sequence[int], budget: _Budget
 ) -> None:
+    """From the broker with the most bytes, the move that best halves its gap to a broker
+    with fewer: per destination (fewest bytes first) the best rack-gaining partition, else
+    the one nearest half the gap; the destination whose move leaves the smallest gap wins.
+    A destination with a smaller gap cannot do better than the best found, so the search
+    stops there (score = |gap - 2 size| - gap >= -gap)."""
     ctx = run.ctx
     cb = ctx.cluster_bytes
-    for _ in range(10 * len(keys) + 10):
-        src = max(eligible, key=lambda b: (cb[b], -ctx.rank(b)))
+    fullest = BrokerOrder(eligible, lambda b: (-cb[b], ctx.rank(b)))
+    emptiest = BrokerOrder(eligible, lambda b: (cb[b], ctx.rank(b)))
+    for _ in range(10 * n_keys + 10):
+        if not eligible or budget.closed:
+            return
+        src = next(fullest.brokers())
         best: tuple[int, Key, int] | None = None
-        for dst in sorted(eligible, key=lambda b: (cb[b], ctx.rank(b))):
+        for dst in emptiest.brokers():
             gap = cb[src] - cb[dst]
             if gap <= 0:
                 break
-
-            def allowed(k: Key, src: int = src, dst: int = dst, gap: int = gap) -> bool:
-                size = run.parts[k].size_bytes or 0
-                topic = ctx.topic_replicas[k[0]]
-                return 0 < size < gap and topic[src] > topic[dst]
-
-            def rank(k: Key, gap: int = gap) -> tuple[int, ...]:
-                return (abs(gap - 2 * (run.parts[k].size_bytes or 0)),)
-
-            key = _find_move(run, keys, src, dst, budget, allowed, rank)
+            if budget.bytes is not None and not budget.exhausted:
+                candidates.note_too_big(src, dst, budget, _fewer_of_topic(run, src, dst), gap)
+            if best is not None and -gap >= best[0]:
+                if budget.bytes is None or budget.exhausted:
+                    break
+                continue  # no better here; only the budget's flag is still read above
+            limit = best[0] + gap if best is not None else None  # the score to beat
+            key = candidates.halving(src, dst, gap, budget, _fewer_of_topic(run, src, dst), limit)
             if key is not None:
                 score = abs(gap - 2 * (run.parts[key].size_bytes or 0)) - gap
                 if best is None or score < best[0]:
                     best = (score, key, dst)
         if best is None:
             return
-        _apply_move(run, best[1], src, best[2], budget)
+        _apply_move(run, candidates, best[1], src, best[2], budget)
+        for order in (fullest, emptiest):
+            order.update(src)
+            order.update(best[2])
+
+
+def _fewer_of_topic(run: Run, src: int, dst: int) -> Callable[[Key], bool]:
+    """The destination holds fewer of the partition's topic (its spread stays <= 1)."""
+    topics = run.ctx.topic_replicas
+    return lambda k: topics[k[0]][src] > topics[k[0]][dst]
 
 
 def _even_leaders(run: Run, keys: Sequence[Key], eligible: Sequence[int]) -> int:
@@ -295,17 +484,28 @@ def _even_leaders(run: Run, keys: Sequence[Key], eligible: Sequence[int]) -> int
     ctx = run.ctx
     elig = set(eligible)
 
-    def in_sync(key: Key) -> set[int]:
-        """Who may lead after the move: replicas in sync now, and replicas this plan adds
-        (the move completes only once they are in sync, and the election runs after it)."""
-        part = run.parts[key]
-        isr = set(part.in_sync)
-        return {b for b in run.work[key] if b in elig and (b in isr or b not in part.replicas)}
+    ranked: dict[Key, list[int]] = {}  # reorders keep a partition's replicas: ask once
+
+    def in_sync(key: Key) -> list[int]:
+        """Who may lead after the move, in rank order: replicas in sync now, and replicas
+        this plan adds (the move completes only once they are in sync, and the election
+        runs after it)."""
+        found = ranked.get(key)
+        if found is None:
+            part = run.parts[key]
+            isr = set(part.in_sync)
+            found = ranked[key] = sorted(
+                (b for b in run.work[key] if b in elig and (b in isr or b not in part.replicas)),
+                key=ctx.rank,
+            )
+        return found
 
     reorders: set[Key] = set()
-    for topic in sorted({k[0] for k in keys}):
-        mine = [k for k in keys if k[0] == topic]
-        _leader_pass(run, mine, eligible, in_sync, lambda t, a, b: True, topic, reorders)
+    by_topic: dict[str, list[Key]] = {}
+    for k in keys:
+        by_topic.setdefault(k[0], []).append(k)
+    for topic in sorted(by_topic):
+        _leader_pass(run, by_topic[topic], eligible, in_sync, lambda t, a, b: True, topic, reorders)
     tl = ctx.topic_leaders
     _leader_pass(
         run, list(keys), eligible, in_sync, lambda t, a, b: tl[t][a] > tl[t][b], None, reorders
@@ -318,7 +518,7 @@ def _leader_pass(
     run: Run,
     keys: Sequence[Key],
     eligible: Sequence[int],
-    in_sync: Callable[[Key], set[int]],
+    in_sync: Callable[[Key], Sequence[int]],
     allowed: Callable[[str, int, int], bool],
     topic: str | None,
     reorders: set[Key],
@@ -328,46 +528,60 @@ def _leader_pass(
     def count(b: int) -> int:
         return ctx.topic_leaders[topic][b] if topic is not None else ctx.cluster_leaders[b]
 
+    led = _led_by(run, keys)
     for _ in range(4 * len(keys) + 4):
         counts = {b: count(b) for b in eligible}
         if spread(counts) <= 1:
             return
         top = max(counts.values())
         path = None
+        dead_ends: set[int] = set()  # reach no broker low enough: nor does what they reach
         for start in sorted((b for b in eligible if counts[b] == top), key=ctx.rank):
-            path = _leader_path(run, keys, start, top, counts, in_sync, allowed)
+            if start in dead_ends:
+                continue
+            path = _leader_path(run, led, start, top, counts, in_sync, allowed, dead_ends)
             if path:
                 break
         if not path:
             return
         for key, new_leader in path:
+            led[run.work[key][0]].remove(key)
+            insort(led.setdefault(new_leader, []), key)
             run.reorder(key, new_leader)
             reorders.add(key)
 
 
-def _leader_path(
-    run: Run,
-    keys: Sequence[Key],
-    start: int,
-    top: int,
-    counts: dict[int, int],
-    in_sync: Callable[[Key], set[int]],
-    allowed: Callable[[str, int, int], bool],
-) -> list[tuple[Key, int]] | None:
-    """BFS over 'a leads a partition where b is in sync': a shortest chain from `start` to a
-    broker with at most top - 2 preferred leaders."""
+def _led_by(run: Run, keys: Sequence[Key]) -> dict[int, list[Key]]:
+    """The partitions of `keys` each broker is the preferred leader of, in key order; a pass
+    keeps it current as it reorders (a rebuild per chain made the pass quadratic)."""
     led: dict[int, list[Key]] = {}
-    for k in keys:
+    for k in sorted(keys):
         reps = run.work[k]
         if reps:
             led.setdefault(reps[0], []).append(k)
+    return led
+
+
+def _leader_path(
+    run: Run,
+    led: Mapping[int, Sequence[Key]],
+    start: int,
+    top: int,
+    counts: dict[int, int],
+    in_sync: Callable[[Key], Sequence[int]],
+    allowed: Callable[[str, int, int], bool],
+    dead_ends: set[int],
+) -> list[tuple[Key, int]] | None:
+    """BFS over 'a leads a partition where b is in sync': a shortest chain from `start` to a
+    broker with at most top - 2 preferred leaders. None when there is none; then every
+    broker the search reached joins `dead_ends` (what it reaches, `start` reaches)."""
     came: dict[int, tuple[int, Key] | None] = {start: None}
     queue = [start]
     while queue:
         a = queue.pop(0)
         for key in led.get(a, []):
-            for b in sorted(in_sync(key) - {a}, key=run.ctx.rank):
-                if b in came or b not in counts or not allowed(key[0], a, b):
+            for b in in_sync(key):
+                if b == a or b in came or b not in counts or not allowed(key[0], a, b):
                     continue
                 came[b] = (a, key)
                 if counts[b] <= top - 2:
@@ -379,4 +593,5 @@ def _leader_path(
                         node = prev
                     return list(reversed(path))
                 queue.append(b)
+    dead_ends.update(came)
     return None

@@ -134,9 +134,10 @@ class Run:
 
     def rack_ok(self, key: Key, old: int, new: int) -> bool:
         """Replacing `old` by `new` keeps at least as many racks as the partition had."""
-        reps = self.work[key]
-        after = self.racks_of([b for b in reps if b != old] + [new])
-        return len(after) >= len(self.racks_of(reps))
+        rack = self.ctx.rack
+        others = {rack(b) for b in self.work[key] if b != old}
+        # fewer racks only when `old` was its rack's one replica and `new`'s rack is taken
+        return rack(old) in others or rack(new) not in others
 
     def in_flight(self, keys: Iterable[Key], options: PlanOptions) -> list[Key]:
         """`keys` without the partitions being reassigned (refused unless skip_in_flight)."""
@@ -252,6 +253,9 @@ def smallest_sizes(sizes: Iterable[int | None], n: int) -> int | None:
 
 def movable_keys(run: Run, keys: Iterable[Key]) -> list[Key]:
     """Partitions a balancing move may touch: no dead replica (Kafka rejects the target)."""
+    ctx = run.ctx
+    if not any(n and ctx.is_dead(b) for b, n in ctx.cluster_replicas.items()):
+        return list(keys)  # no replica on a dead broker at all: no partition to ask
     return [k for k in keys if not run.has_dead(k)]
 
 

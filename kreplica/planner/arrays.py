@@ -52,6 +52,7 @@ from kreplica.planner.evaluate import spread, spread_floor
 from kreplica.planner.options import PlanOptions, TopicRequest
 from kreplica.planner.report import imbalance_note
 from kreplica.planner.requests import _min_isr_findings, eligible_brokers
+from kreplica.planner.shrink_arrays import drop_one
 
 I64 = npt.NDArray[np.int64]
 MAX_RACKS = 12  # 4,096 rack sets per feasibility check; more racks go to the object planner
@@ -173,16 +174,28 @@ def _prepare(
     rf = columns.rf
     lowered = asked & (rf > target)
     if bool(lowered.any()):
-        if bool((target[lowered] != 1).any()):
-            return "RF lowered to more than 1", None
-        if not options.force:
-            return "RF lowered to min.insync.replicas or below without --force", None
-        leader = columns.leader[lowered]
-        if bool(((leader != NO_LEADER) & (leader != columns.replicas[lowered, 0])).any()):
+        to_one = lowered & (target == 1)
+        by_one = lowered & (target > 1)
+        if bool((rf[by_one] - target[by_one] != 1).any()):
+            return "RF lowered by more than one replica, to more than 1", None
+        for req in requests if not options.force else ():
+            i = index[req.topic]
+            at_min = (req.rf or 0) <= columns.topics[i].min_insync_replicas
+            if at_min and bool(lowered[int(columns.start[i]) : int(columns.start[i + 1])].any()):
+                return "RF lowered to min.insync.replicas or below without --force", None
+        leader = columns.leader[to_one]
+        if bool(((leader != NO_LEADER) & (leader != columns.replicas[to_one, 0])).any()):
             return "RF lowered where the leader is not the first replica", None
+        leader = columns.leader[by_one]
+        leads = (columns.replicas[by_one] == leader[:, None]).any(axis=1)
+        if bool(((leader != NO_LEADER) & ~leads).any()):
+            return "RF lowered where the leader is offline or not a replica", None
     if bool((asked & (columns.isr_kind == ISR_OTHER)).any()):
         return "replicas out of sync", None
     grows = asked & (rf < target)
+    topic_row = columns.topic_of_rows()
+    if bool(np.intersect1d(topic_row[grows], topic_row[lowered & (target > 1)]).size):
+        return "RF lowered and raised in one topic", None
     if bool(grows.any()):
         if int(target[grows].max()) > len(eligible):
             return "too few eligible brokers", None
@@ -499,6 +512,18 @@ def plan_arrays(
         lo, hi = int(columns.start[i]), int(columns.start[i + 1])
         requested[lo:hi] = True
         assert req.rf is not None
+        shrunk = np.flatnonzero(columns.rf[lo:hi] > req.rf)
+        if req.rf > 1 and shrunk.size:  # one replica fewer: shrink_arrays picks which
+            slot = drop_one(setup, lo, hi, shrunk)
+            keep = np.arange(width)[None, :] != slot[:, None]
+            kept = after[lo + shrunk][keep].reshape(len(shrunk), width - 1)
+            after[lo + shrunk, : width - 1] = kept
+            after[lo + shrunk, width - 1] = -1
+            gone = setup.dense[lo + shrunk, slot]
+            setup.cluster -= np.bincount(gone, minlength=setup.nb)
+            changed[lo + shrunk] = True
+            rf_after[lo + shrunk] = req.rf
+            continue  # _prepare refuses a topic lowered and raised at once
         if req.rf == 1:  # RF -> 1: each partition keeps its leader, its first replica
             lowered = columns.rf[lo:hi] > 1
             after[lo:hi, 1:][lowered] = -1

@@ -34,7 +34,7 @@ from kreplica.planner.degraded import (
     surviving_dead,
 )
 from kreplica.planner.disk import DiskGuard, finish_plan
-from kreplica.planner.evaluate import spread, spread_floor
+from kreplica.planner.evaluate import removal_window, spread, spread_floor
 from kreplica.planner.kafka_strategy import KafkaStrategy
 from kreplica.planner.options import STRATEGIES, PlanOptions, TopicRequest
 from kreplica.planner.report import LowerBound, build_report, imbalance_note
@@ -342,6 +342,22 @@ def _spread_and_floor(ctx: PlanContext, topic: Topic, work: Work) -> tuple[int, 
     return spread(after), floor
 
 
+def removal_floor(ctx: PlanContext, topic: Topic, work: Work) -> int:
+    """When the work only removes replicas of live brokers: a spread no placement that
+    removes as many goes below (evaluate.removal_window over the report's scope); else 0."""
+    before: dict[int, int] = dict.fromkeys(ctx.eligible, 0)
+    for p in topic.partitions:
+        for b in p.replicas:
+            before[b] = before.get(b, 0) + 1
+    if not before or not ctx.live.issuperset(before):
+        return 0  # a dead replica dropped or kept changes the total: no one floor
+    added, removed = _moves(topic, work)
+    if added or not removed:
+        return 0
+    low, high = removal_window(list(before.values()), sum(before.values()) - removed)
+    return max(0, high - low)
+
+
 def _moves(topic: Topic, work: Work) -> tuple[int, int]:
     existing = {p.partition: p.replicas for p in topic.partitions}
     added = removed = 0
@@ -473,6 +489,8 @@ def _plan_topic(
     own_spread, floor = _spread_and_floor(ctx, topic, work)
     if own_spread <= max(floor, 1):
         return work, strategy.name, own_spread <= floor
+    if own_spread <= removal_floor(ctx, topic, work):
+        return work, strategy.name, False  # kafka and append can only tie: balanced is kept
     own_moves = _moves(topic, work)
     best = (own_spread, 0, strategy.name)
     _undo_request(ctx, topic, work, mark)

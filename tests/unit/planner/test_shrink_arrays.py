@@ -1,0 +1,157 @@
+"""RF lowered by one replica on the arrays (planner/shrink_arrays.py) against the object planner.
+
+- on random clusters with racks, the array plan removes exactly one replica per partition,
+  never the current leader, one the object planner's rules (all but load) rank first; its
+  topic spreads are never above the object planner's (which may use kafka or append) and
+  every other figure of the report but the counts after is the same;
+- on Kafka-placed topics with empty brokers the array plan reaches the lowest spread any
+  removal gives, as the object planner does;
+- removal_window is the lowest spread of counts that only go down (brute force), and the
+  object planner's shortcut on it (no kafka/append comparison once reached) changes no plan.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_arrays import columnar, random_cluster
+
+from kreplica.kafka import JavaRandom, assign_replicas
+from kreplica.model import Broker, ClusterSnapshot, Partition, Topic
+from kreplica.planner import PlanOptions, TopicRequest, arrays, make_plan
+from kreplica.planner import plan as object_plan
+from kreplica.planner.evaluate import removal_window
+
+# what lowering RF by one changes only through which replica goes (spreads and the counts
+# after), and the object planner's note of which of its placements it kept
+CHOICE = {
+    "topic_spread_after",
+    "cluster_spread_after",
+    "broker_replicas_after",
+    "placement_from",
+}
+
+
+def _rule_rank(snap: ClusterSnapshot, p: Partition, b: int, leader: int) -> tuple[int, ...]:
+    """pick_removal's key without the load (everything here is alive and in sync)."""
+    racks = snap.racks()
+    shared = sum(racks[x] == racks[b] for x in p.replicas) > 1
+    return (b != leader, p.replicas.index(b) > 0, shared)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 100_000),
+    brokers=st.integers(3, 12),
+    racks=st.integers(1, 4),
+    rf=st.integers(3, 4),
+    sizes=st.booleans(),
+)
+def test_lowering_by_one_on_arrays_is_never_less_even_than_the_object_planner(
+    seed, brokers, racks, rf, sizes
+):
+    rng = random.Random(seed)
+    brokers = max(brokers, rf)
+    snap = random_cluster(
+        rng, brokers=brokers, racks=racks, topics=rng.randint(1, 4), rf=rf, sizes=sizes
+    )
+    col = columnar(snap)
+    names = [t.name for t in snap.topics]
+    requests = [
+        TopicRequest(topic=n, rf=rf - 1) for n in rng.sample(names, rng.randint(1, len(names)))
+    ]
+    options = PlanOptions(force=True)
+    assert arrays.refusal(col, requests, options) is None
+    plan = make_plan(col, requests, options)
+    expected = make_plan(snap, requests, options)
+    assert getattr(plan.changes, "columnar", False)
+    assert not col.materialised
+    for key in set(expected.report) - CHOICE:
+        assert plan.report[key] == expected.report[key], key
+    for name, value in plan.report["topic_spread_after"].items():
+        assert value <= expected.report["topic_spread_after"][name], name
+    assert [(c.topic, c.partition) for c in plan.changes] == [
+        (c.topic, c.partition) for c in expected.changes
+    ]
+    parts = {(t.name, p.partition): p for t in snap.topics for p in t.partitions}
+    for c in plan.changes:
+        p = parts[(c.topic, c.partition)]
+        leader = p.current_leader
+        gone = [b for b in p.replicas if b not in c.after]
+        assert len(gone) == 1 and c.after == tuple(b for b in p.replicas if b != gone[0])
+        assert gone[0] != leader
+        best = max(_rule_rank(snap, p, b, leader) for b in p.replicas)
+        assert _rule_rank(snap, p, gone[0], leader) == best
+
+
+def _kafka_placed(brokers: int, racks: int, empty: int, topics: int) -> ClusterSnapshot:
+    """Topics of `brokers` partitions at RF 3 as Kafka places them, plus `empty` brokers."""
+    rack_of = {b: f"r{b % racks}" for b in range(brokers + empty)}
+    rng = random.Random(5)
+    out = []
+    for t in range(topics):
+        placed = assign_replicas(
+            list(range(brokers)),
+            brokers,
+            3,
+            racks={b: rack_of[b] for b in range(brokers)},
+            rng=JavaRandom(rng.randrange(1 << 31)),
+        )
+        out.append(
+            Topic(
+                f"t{t}",
+                tuple(Partition(f"t{t}", p, tuple(placed[p])) for p in range(brokers)),
+            )
+        )
+    return ClusterSnapshot(
+        tuple(Broker(b, rack=rack_of[b]) for b in range(brokers + empty)), tuple(out), "c"
+    )
+
+
+def test_kafka_placed_topics_reach_the_lowest_spread_any_removal_gives():
+    snap = _kafka_placed(brokers=30, racks=3, empty=2, topics=6)
+    col = columnar(snap)
+    requests = [TopicRequest(topic=t.name, rf=2) for t in snap.topics]
+    plan = make_plan(col, requests)
+    expected = make_plan(snap, requests)
+    assert getattr(plan.changes, "columnar", False)
+    # every broker holds 3 replicas of each topic; the empty ones none: 2 is the floor
+    assert set(plan.report["topic_spread_after"].values()) == {2}
+    assert expected.report["topic_spread_after"] == plan.report["topic_spread_after"]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_removal_window_is_the_lowest_spread_of_counts_that_only_go_down(seed):
+    rng = random.Random(seed)
+    counts = [rng.randint(0, 4) for _ in range(rng.randint(1, 5))]
+    total = rng.randint(0, sum(counts))
+    low, high = removal_window(counts, total)
+    best = min(
+        max(after) - min(after)
+        for after in itertools.product(*(range(c + 1) for c in counts))
+        if sum(after) == total
+    )
+    assert high - low == best
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 100_000), racks=st.integers(1, 3))
+def test_the_object_planners_removal_shortcut_changes_no_plan(seed, racks, monkeypatch_module):
+    rng = random.Random(seed)
+    snap = random_cluster(rng, brokers=rng.randint(3, 9), racks=racks, topics=3, rf=3)
+    requests = [TopicRequest(topic=t.name, rf=2) for t in snap.topics]
+    plan = make_plan(snap, requests)
+    with monkeypatch_module.context() as m:
+        m.setattr(object_plan, "removal_floor", lambda ctx, topic, work: 0)
+        compared = make_plan(snap, requests)
+    assert plan == compared
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as m:
+        yield m

@@ -30,19 +30,30 @@ Pure and deterministic; numpy is imported with the columns.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from kreplica.columns import NO_LEADER
+from kreplica.columns import NO_LEADER, PartitionColumns
 from kreplica.planner.evaluate import removal_window
-
-if TYPE_CHECKING:
-    from kreplica.planner.arrays import _Setup
 
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
+
+
+class _Setup(Protocol):
+    """What this reads of arrays._Setup (dense broker indexes, eligibility, loads)."""
+
+    columns: PartitionColumns
+    dense: I64
+    eligible: Mask
+    cluster: I64
+    nb: int
+
+    def to_dense(self, broker_ids: npt.NDArray[np.int64]) -> I64: ...
+
+    def racks(self, dense: I64) -> I64: ...
 
 
 def candidates(setup: _Setup, lo: int, hi: int, rows: I64) -> Mask:

@@ -27,6 +27,7 @@ from kreplica.planner.degraded import (
     dead_broker_findings,
     dead_in_targets,
     in_flight,
+    lagging_finding,
     needs_change,
     refuse_dead,
     refuse_in_flight,
@@ -144,22 +145,8 @@ def _state_findings(topic: Topic, ctx: PlanContext, req: TopicRequest) -> list[F
     lagging = [p.partition for p in topic.partitions if lags(p)]
     if not lagging:
         return []
-    shown = _ids(lagging[:10]) + (", ..." if len(lagging) > 10 else "")
     lowers = req.rf is not None and any(len(p.replicas) > req.rf for p in topic.partitions)
-    what = (
-        "lowering RF drops those first and never the leader"
-        if lowers
-        else "they stay out of sync until they catch up"
-    )
-    return [
-        Finding(
-            "warning",
-            "under-replicated",
-            f"topic {topic.name!r}: {len(lagging)} partition(s) have replicas out of sync or on a "
-            f"dead broker ({shown}); {what}, and new replicas copy from the leader",
-            topic=topic.name,
-        )
-    ]
+    return [lagging_finding(topic.name, lagging, lowers)]
 
 
 def _in_flight_elsewhere(snapshot: ClusterSnapshot, requested: set[str]) -> list[Finding]:

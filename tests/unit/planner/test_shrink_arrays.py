@@ -155,3 +155,74 @@ def test_the_object_planners_removal_shortcut_changes_no_plan(seed, racks, monke
 def monkeypatch_module():
     with pytest.MonkeyPatch.context() as m:
         yield m
+
+
+# --- the RF raise with replicas on a dead broker (--replace-dead) ------------------------------
+
+# what depends on which brokers the new replicas go to
+PLACED = CHOICE | {
+    "broker_replicas_peak",
+    "broker_bytes_in",
+    "broker_bytes_out",
+    "broker_leaders_after",
+    "cross_rack_bytes",
+}
+
+
+def _one_dead(snap: ClusterSnapshot, rng: random.Random) -> ClusterSnapshot:
+    """One broker down: out of every ISR, its partitions led by another replica, by no one
+    (-1), or unknown."""
+    dead = rng.choice(snap.brokers).id
+    brokers = tuple(Broker(b.id, b.rack, alive=b.id != dead) for b in snap.brokers)
+    topics = []
+    for t in snap.topics:
+        parts = []
+        for p in t.partitions:
+            if dead in p.replicas:
+                isr = tuple(b for b in p.replicas if b != dead)
+                leader = rng.choice([isr[0], None, -1]) if isr else -1
+                p = Partition(p.topic, p.partition, p.replicas, leader, isr, p.size_bytes)
+            parts.append(p)
+        topics.append(Topic(t.name, tuple(parts)))
+    return ClusterSnapshot(brokers, tuple(topics), "c")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 100_000), rf=st.integers(1, 3), racks=st.integers(2, 4))
+def test_raising_rf_around_a_dead_broker_on_arrays_matches_the_object_planners_figures(
+    seed, rf, racks
+):
+    rng = random.Random(seed)
+    snap = _one_dead(
+        random_cluster(rng, brokers=rng.randint(4, 12), racks=racks, topics=3, rf=rf), rng
+    )
+    col = columnar(snap)
+    requests = [TopicRequest(topic=t.name, rf=rf + 1) for t in snap.topics]
+    options = PlanOptions(replace_dead=True)
+    assert arrays.refusal(col, requests, PlanOptions()) == "a broker is down"
+    if arrays.refusal(col, requests, options) is not None:
+        return  # too few brokers or racks for the rules: the object planner's (dispatch tests)
+    plan = make_plan(col, requests, options)
+    expected = make_plan(snap, requests, options)
+    assert getattr(plan.changes, "columnar", False) and not col.materialised
+    for key in set(expected.report) - PLACED:
+        assert plan.report[key] == expected.report[key], key
+    for name, value in plan.report["topic_spread_after"].items():
+        assert value <= expected.report["topic_spread_after"][name], name
+    assert plan.findings == expected.findings
+    alive = {b.id for b in snap.brokers if b.alive}
+    racks_of = snap.racks()
+    parts = {(t.name, p.partition): p for t in snap.topics for p in t.partitions}
+    for c in plan.changes:
+        p = parts[(c.topic, c.partition)]
+        assert set(c.after) <= alive and len(set(c.after)) == rf + 1
+        dead = [b for b in p.replicas if b not in alive]
+        kept = [b for b in p.replicas if b in alive]
+        assert [b for b in c.after if b in kept] == kept  # live replicas stay, in order
+        if dead:  # its place goes to a broker on its rack
+            swapped = c.after[p.replicas.index(dead[0])] if p.replicas[0] != dead[0] else None
+            if swapped is not None:
+                assert racks_of[swapped] == racks_of[dead[0]]
+            leader = p.leader if p.leader is not None and p.leader in alive else None
+            if p.replicas[0] == dead[0] and leader is not None:
+                assert c.after[0] == leader  # the leader now is the preferred one

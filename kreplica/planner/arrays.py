@@ -125,19 +125,22 @@ def refusal(
     return _prepare(snapshot, requests, options)[0]
 
 
+TAKEN = "an RF change the array planner takes (planner/arrays.py)"
+
+
 def plan_if_taken(
     snapshot: ClusterSnapshot, requests: Sequence[TopicRequest], options: PlanOptions
-) -> Plan | None:
-    """The array plan when `refusal` finds nothing, else None (make_plan's dispatch). None
-    too when the plan would leave a broker under its disk headroom: the object planner then
-    steers around the full disks, or refuses in its own words."""
+) -> tuple[Plan | None, str]:
+    """The array plan when `refusal` finds nothing, else None, and why (make_plan's
+    dispatch). None too when the plan would leave a broker under its disk headroom: the
+    object planner then steers around the full disks, or refuses in its own words."""
     why, setup = _prepare(snapshot, requests, options)
     if why is not None or setup is None:
-        return None
+        return None, why or "no request"
     try:
-        return plan_arrays(snapshot, requests, options, setup)
+        return plan_arrays(snapshot, requests, options, setup), TAKEN
     except _DiskOverflow:
-        return None
+        return None, "the array plan leaves a broker under its disk headroom"
 
 
 class _DiskOverflow(Exception):

@@ -515,14 +515,23 @@ def make_plan(
 
     A ColumnarSnapshot (kreplica/columns.py) goes to the array planner (planner/arrays.py)
     when its `refusal` finds nothing it does not handle; it returns the same kind of plan."""
+    why = "the snapshot is not in columns"
     if getattr(snapshot, "columns", None) is not None:
         from kreplica.planner import arrays
 
-        plan = arrays.plan_if_taken(snapshot, requests, options)  # None: arrays.refusal
-        if plan is not None:
-            return plan
+        taken, why = arrays.plan_if_taken(snapshot, requests, options)  # None: arrays.refusal
+        if taken is not None:
+            return _with_engine(taken, "arrays", why)
     plan = _best_plan(snapshot, requests, options)
-    return finish_plan(plan, snapshot, options.disk_headroom, options.log_dirs)
+    plan = finish_plan(plan, snapshot, options.disk_headroom, options.log_dirs)
+    return _with_engine(plan, "objects", f"the array planner refuses it: {why}")
+
+
+def _with_engine(plan: Plan, name: str, why: str) -> Plan:
+    """The plan with its report naming the planner that made it, and why (`engine`)."""
+    report = plan.report.copy()
+    report["engine"] = {"name": name, "why": why}
+    return dataclasses.replace(plan, report=report)
 
 
 def _best_plan(

@@ -33,6 +33,7 @@ CHOICE = {
     "cluster_spread_after",
     "broker_replicas_after",
     "placement_from",
+    "engine",  # arrays here, objects there
 }
 
 
@@ -69,6 +70,7 @@ def test_lowering_by_one_on_arrays_is_never_less_even_than_the_object_planner(
     plan = make_plan(col, requests, options)
     expected = make_plan(snap, requests, options)
     assert getattr(plan.changes, "columnar", False)
+    assert plan.report["engine"]["name"] == "arrays"
     assert not col.materialised
     for key in set(expected.report) - CHOICE:
         assert plan.report[key] == expected.report[key], key

@@ -87,6 +87,7 @@ class _Setup:
         rank = {r: i for i, r in enumerate(rack_names)}
         self.rack_names = rack_names
         self.rack_of = np.array([rank[str(b.rack)] for b in snapshot.brokers], dtype=np.int64)
+        self.rack_ext = np.append(self.rack_of, -1)  # index -1 (no broker): rack -1
         self.eligible = np.zeros(nb, dtype=bool)
         where = {int(b): i for i, b in enumerate(ids.tolist())}
         for b in eligible:
@@ -106,14 +107,14 @@ class _Setup:
 
     def to_dense(self, broker_ids: npt.NDArray[Any]) -> I64:
         """Broker ids as indexes into the broker table; -1 for PAD and unlisted brokers."""
-        ids = np.asarray(broker_ids, dtype=np.int64)
+        ids = np.asarray(broker_ids)
         inside = (ids >= 0) & (ids < len(self.lookup) - 1)
-        out: I64 = np.where(inside, self.lookup[np.where(inside, ids, -1)], -1)
+        out: I64 = self.lookup[np.where(inside, ids, -1)]  # lookup[-1] is -1: no id is top
         return out
 
     def racks(self, dense: I64) -> I64:
         """Rack index per dense broker index (-1 stays -1)."""
-        out: I64 = np.where(dense >= 0, self.rack_of[np.maximum(dense, 0)], -1)
+        out: I64 = self.rack_ext[dense]
         return out
 
 
@@ -785,6 +786,7 @@ def report_arrays(
     for b, count in zip(*np.unique(now[now_idx < 0], return_counts=True), strict=True):
         leaders_before[int(b)] = int(count)
     leaders_before = dict(sorted(leaders_before.items()))
+    del now, now_idx
 
     rows = changes.rows
     rf0 = columns.rf[rows]
@@ -794,6 +796,7 @@ def report_arrays(
     new_mask = (after_dense >= 0) & ~kept
     stays = (before_rows[:, :, None] == after_dense[:, None, :]).any(axis=2)
     gone_mask = (before_rows >= 0) & ~stays
+    del kept, stays
     new_idx = after_dense[new_mask]
     added_per = np.bincount(new_idx, minlength=nb)
     removed_per = np.bincount(before_rows[gone_mask], minlength=nb)
@@ -824,6 +827,7 @@ def report_arrays(
     )
     cross += int(size_each[~src_known].sum())  # a source the snapshot does not list: another rack
     leaders_changed = int((source != changes.after[:, 0]).sum())
+    del sizes, lead, source, source_each, src_idx, src_known, known  # a million rows each
 
     # rack violations and spreads over the requested topics
     live_racks = len(set(setup.rack_of[setup.live].tolist()))
@@ -832,6 +836,7 @@ def report_arrays(
     viol_before = _violations(setup.racks(dense[req_rows]), columns.rf[req_rows], live_racks)
     viol_changed_before = _violations(setup.racks(dense[rows]), rf0, live_racks)
     viol_changed_after = _violations(setup.racks(after_dense), changes.rf, live_racks)
+    del after_dense
     viol_after = viol_before - viol_changed_before + viol_changed_after
 
     elig = setup.eligible
@@ -839,10 +844,10 @@ def report_arrays(
     spread_after: dict[str, int] = {}
     nt = len(columns.topics)
     # replicas per (topic, broker), before and added, in two bincounts
-    tb_all = np.bincount(
-        (np.repeat(topic_row, dense.shape[1]) * nb + dense.ravel())[dense.ravel() >= 0],
-        minlength=nt * nb,
-    ).reshape(nt, nb)
+    cell = np.repeat(topic_row * nb, dense.shape[1])
+    cell += dense.ravel()
+    tb_all = np.bincount(cell[dense.ravel() >= 0], minlength=nt * nb).reshape(nt, nb)
+    del cell
     change_topic = np.repeat(topic_row[rows], per_row_added)
     gone_topic = np.repeat(topic_row[rows], per_row_removed)
     ta_all = (
@@ -897,8 +902,8 @@ def _violations(racks: I64, rf: I64, available: int) -> int:
     """Rows spanning fewer racks than min(RF, racks available) (none with one rack)."""
     if available <= 1 or not len(racks):
         return 0
-    ordered = np.sort(racks, axis=1)
-    distinct = (ordered >= 0).astype(np.int64)
+    ordered = np.sort(racks.astype(np.int8), axis=1)  # rack indexes < MAX_RACKS
+    distinct = ordered >= 0
     distinct[:, 1:] &= ordered[:, 1:] != ordered[:, :-1]
     return int((distinct.sum(axis=1) < np.minimum(rf, available)).sum())
 

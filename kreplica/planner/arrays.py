@@ -60,6 +60,7 @@ from kreplica.planner.degraded import dead_broker_finding, lagging_finding
 from kreplica.planner.disk import REMOTE_STORAGE, DiskGuard, disk_report, unchecked_reason
 from kreplica.planner.evaluate import spread, spread_floor
 from kreplica.planner.options import PlanOptions, TopicRequest
+from kreplica.planner.racks_arrays import Unrepaired, repair
 from kreplica.planner.report import imbalance_note
 from kreplica.planner.requests import _min_isr_findings, eligible_brokers
 from kreplica.planner.shrink_arrays import drop_one
@@ -126,7 +127,7 @@ def refusal(
     return _prepare(snapshot, requests, options)[0]
 
 
-TAKEN = "an RF change the array planner takes (planner/arrays.py)"
+TAKEN = "an RF change or rack repair the array planner takes (planner/arrays.py)"
 
 
 def plan_if_taken(
@@ -142,6 +143,8 @@ def plan_if_taken(
         return plan_arrays(snapshot, requests, options, setup), TAKEN
     except _DiskOverflow:
         return None, "the array plan leaves a broker under its disk headroom"
+    except Unrepaired:
+        return None, "a partition rack repair cannot bring to its target"
 
 
 class _DiskOverflow(Exception):
@@ -175,9 +178,10 @@ def _prepare(
     if any(n not in index for n in names):
         return "an unknown topic", None
     for req in requests:
-        if req.rf is None or req.partitions is not None or req.fix_racks:
-            return "not an RF change alone", None
-        if req.rf < 1:
+        repair_only = req.fix_racks and req.rf is None and req.partitions is None
+        if not repair_only and (req.rf is None or req.partitions is not None or req.fix_racks):
+            return "not an RF change alone, nor rack repair alone", None
+        if req.rf is not None and req.rf < 1:
             return "an invalid RF", None
     try:
         eligible, _why = eligible_brokers(snapshot, options)
@@ -189,7 +193,8 @@ def _prepare(
     target = np.full(columns.rows, -1, dtype=np.int64)  # the RF asked per row (-1: none)
     for req in requests:
         i = index[req.topic]
-        target[int(columns.start[i]) : int(columns.start[i + 1])] = int(req.rf or 0)
+        lo, hi = int(columns.start[i]), int(columns.start[i + 1])
+        target[lo:hi] = columns.rf[lo:hi] if req.rf is None else req.rf  # repair: RF kept
     asked = target >= 0
     rf = columns.rf
     lowered = asked & (rf > target)
@@ -211,6 +216,8 @@ def _prepare(
         if bool(((leader != NO_LEADER) & ~leads).any()):
             return "RF lowered where the leader is offline or not a replica", None
     dead = (setup.dense >= 0) & (setup.kept < 0)
+    if any(r.fix_racks for r in requests) and bool(dead.any()):
+        return "rack repair with a broker down", None
     if bool((asked & (rf > target) & dead.any(axis=1)).any()):
         return "RF lowered with a replica on a dead broker", None
     other = np.flatnonzero(asked & (columns.isr_kind == ISR_OTHER))
@@ -578,18 +585,22 @@ def plan_arrays(
     requested = np.zeros(n, dtype=bool)
     rf_after = columns.rf.copy()
     ordered = sorted(requests, key=lambda r: r.topic)
+    cluster_bytes: I64 | None = None
     for req in ordered:
         i = index[req.topic]
         lo, hi = int(columns.start[i]), int(columns.start[i + 1])
-        assert req.rf is not None
-        lowering = bool((columns.rf[lo:hi] > req.rf).any())
+        lowering = req.rf is not None and bool((columns.rf[lo:hi] > req.rf).any())
         findings.extend(_min_isr_findings(columns.topics[i], req, options, lowering))
     findings.extend(_dead_findings(setup, ordered, index))
     for req in ordered:
         i = index[req.topic]
         lo, hi = int(columns.start[i]), int(columns.start[i + 1])
         requested[lo:hi] = True
-        assert req.rf is not None
+        if req.rf is None:  # rack repair alone (racks_arrays.py)
+            if cluster_bytes is None:
+                cluster_bytes = _cluster_bytes(setup)
+            changed[lo + repair(setup, lo, hi, after, cluster_bytes)] = True
+            continue
         shrunk = np.flatnonzero(columns.rf[lo:hi] > req.rf)
         if req.rf > 1 and shrunk.size:  # one replica fewer: shrink_arrays picks which
             slot = drop_one(setup, lo, hi, shrunk)
@@ -659,6 +670,18 @@ def _swap_on_shared_racks(setup: _Setup, lo: int, hi: int, after: I64) -> None:
         setup.kept[row, slot] = best
         topic[best] += 1
         setup.cluster[best] += 1
+
+
+def _cluster_bytes(setup: _Setup) -> I64:
+    """PlanContext.cluster_bytes as its load key reads it: bytes per broker, zeros when no
+    partition has a size."""
+    sizes = np.maximum(setup.columns.size, 0)
+    if not bool(sizes.any()):
+        return np.zeros(setup.nb, dtype=np.int64)
+    valid = setup.dense >= 0
+    each = np.broadcast_to(sizes[:, None], setup.dense.shape)[valid]
+    out: I64 = np.bincount(setup.dense[valid], weights=each, minlength=setup.nb).astype(np.int64)
+    return out
 
 
 def _leader_first(setup: _Setup, after: I64) -> None:
@@ -929,7 +952,8 @@ def _imbalance(
         return []
     ids = setup.ids.tolist()
     all_forced = True
-    lowered = changes.rf < columns.rf[changes.rows]
+    # lowered, or a replica moved by rack repair: what stays is a choice, not forced
+    lowered = (changes.rf < columns.rf[changes.rows]) | (changes.rf == columns.rf[changes.rows])
     lowered_topics = {columns.topics[t].name for t in changes.topic_index[lowered].tolist()}
     replaced = setup.dead_slot[changes.rows] >= 0
     replaced_topics = {columns.topics[t].name for t in changes.topic_index[replaced].tolist()}

@@ -1,4 +1,6 @@
-"""RF lowered by one replica on the arrays (planner/shrink_arrays.py) against the object planner.
+"""The array planner's shape operations against the object planner: RF lowered by one replica
+(planner/shrink_arrays.py), the RF raise around a dead broker (--replace-dead) and rack repair
+alone (planner/racks_arrays.py).
 
 - on random clusters with racks, the array plan removes exactly one replica per partition,
   never the current leader, one the object planner's rules (all but load) rank first; its
@@ -7,7 +9,10 @@
 - on Kafka-placed topics with empty brokers the array plan reaches the lowest spread any
   removal gives, as the object planner does;
 - removal_window is the lowest spread of counts that only go down (brute force), and the
-  object planner's shortcut on it (no kafka/append comparison once reached) changes no plan.
+  object planner's shortcut on it (no kafka/append comparison once reached) changes no plan;
+- around a dead broker, every figure but where the new replicas go is the object planner's,
+  topic spreads never above, each dead replica replaced in its slot by a broker on its rack;
+- rack repair alone is the object planner's plan, report and findings exactly.
 """
 
 from __future__ import annotations
@@ -228,3 +233,32 @@ def test_raising_rf_around_a_dead_broker_on_arrays_matches_the_object_planners_f
             leader = p.leader if p.leader is not None and p.leader in alive else None
             if p.replicas[0] == dead[0] and leader is not None:
                 assert c.after[0] == leader  # the leader now is the preferred one
+
+
+# --- rack repair alone (--fix-racks) ---------------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 100_000),
+    racks=st.integers(1, 4),
+    rf=st.integers(1, 3),
+    sizes=st.booleans(),
+)
+def test_rack_repair_on_arrays_is_the_object_planners_plan_exactly(seed, racks, rf, sizes):
+    rng = random.Random(seed)
+    snap = random_cluster(
+        rng, brokers=rng.randint(max(3, rf), 12), racks=racks, topics=3, rf=rf, sizes=sizes
+    )
+    col = columnar(snap)
+    names = [t.name for t in snap.topics]
+    requests = [TopicRequest(topic=n, fix_racks=True) for n in rng.sample(names, rng.randint(1, 3))]
+    assert arrays.refusal(col, requests, PlanOptions()) is None
+    plan = make_plan(col, requests)
+    expected = make_plan(snap, requests)
+    assert plan.report["engine"]["name"] == "arrays" and not col.materialised
+    assert list(plan.changes) == list(expected.changes)
+    assert {k: v for k, v in plan.report.items() if k != "engine"} == {
+        k: v for k, v in expected.report.items() if k != "engine"
+    }
+    assert plan.findings == expected.findings

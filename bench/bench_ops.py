@@ -49,7 +49,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from bench_scale import DEFAULT_WORK_DIR, parse_size, size_name  # noqa: E402
+from bench_scale import DEFAULT_WORK_DIR, header, parse_size, run_cli, size_name  # noqa: E402
 
 RF = 3
 BROKERS = 500
@@ -126,23 +126,6 @@ def argv_of(op: str, snapshot: str) -> list[str]:
 
 
 # --- one case, in a fresh process ---------------------------------------------------------
-
-
-def run_cli(argv: list[str], out_path: str) -> Any:
-    real_stdout = sys.stdout
-    code: Any = 0
-    with open(out_path, "w", encoding="utf-8") as out:
-        sys.stdout = out
-        sys.argv = argv
-        try:
-            from kreplica.cli import main
-
-            main()
-        except SystemExit as exc:
-            code = exc.code
-        finally:
-            sys.stdout = real_stdout
-    return code
 
 
 def run_child(spec: dict[str, Any]) -> dict[str, Any]:
@@ -232,10 +215,6 @@ COLUMNS = (
 )
 
 
-def header() -> str:
-    return "  ".join(f"{name:>{width}}" for name, width in COLUMNS)
-
-
 def line(row: dict[str, Any]) -> str:
     head = [size_name(row["partitions"]), row["op"]]
     if "timeout" in row:
@@ -303,7 +282,7 @@ def main() -> None:
         f"{os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}",
         flush=True,
     )
-    print(header(), flush=True)
+    print(header(COLUMNS), flush=True)
     rows = []
     for size in sizes:
         for op in ops:

@@ -56,6 +56,7 @@ import numpy.typing as npt
 from kreplica.columns import ISR_OTHER, NO_LEADER, NO_SIZE, PAD, ArrayChanges, PartitionColumns
 from kreplica.errors import KreplicaError
 from kreplica.model import ClusterSnapshot, Finding, Plan, PlanReport
+from kreplica.planner.array_setup import popcount
 from kreplica.planner.degraded import dead_broker_finding, lagging_finding
 from kreplica.planner.disk import REMOTE_STORAGE, DiskGuard, disk_report, unchecked_reason
 from kreplica.planner.evaluate import spread, spread_floor
@@ -236,7 +237,7 @@ def _prepare(
         why = _replacements(setup, grows & dead.any(axis=1), dead)
         if why is not None:
             return why, None
-        if bool((_popcount(setup.fresh[grows]) < (target - rf)[grows]).any()):
+        if bool((popcount(setup.fresh[grows]) < (target - rf)[grows]).any()):
             return "more new replicas than fresh racks", None
     setup.eligible_ids = eligible
     return None, setup
@@ -281,15 +282,6 @@ def _replacements(
     setup.shared_swap[where] = shared
     setup.fresh[where] &= ~bit
     return None
-
-
-def _popcount(masks: I64) -> I64:
-    out = np.zeros_like(masks)
-    m = masks.copy()
-    while bool(m.any()):
-        out += m & 1
-        m >>= 1
-    return out
 
 
 def _fresh_masks(setup: _Setup, dense: I64) -> I64:
@@ -359,7 +351,7 @@ class _Topic:
         nr = len(s.rack_names)
         sets = np.arange(1 << nr, dtype=np.int64)
         member = ((sets[:, None] >> np.arange(nr)) & 1).astype(np.int64)  # (sets, racks)
-        hits = _popcount(sets[:, None] & c_fresh[None, :])
+        hits = popcount(sets[:, None] & c_fresh[None, :])
         f = np.minimum(supply[None, :], n_c[None, :] * hits).sum(axis=1)
         full = (1 << nr) - 1
         forced = f[full] - f[full ^ sets]  # units any placement puts into S

@@ -20,59 +20,29 @@ Pure and deterministic; numpy is imported with the columns.
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import numpy as np
-import numpy.typing as npt
 
-from kreplica.columns import NO_LEADER, PartitionColumns
-
-I64 = npt.NDArray[np.int64]
-Mask = npt.NDArray[np.bool_]
-
-
-class _Setup(Protocol):
-    """What this reads of arrays._Setup."""
-
-    columns: PartitionColumns
-    dense: I64
-    eligible: Mask
-    cluster: I64
-    rack_of: I64
-    elig_rack_mask: int
-    nb: int
-
-    def racks(self, dense: I64) -> I64: ...
-
-    def to_dense(self, broker_ids: npt.NDArray[np.int64]) -> I64: ...
+from kreplica.columns import NO_LEADER
+from kreplica.planner.array_setup import I64, ArraySetup, Mask, popcount
 
 
 class Unrepaired(Exception):
     """A row rack repair cannot bring to its target (the object planner takes the request)."""
 
 
-def needs_repair(setup: _Setup, dense: I64) -> Mask:
+def needs_repair(setup: ArraySetup, dense: I64) -> Mask:
     """Rows spanning fewer racks than rack_target gives them."""
     racks = setup.racks(dense)
     bits = np.where(racks >= 0, np.left_shift(np.int64(1), np.maximum(racks, 0)), 0)
     used = np.bitwise_or.reduce(bits, axis=1)
-    reach = _popcount(used | np.int64(setup.elig_rack_mask))
-    held = _popcount(used)
+    reach = popcount(used | np.int64(setup.elig_rack_mask))
+    held = popcount(used)
     size = (dense >= 0).sum(axis=1)
     out: Mask = held < np.minimum(size, reach)
     return out
 
 
-def _popcount(masks: I64) -> I64:
-    out = np.zeros_like(masks)
-    m = masks.copy()
-    while bool(m.any()):
-        out += m & 1
-        m >>= 1
-    return out
-
-
-def repair(setup: _Setup, lo: int, hi: int, after: I64, cluster_bytes: I64) -> I64:
+def repair(setup: ArraySetup, lo: int, hi: int, after: I64, cluster_bytes: I64) -> I64:
     """Repair topic lo:hi's rows in `after` (dense broker indexes); the rows changed. The
     cluster counts and bytes move with each replica."""
     block = after[lo:hi]
@@ -121,7 +91,7 @@ def repair(setup: _Setup, lo: int, hi: int, after: I64, cluster_bytes: I64) -> I
     return rows
 
 
-def _elig_racks(setup: _Setup) -> set[int]:
+def _elig_racks(setup: ArraySetup) -> set[int]:
     mask = setup.elig_rack_mask
     return {r for r in range(mask.bit_length()) if mask >> r & 1}
 

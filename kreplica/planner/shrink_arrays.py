@@ -30,33 +30,14 @@ Pure and deterministic; numpy is imported with the columns.
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import numpy as np
-import numpy.typing as npt
 
-from kreplica.columns import NO_LEADER, PartitionColumns
+from kreplica.columns import NO_LEADER
+from kreplica.planner.array_setup import I64, ArraySetup, Mask
 from kreplica.planner.evaluate import removal_window
 
-I64 = npt.NDArray[np.int64]
-Mask = npt.NDArray[np.bool_]
 
-
-class _Setup(Protocol):
-    """What this reads of arrays._Setup (dense broker indexes, eligibility, loads)."""
-
-    columns: PartitionColumns
-    dense: I64
-    eligible: Mask
-    cluster: I64
-    nb: int
-
-    def to_dense(self, broker_ids: npt.NDArray[np.int64]) -> I64: ...
-
-    def racks(self, dense: I64) -> I64: ...
-
-
-def candidates(setup: _Setup, lo: int, hi: int, rows: I64) -> Mask:
+def candidates(setup: ArraySetup, lo: int, hi: int, rows: I64) -> Mask:
     """Per row (indexes into lo:hi) and slot: whether pick_removal's rules, all but load,
     rank that replica first."""
     dense = setup.dense[lo:hi][rows]
@@ -75,7 +56,7 @@ def candidates(setup: _Setup, lo: int, hi: int, rows: I64) -> Mask:
     return out
 
 
-def drop_one(setup: _Setup, lo: int, hi: int, rows: I64) -> I64:
+def drop_one(setup: ArraySetup, lo: int, hi: int, rows: I64) -> I64:
     """The slot each row (indexes into lo:hi, each lowered by one replica) drops."""
     dense = setup.dense[lo:hi][rows]
     n, width = dense.shape

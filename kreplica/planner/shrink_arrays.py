@@ -8,8 +8,8 @@ replicas tied on every rule but load are a row's candidates. Which candidate goe
 chosen for the whole topic, not partition by partition:
 
 1. First choice: the candidate with the most replicas of the topic before the plan, then
-   the one nearest the tail (on a Kafka-placed topic each broker is last in as many
-   partitions, so the tail alone is often even already).
+   of the cluster, then the one nearest the tail (on a Kafka-placed topic each broker is
+   last in as many partitions, so the tail is often even already).
 2. Even out. A row with two or more candidates is an edge between them, held by the one it
    removes from. A path of edges s -> y1 -> ... -> t, each held by the next node, handed
    back one step (each edge now held by the node before) removes one more replica from s and

@@ -102,6 +102,24 @@ def snapshot_path(work: Path, brokers: int, racks: int, partitions: int) -> Path
 # --- one case, in a fresh process ---------------------------------------------------------
 
 
+def run_cli(argv: list[str], out_path: str) -> Any:
+    """The CLI entry point in this process, stdout to `out_path`; its exit code."""
+    real_stdout = sys.stdout
+    code: Any = 0
+    with open(out_path, "w", encoding="utf-8") as out:
+        sys.stdout = out
+        sys.argv = argv
+        try:
+            from kreplica.cli import main
+
+            main()
+        except SystemExit as exc:
+            code = exc.code
+        finally:
+            sys.stdout = real_stdout
+    return code
+
+
 def run_child(spec: dict[str, Any]) -> dict[str, Any]:
     """Runs in the child: the CLI in-process, timed, then the figures from its output."""
     argv = [
@@ -119,20 +137,8 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
         "json",
     ]
     out_path = spec["out"]
-    real_stdout = sys.stdout
-    code: Any = 0
     started, cpu0 = time.perf_counter(), time.process_time()
-    with open(out_path, "w", encoding="utf-8") as out:
-        sys.stdout = out
-        sys.argv = argv
-        try:
-            from kreplica.cli import main
-
-            main()
-        except SystemExit as exc:
-            code = exc.code
-        finally:
-            sys.stdout = real_stdout
+    code = run_cli(argv, out_path)
     wall = time.perf_counter() - started
     cpu = time.process_time() - cpu0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
@@ -209,8 +215,8 @@ COLUMNS = (
 )
 
 
-def header() -> str:
-    return "  ".join(f"{name:>{width}}" for name, width in COLUMNS)
+def header(columns: tuple[tuple[str, int], ...] = COLUMNS) -> str:
+    return "  ".join(f"{name:>{width}}" for name, width in columns)
 
 
 def line(row: dict[str, Any]) -> str:

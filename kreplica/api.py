@@ -65,9 +65,17 @@ def read_cluster(
 ) -> ClusterSnapshot:
     """The cluster's brokers, racks, topics and partitions (and, with `sizes`, partition sizes
     and disks): from one source, a snapshot file, the brokers' AdminClient API or ZooKeeper.
-    `topics`: only these (planning balances against the whole cluster: leave it None)."""
+    `topics`: only these (planning balances against the whole cluster: leave it None).
+    The whole cluster with sizes is read as the CLI reads it (into columns where the source
+    can: kreplica/columns.py), so `plan` takes the same planner, and gives the same plan, as
+    the CLI's commands."""
     from kreplica.sources import open_source
 
+    whole = topics is None and sizes
+    if whole and snapshot is not None:
+        from kreplica.sources.snapshot import load_snapshot_columnar
+
+        return load_snapshot_columnar(Path(snapshot))
     source = open_source(
         snapshot=snapshot if snapshot is None else Path(snapshot),
         bootstrap_server=bootstrap_server,
@@ -78,6 +86,10 @@ def read_cluster(
         read_sizes=sizes,
     )
     try:
+        if whole and getattr(source, "columnar", False):
+            reader: Any = source  # the live sources that read into columns (admin, zookeeper)
+            snap: ClusterSnapshot = reader.snapshot(None, columnar=True)
+            return snap
         return source.snapshot(list(topics) if topics is not None else None)
     finally:
         source.close()

@@ -314,6 +314,7 @@ class PlanReport(TypedDict, total=False):
     placement_from: dict[str, str]  # topic -> the layout its new replicas follow
     disk: dict[str, object]  # kreplica.planner.disk.disk_report
     sizes_read: bool  # False: planned with --no-sizes
+    engine: dict[str, str]  # {name, why}: the planner make_plan chose (arrays or objects)
     # the broker operations (kreplica.planner.brokers)
     operation: str  # drain, add-brokers, replace, rebalance
     leader_spread_before: int

@@ -525,17 +525,21 @@ def infer_layout(
         if racks is not None and all(r is not None for r in rack_names.values()):
             named = {b: r for b, r in rack_names.items() if r is not None}
             searches.append((rank, True, partial(_infer_aware, parts, members, named)))
-    order = list(range(len(searches)))
-    if any_complete:
-        order.sort(key=lambda i: not searches[i][1])
+    # rack-aware searches first: once one reproduces every partition, no rack-unaware layout
+    # can beat it (its score is below on rack_aware at best), so those searches are skipped
+    order = sorted(range(len(searches)), key=lambda i: not searches[i][1])
     candidates: list[tuple[tuple[int, ...], int, KafkaLayout]] = []
+    aware_complete = False
     for i in order:
-        rank, _, search = searches[i]
+        rank, aware, search = searches[i]
+        if aware_complete and not aware:
+            continue
         layout = search()
         if layout is None:
             continue
         if any_complete and not layout.nonconforming:
             return layout
+        aware_complete |= aware and not layout.nonconforming
         prefix = _contiguous_prefix(layout.conforming)
         score = (len(layout.conforming), prefix, int(layout.rack_aware), rank)
         candidates.append((score, -i, layout))  # equal scores: the first in search order

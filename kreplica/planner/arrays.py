@@ -1,9 +1,12 @@
-"""The array planner: `balanced` RF raises on a ColumnarSnapshot, with no object per partition.
+"""The array planner: `balanced` RF changes on a ColumnarSnapshot, with no object per partition.
 
 make_plan sends a request here when `refusal()` finds nothing outside what this planner does
-(a healthy cluster with racks, RF raised with every new replica on a rack its partition lacks,
-the default strategy without --seed, log dirs left to the brokers); anything else goes to the
-object planner (plan.py), which keeps every rule for degraded clusters exactly. The disk guard
+(brokers with racks; RF raised with every new replica on a rack its partition lacks, RF
+lowered to 1 or by one replica (shrink_arrays.py); with --replace-dead, a raised partition's
+one replica on a dead broker replaced in its slot by a broker on its rack, as
+degraded.replace_dead does, the partition's ISR being its live replicas; the default
+strategy without --seed, log dirs left to the brokers); anything else goes to the object
+planner (plan.py), which keeps every rule for degraded clusters exactly. The disk guard
 checks the finished plan (the bytes each broker receives, as disk.finish_plan counts them);
 a plan that would leave a broker under its headroom goes to the object planner too, which
 steers around the full disks or refuses.
@@ -30,6 +33,12 @@ Per topic, in name order, as the object planner goes:
    broker on a fresh rack never holds the partition already, so no per-partition check is
    left.
 
+A dead replica's replacement is one more unit, of a class whose only fresh rack is the dead
+one's, placed with the raise's units (so the topic's spread is the lowest over both; the
+object planner places replacements first, one by one, then evens out the raise's); where
+another replica of the partition uses that rack, the replacement is picked first, one by
+one, as the object planner does.
+
 The result's topic spreads are the lowest any placement under the rack rule reaches (what
 balance.py proves for the object planner); the cluster stays even through step 3's order.
 The report, fingerprint and plan files are computed from the same arrays (report_arrays
@@ -47,11 +56,15 @@ import numpy.typing as npt
 from kreplica.columns import ISR_OTHER, NO_LEADER, NO_SIZE, PAD, ArrayChanges, PartitionColumns
 from kreplica.errors import KreplicaError
 from kreplica.model import ClusterSnapshot, Finding, Plan, PlanReport
+from kreplica.planner.array_setup import popcount
+from kreplica.planner.degraded import dead_broker_finding, lagging_finding
 from kreplica.planner.disk import REMOTE_STORAGE, DiskGuard, disk_report, unchecked_reason
 from kreplica.planner.evaluate import spread, spread_floor
 from kreplica.planner.options import PlanOptions, TopicRequest
+from kreplica.planner.racks_arrays import Unrepaired, repair
 from kreplica.planner.report import imbalance_note
 from kreplica.planner.requests import _min_isr_findings, eligible_brokers
+from kreplica.planner.shrink_arrays import drop_one
 
 I64 = npt.NDArray[np.int64]
 MAX_RACKS = 12  # 4,096 rack sets per feasibility check; more racks go to the object planner
@@ -76,6 +89,7 @@ class _Setup:
         rank = {r: i for i, r in enumerate(rack_names)}
         self.rack_names = rack_names
         self.rack_of = np.array([rank[str(b.rack)] for b in snapshot.brokers], dtype=np.int64)
+        self.rack_ext = np.append(self.rack_of, -1)  # index -1 (no broker): rack -1
         self.eligible = np.zeros(nb, dtype=bool)
         where = {int(b): i for i, b in enumerate(ids.tolist())}
         for b in eligible:
@@ -85,18 +99,24 @@ class _Setup:
         used = self.dense[self.dense >= 0]
         self.cluster = np.bincount(used, minlength=nb).astype(np.int64)
         self.fresh: I64 | None = None  # per row, set by _prepare when replicas are added
+        self.live = np.array([b.alive for b in snapshot.brokers], dtype=bool)
+        # the replicas that stay: dense without dead brokers (the replaced ones)
+        self.kept = np.where(self.live[np.maximum(self.dense, 0)], self.dense, -1)
+        self.dead_slot = np.full(columns.rows, -1, dtype=np.int64)  # slot replaced, per row
+        # replaced on a rack another replica of the row uses: picked one by one, first
+        self.shared_swap = np.zeros(columns.rows, dtype=bool)
         self.eligible_ids = eligible
 
     def to_dense(self, broker_ids: npt.NDArray[Any]) -> I64:
         """Broker ids as indexes into the broker table; -1 for PAD and unlisted brokers."""
-        ids = np.asarray(broker_ids, dtype=np.int64)
+        ids = np.asarray(broker_ids)
         inside = (ids >= 0) & (ids < len(self.lookup) - 1)
-        out: I64 = np.where(inside, self.lookup[np.where(inside, ids, -1)], -1)
+        out: I64 = self.lookup[np.where(inside, ids, -1)]  # lookup[-1] is -1: no id is top
         return out
 
     def racks(self, dense: I64) -> I64:
         """Rack index per dense broker index (-1 stays -1)."""
-        out: I64 = np.where(dense >= 0, self.rack_of[np.maximum(dense, 0)], -1)
+        out: I64 = self.rack_ext[dense]
         return out
 
 
@@ -108,19 +128,24 @@ def refusal(
     return _prepare(snapshot, requests, options)[0]
 
 
+TAKEN = "an RF change or rack repair the array planner takes (planner/arrays.py)"
+
+
 def plan_if_taken(
     snapshot: ClusterSnapshot, requests: Sequence[TopicRequest], options: PlanOptions
-) -> Plan | None:
-    """The array plan when `refusal` finds nothing, else None (make_plan's dispatch). None
-    too when the plan would leave a broker under its disk headroom: the object planner then
-    steers around the full disks, or refuses in its own words."""
+) -> tuple[Plan | None, str]:
+    """The array plan when `refusal` finds nothing, else None, and why (make_plan's
+    dispatch). None too when the plan would leave a broker under its disk headroom: the
+    object planner then steers around the full disks, or refuses in its own words."""
     why, setup = _prepare(snapshot, requests, options)
     if why is not None or setup is None:
-        return None
+        return None, why or "no request"
     try:
-        return plan_arrays(snapshot, requests, options, setup)
+        return plan_arrays(snapshot, requests, options, setup), TAKEN
     except _DiskOverflow:
-        return None
+        return None, "the array plan leaves a broker under its disk headroom"
+    except Unrepaired:
+        return None, "a partition rack repair cannot bring to its target"
 
 
 class _DiskOverflow(Exception):
@@ -141,7 +166,7 @@ def _prepare(
         return "log dirs named", None
     if not requests:
         return "no request", None
-    if any(not b.alive for b in snapshot.brokers):
+    if any(not b.alive for b in snapshot.brokers) and not options.replace_dead:
         return "a broker is down", None
     if any(b.rack is None for b in snapshot.brokers):
         return "a broker without a rack", None
@@ -154,9 +179,10 @@ def _prepare(
     if any(n not in index for n in names):
         return "an unknown topic", None
     for req in requests:
-        if req.rf is None or req.partitions is not None or req.fix_racks:
-            return "not an RF change alone", None
-        if req.rf < 1:
+        repair_only = req.fix_racks and req.rf is None and req.partitions is None
+        if not repair_only and (req.rf is None or req.partitions is not None or req.fix_racks):
+            return "not an RF change alone, nor rack repair alone", None
+        if req.rf is not None and req.rf < 1:
             return "an invalid RF", None
     try:
         eligible, _why = eligible_brokers(snapshot, options)
@@ -168,38 +194,94 @@ def _prepare(
     target = np.full(columns.rows, -1, dtype=np.int64)  # the RF asked per row (-1: none)
     for req in requests:
         i = index[req.topic]
-        target[int(columns.start[i]) : int(columns.start[i + 1])] = int(req.rf or 0)
+        lo, hi = int(columns.start[i]), int(columns.start[i + 1])
+        target[lo:hi] = columns.rf[lo:hi] if req.rf is None else req.rf  # repair: RF kept
     asked = target >= 0
     rf = columns.rf
     lowered = asked & (rf > target)
     if bool(lowered.any()):
-        if bool((target[lowered] != 1).any()):
-            return "RF lowered to more than 1", None
-        if not options.force:
-            return "RF lowered to min.insync.replicas or below without --force", None
-        leader = columns.leader[lowered]
-        if bool(((leader != NO_LEADER) & (leader != columns.replicas[lowered, 0])).any()):
+        to_one = lowered & (target == 1)
+        by_one = lowered & (target > 1)
+        if bool((rf[by_one] - target[by_one] != 1).any()):
+            return "RF lowered by more than one replica, to more than 1", None
+        for req in requests if not options.force else ():
+            i = index[req.topic]
+            at_min = (req.rf or 0) <= columns.topics[i].min_insync_replicas
+            if at_min and bool(lowered[int(columns.start[i]) : int(columns.start[i + 1])].any()):
+                return "RF lowered to min.insync.replicas or below without --force", None
+        leader = columns.leader[to_one]
+        if bool(((leader != NO_LEADER) & (leader != columns.replicas[to_one, 0])).any()):
             return "RF lowered where the leader is not the first replica", None
-    if bool((asked & (columns.isr_kind == ISR_OTHER)).any()):
-        return "replicas out of sync", None
+        leader = columns.leader[by_one]
+        leads = (columns.replicas[by_one] == leader[:, None]).any(axis=1)
+        if bool(((leader != NO_LEADER) & ~leads).any()):
+            return "RF lowered where the leader is offline or not a replica", None
+    dead = (setup.dense >= 0) & (setup.kept < 0)
+    if any(r.fix_racks for r in requests) and bool(dead.any()):
+        return "rack repair with a broker down", None
+    if bool((asked & (rf > target) & dead.any(axis=1)).any()):
+        return "RF lowered with a replica on a dead broker", None
+    other = np.flatnonzero(asked & (columns.isr_kind == ISR_OTHER))
+    if other.size:
+        live_ids = setup.ids[setup.live].tolist()
+        if not _isr_is_live_replicas(columns, other, set(live_ids)):
+            return "replicas out of sync", None
     grows = asked & (rf < target)
+    topic_row = columns.topic_of_rows()
+    if bool(np.intersect1d(topic_row[grows], topic_row[lowered & (target > 1)]).size):
+        return "RF lowered and raised in one topic", None
     if bool(grows.any()):
         if int(target[grows].max()) > len(eligible):
             return "too few eligible brokers", None
-        setup.fresh = _fresh_masks(setup, setup.dense)
-        if bool((_popcount(setup.fresh[grows]) < (target - rf)[grows]).any()):
+        setup.fresh = _fresh_masks(setup, setup.kept)
+        why = _replacements(setup, grows & dead.any(axis=1), dead)
+        if why is not None:
+            return why, None
+        if bool((popcount(setup.fresh[grows]) < (target - rf)[grows]).any()):
             return "more new replicas than fresh racks", None
     setup.eligible_ids = eligible
     return None, setup
 
 
-def _popcount(masks: I64) -> I64:
-    out = np.zeros_like(masks)
-    m = masks.copy()
-    while bool(m.any()):
-        out += m & 1
-        m >>= 1
-    return out
+def _isr_is_live_replicas(columns: PartitionColumns, rows: I64, live: set[int]) -> bool:
+    """Whether each row's ISR is its replicas on live brokers (out of sync only where a
+    broker is down, which the object planner reports as under-replicated and replaces)."""
+    for row, rf in zip(rows.tolist(), columns.rf[rows].tolist(), strict=True):
+        isr = columns.isr_other.get(row, ())
+        reps = columns.replicas[row, :rf].tolist()
+        if set(isr) != {b for b in reps if b in live}:
+            return False
+    return True
+
+
+def _replacements(
+    setup: _Setup, rows: npt.NDArray[np.bool_], dead: npt.NDArray[np.bool_]
+) -> str | None:
+    """Set setup.dead_slot for rows raised with a replica on a dead broker (replace_dead
+    puts a live broker on the dead one's rack in its place), and take the dead rack from
+    their fresh racks; or why the object planner keeps them."""
+    if not bool(rows.any()):
+        return None
+    assert setup.fresh is not None
+    where = np.flatnonzero(rows)
+    if bool((dead[where].sum(axis=1) > 1).any()):
+        return "two dead replicas in a partition"
+    slot = np.argmax(dead[where], axis=1)
+    rack = setup.rack_of[setup.dense[where, slot]]
+    bit = np.left_shift(np.int64(1), rack)
+    if bool(((np.int64(setup.elig_rack_mask) & bit) == 0).any()):
+        return "a dead replica on a rack with no eligible broker"
+    kept = setup.kept[where]
+    on_rack = (kept >= 0) & (setup.rack_of[np.maximum(kept, 0)] == rack[:, None])
+    taken = (on_rack & setup.eligible[np.maximum(kept, 0)]).sum(axis=1)
+    per_rack = np.bincount(setup.rack_of[setup.eligible], minlength=len(setup.rack_names))
+    if bool((per_rack[rack] <= taken).any()):
+        return "a dead replica on a rack with no eligible broker left for it"
+    setup.dead_slot[where] = slot
+    shared = (setup.fresh[where] & bit) == 0  # another replica uses the dead one's rack
+    setup.shared_swap[where] = shared
+    setup.fresh[where] &= ~bit
+    return None
 
 
 def _fresh_masks(setup: _Setup, dense: I64) -> I64:
@@ -234,26 +316,34 @@ class _Topic:
 
     def __init__(self, setup: _Setup, lo: int, hi: int, target: int) -> None:
         self.s = setup
-        self.dense = setup.dense[lo:hi]
-        self.fresh = (
-            setup.fresh[lo:hi] if setup.fresh is not None else _fresh_masks(setup, self.dense)
-        )
+        self.dense = setup.kept[lo:hi]
+        fresh = setup.fresh[lo:hi] if setup.fresh is not None else _fresh_masks(setup, self.dense)
         self.rf = setup.columns.rf[lo:hi]
-        self.units = (target - self.rf).astype(np.int64)
+        units = (target - self.rf).astype(np.int64)
+        self.units = units
         used = self.dense[self.dense >= 0]
         self.base = np.bincount(used, minlength=setup.nb).astype(np.int64)
+        # the units to place, as items (row, first slot, fresh racks, count): the RF raise's
+        # after each row's replicas; a dead replica's, in its slot on its rack
+        grows = np.flatnonzero(units > 0)
+        dead_slot = setup.dead_slot[lo:hi]
+        swaps = np.flatnonzero((dead_slot >= 0) & ~setup.shared_swap[lo:hi])
+        self.item_row = np.concatenate([grows, swaps])
+        self.item_slot = np.concatenate([self.rf[grows], dead_slot[swaps]])
+        dead_rack = setup.rack_of[np.maximum(setup.dense[lo:hi][swaps, dead_slot[swaps]], 0)]
+        self.item_fresh = np.concatenate([fresh[grows], np.left_shift(np.int64(1), dead_rack)])
+        self.item_units = np.concatenate([units[grows], np.ones(len(swaps), dtype=np.int64)])
+        self.added = int(self.item_units.sum())
 
     def plan(self) -> tuple[I64, I64, I64, I64]:
         """(row, slot, broker index, broker count delta) of every new replica."""
         s = self.s
-        added = int(self.units.sum())
+        added = self.added
         elig = s.eligible
         scope = elig | (self.base > 0)
         base_e = self.base[elig]
         fixed = self.base[scope & ~elig]
-        fresh = self.fresh
-        grows = self.units > 0
-        key = fresh[grows] * 64 + self.units[grows]
+        key = self.item_fresh * 64 + self.item_units
         classes, inverse, n_c = np.unique(key, return_inverse=True, return_counts=True)
         c_fresh = classes // 64
         c_units = classes % 64
@@ -261,7 +351,7 @@ class _Topic:
         nr = len(s.rack_names)
         sets = np.arange(1 << nr, dtype=np.int64)
         member = ((sets[:, None] >> np.arange(nr)) & 1).astype(np.int64)  # (sets, racks)
-        hits = _popcount(sets[:, None] & c_fresh[None, :])
+        hits = popcount(sets[:, None] & c_fresh[None, :])
         f = np.minimum(supply[None, :], n_c[None, :] * hits).sum(axis=1)
         full = (1 << nr) - 1
         forced = f[full] - f[full ^ sets]  # units any placement puts into S
@@ -311,19 +401,18 @@ class _Topic:
             x = self._rack_totals(a, b, f, member, rack_e, load)
         y = _transport(n_c * c_units, n_c, c_fresh, x)
         # each class's units, rack by rack, dealt to its partitions in turn
-        grow_rows = np.flatnonzero(self.units > 0)
         order = np.argsort(inverse, kind="stable")
         starts = np.concatenate([[0], np.cumsum(n_c)])
         rows_l: list[I64] = []
         slots_l: list[I64] = []
         racks_l: list[I64] = []
         for c in range(len(n_c)):
-            members = grow_rows[order[starts[c] : starts[c + 1]]]
+            members = order[starts[c] : starts[c + 1]]  # items
             seq = np.repeat(np.arange(nr), y[c])
             i = np.arange(len(seq))
-            row = members[i % len(members)]
-            rows_l.append(row)
-            slots_l.append(self.rf[row] + i // len(members))
+            item = members[i % len(members)]
+            rows_l.append(self.item_row[item])
+            slots_l.append(self.item_slot[item] + i // len(members))
             racks_l.append(seq)
         rows = np.concatenate(rows_l)
         slots = np.concatenate(slots_l)
@@ -355,7 +444,7 @@ class _Topic:
         broker order), if the rack rule admits those rack totals; else (None, -)."""
         nr = len(self.s.rack_names)
         room = hi_b - lo_b
-        extra = int(self.units.sum()) - int(lo_b.sum())
+        extra = self.added - int(lo_b.sum())
         owners = np.repeat(np.arange(len(elig_idx)), room)
         step = np.arange(len(owners)) - np.repeat(np.cumsum(room) - room, room)
         topic_key = (self.base[elig_idx] + lo_b)[owners] + step
@@ -372,7 +461,7 @@ class _Topic:
         first (when the greedy picks' totals break the rack rule)."""
         nr = len(self.s.rack_names)
         x = a.copy()
-        left = int(self.units.sum()) - int(x.sum())
+        left = self.added - int(x.sum())
         mean = np.bincount(rack_e, weights=load, minlength=nr) / np.maximum(
             np.bincount(rack_e, minlength=nr), 1
         )
@@ -488,17 +577,34 @@ def plan_arrays(
     requested = np.zeros(n, dtype=bool)
     rf_after = columns.rf.copy()
     ordered = sorted(requests, key=lambda r: r.topic)
+    cluster_bytes: I64 | None = None
     for req in ordered:
         i = index[req.topic]
         lo, hi = int(columns.start[i]), int(columns.start[i + 1])
-        assert req.rf is not None
-        lowering = bool((columns.rf[lo:hi] > req.rf).any())
+        lowering = req.rf is not None and bool((columns.rf[lo:hi] > req.rf).any())
         findings.extend(_min_isr_findings(columns.topics[i], req, options, lowering))
+    findings.extend(_dead_findings(setup, ordered, index))
     for req in ordered:
         i = index[req.topic]
         lo, hi = int(columns.start[i]), int(columns.start[i + 1])
         requested[lo:hi] = True
-        assert req.rf is not None
+        if req.rf is None:  # rack repair alone (racks_arrays.py)
+            if cluster_bytes is None:
+                cluster_bytes = _cluster_bytes(setup)
+            changed[lo + repair(setup, lo, hi, after, cluster_bytes)] = True
+            continue
+        shrunk = np.flatnonzero(columns.rf[lo:hi] > req.rf)
+        if req.rf > 1 and shrunk.size:  # one replica fewer: shrink_arrays picks which
+            slot = drop_one(setup, lo, hi, shrunk)
+            keep = np.arange(width)[None, :] != slot[:, None]
+            kept = after[lo + shrunk][keep].reshape(len(shrunk), width - 1)
+            after[lo + shrunk, : width - 1] = kept
+            after[lo + shrunk, width - 1] = -1
+            gone = setup.dense[lo + shrunk, slot]
+            setup.cluster -= np.bincount(gone, minlength=setup.nb)
+            changed[lo + shrunk] = True
+            rf_after[lo + shrunk] = req.rf
+            continue  # _prepare refuses a topic lowered and raised at once
         if req.rf == 1:  # RF -> 1: each partition keeps its leader, its first replica
             lowered = columns.rf[lo:hi] > 1
             after[lo:hi, 1:][lowered] = -1
@@ -509,14 +615,16 @@ def plan_arrays(
                 minlength=setup.nb,
             )
             continue
+        _swap_on_shared_racks(setup, lo, hi, after)
         topic = _Topic(setup, lo, hi, req.rf)
-        if not bool(topic.units.any()):
+        if not topic.added:
             continue
         rows, slots, brokers, delta = topic.plan()
         after[lo + rows, slots] = brokers
-        changed[lo:hi] |= topic.units > 0
+        changed[lo + topic.item_row] = True
         rf_after[lo:hi] = np.maximum(rf_after[lo:hi], req.rf)
         setup.cluster += delta
+    _leader_first(setup, after)
     after_ids = np.where(after >= 0, setup.ids[np.maximum(after, 0)], PAD).astype(np.int32)
     rows = np.flatnonzero(changed)
     changes = ArrayChanges(columns, rows, after_ids[rows], rf_after[rows])
@@ -531,6 +639,88 @@ def plan_arrays(
         report=report,
         findings=tuple(findings),
     )
+
+
+def _swap_on_shared_racks(setup: _Setup, lo: int, hi: int, after: I64) -> None:
+    """degraded.replace_dead for rows whose dead replica's rack another replica uses (the
+    rack rule then has nothing to add): in partition order, the eligible broker on that rack
+    outside the row with the fewest replicas of the topic, then of the cluster, then the
+    lowest id. Placed before the topic's other units, which then count them."""
+    rows = (lo + np.flatnonzero(setup.shared_swap[lo:hi])).tolist()
+    if not rows:
+        return
+    block = setup.kept[lo:hi]
+    topic = np.bincount(block[block >= 0], minlength=setup.nb).astype(np.int64)
+    for row in rows:
+        slot = int(setup.dead_slot[row])
+        rack = setup.rack_of[setup.dense[row, slot]]
+        pool = setup.eligible & (setup.rack_of == rack)
+        pool[setup.kept[row][setup.kept[row] >= 0]] = False
+        options = np.flatnonzero(pool)
+        best = options[np.lexsort((setup.ids[options], setup.cluster[options], topic[options]))[0]]
+        after[row, slot] = best
+        setup.kept[row, slot] = best
+        topic[best] += 1
+        setup.cluster[best] += 1
+
+
+def _cluster_bytes(setup: _Setup) -> I64:
+    """PlanContext.cluster_bytes as its load key reads it: bytes per broker, zeros when no
+    partition has a size."""
+    sizes = np.maximum(setup.columns.size, 0)
+    if not bool(sizes.any()):
+        return np.zeros(setup.nb, dtype=np.int64)
+    valid = setup.dense >= 0
+    each = np.broadcast_to(sizes[:, None], setup.dense.shape)[valid]
+    out: I64 = np.bincount(setup.dense[valid], weights=each, minlength=setup.nb).astype(np.int64)
+    return out
+
+
+def _leader_first(setup: _Setup, after: I64) -> None:
+    """A dead preferred leader's place goes to the leader now (degraded.replace_dead): its
+    replacement, not in sync yet, must not become the preferred leader."""
+    rows = np.flatnonzero(setup.dead_slot == 0)
+    if not rows.size:
+        return
+    leader = setup.columns.leader[rows]
+    lead = setup.to_dense(np.where(leader >= 0, leader, -1))
+    for row, b in zip(rows.tolist(), lead.tolist(), strict=True):
+        reps = after[row]
+        if b < 0 or not setup.live[b] or b not in reps.tolist():
+            continue
+        rest = reps[reps != b]
+        after[row, 0] = b
+        after[row, 1 : 1 + len(rest)] = rest
+
+
+def _dead_findings(
+    setup: _Setup, requests: Sequence[TopicRequest], index: dict[str, int]
+) -> list[Finding]:
+    """plan._degraded's and _state_findings' words for the requested topics on dead brokers:
+    one per dead broker, then one per topic with partitions on them."""
+    if bool(setup.live.all()):
+        return []
+    columns = setup.columns
+    spans = [
+        (int(columns.start[index[r.topic]]), int(columns.start[index[r.topic] + 1]))
+        for r in requests
+    ]
+    on_dead = (setup.dense >= 0) & (setup.kept < 0)
+    held = np.zeros(setup.nb, dtype=np.int64)
+    for lo, hi in spans:
+        held += np.bincount(setup.dense[lo:hi][on_dead[lo:hi]], minlength=setup.nb)
+    ids = setup.ids.tolist()
+    out = [
+        dead_broker_finding(ids[b], setup.rack_names[int(setup.rack_of[b])], int(held[b]))
+        for b in sorted(np.flatnonzero(held).tolist(), key=lambda b: ids[b])
+    ]
+    for req, (lo, hi) in zip(requests, spans, strict=True):
+        lagging = np.flatnonzero(on_dead[lo:hi].any(axis=1))
+        if lagging.size:
+            pids = columns.partition[lo + lagging].tolist()
+            lowers = bool((columns.rf[lo:hi] > (req.rf or 0)).any())
+            out.append(lagging_finding(req.topic, pids, lowers))
+    return out
 
 
 def _disk(
@@ -611,6 +801,7 @@ def report_arrays(
     for b, count in zip(*np.unique(now[now_idx < 0], return_counts=True), strict=True):
         leaders_before[int(b)] = int(count)
     leaders_before = dict(sorted(leaders_before.items()))
+    del now, now_idx
 
     rows = changes.rows
     rf0 = columns.rf[rows]
@@ -620,6 +811,7 @@ def report_arrays(
     new_mask = (after_dense >= 0) & ~kept
     stays = (before_rows[:, :, None] == after_dense[:, None, :]).any(axis=2)
     gone_mask = (before_rows >= 0) & ~stays
+    del kept, stays
     new_idx = after_dense[new_mask]
     added_per = np.bincount(new_idx, minlength=nb)
     removed_per = np.bincount(before_rows[gone_mask], minlength=nb)
@@ -650,14 +842,16 @@ def report_arrays(
     )
     cross += int(size_each[~src_known].sum())  # a source the snapshot does not list: another rack
     leaders_changed = int((source != changes.after[:, 0]).sum())
+    del sizes, lead, source, source_each, src_idx, src_known, known  # a million rows each
 
     # rack violations and spreads over the requested topics
-    live_racks = len(set(setup.rack_of.tolist()))
+    live_racks = len(set(setup.rack_of[setup.live].tolist()))
     req_idx = sorted(index[t] for t in set(topics))
     req_rows = np.isin(topic_row, req_idx)
     viol_before = _violations(setup.racks(dense[req_rows]), columns.rf[req_rows], live_racks)
     viol_changed_before = _violations(setup.racks(dense[rows]), rf0, live_racks)
     viol_changed_after = _violations(setup.racks(after_dense), changes.rf, live_racks)
+    del after_dense
     viol_after = viol_before - viol_changed_before + viol_changed_after
 
     elig = setup.eligible
@@ -665,10 +859,10 @@ def report_arrays(
     spread_after: dict[str, int] = {}
     nt = len(columns.topics)
     # replicas per (topic, broker), before and added, in two bincounts
-    tb_all = np.bincount(
-        (np.repeat(topic_row, dense.shape[1]) * nb + dense.ravel())[dense.ravel() >= 0],
-        minlength=nt * nb,
-    ).reshape(nt, nb)
+    cell = np.repeat(topic_row * nb, dense.shape[1])
+    cell += dense.ravel()
+    tb_all = np.bincount(cell[dense.ravel() >= 0], minlength=nt * nb).reshape(nt, nb)
+    del cell
     change_topic = np.repeat(topic_row[rows], per_row_added)
     gone_topic = np.repeat(topic_row[rows], per_row_removed)
     ta_all = (
@@ -679,10 +873,10 @@ def report_arrays(
     for name in sorted(set(topics)):
         i = index[name]
         tb, ta = tb_all[i], ta_all[i]
-        scope = elig | (tb > 0) | (ta > 0)
+        scope = (elig | (tb > 0) | (ta > 0)) & setup.live
         spread_before[name] = _spread(tb, scope)
         spread_after[name] = _spread(ta, scope)
-    cluster_scope = elig | (before > 0) | (after_counts > 0)
+    cluster_scope = (elig | (before > 0) | (after_counts > 0)) & setup.live
     peak = before + added_per
     added_total = int(per_row_added.sum())
     removed_total = int(per_row_removed.sum())
@@ -723,8 +917,8 @@ def _violations(racks: I64, rf: I64, available: int) -> int:
     """Rows spanning fewer racks than min(RF, racks available) (none with one rack)."""
     if available <= 1 or not len(racks):
         return 0
-    ordered = np.sort(racks, axis=1)
-    distinct = (ordered >= 0).astype(np.int64)
+    ordered = np.sort(racks.astype(np.int8), axis=1)  # rack indexes < MAX_RACKS
+    distinct = ordered >= 0
     distinct[:, 1:] &= ordered[:, 1:] != ordered[:, :-1]
     return int((distinct.sum(axis=1) < np.minimum(rf, available)).sum())
 
@@ -750,10 +944,13 @@ def _imbalance(
         return []
     ids = setup.ids.tolist()
     all_forced = True
-    lowered = changes.rf < columns.rf[changes.rows]
+    # lowered, or a replica moved by rack repair: what stays is a choice, not forced
+    lowered = (changes.rf < columns.rf[changes.rows]) | (changes.rf == columns.rf[changes.rows])
     lowered_topics = {columns.topics[t].name for t in changes.topic_index[lowered].tolist()}
+    replaced = setup.dead_slot[changes.rows] >= 0
+    replaced_topics = {columns.topics[t].name for t in changes.topic_index[replaced].tolist()}
     for _, name in uneven:
-        if name in lowered_topics:
+        if name in lowered_topics or name in replaced_topics:  # replicas removed: not forced
             all_forced = False
             continue
         i = index[name]

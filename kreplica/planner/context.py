@@ -59,6 +59,11 @@ class PlanContext:
     # kept current by `account`; counts must change only through account/replace.
     _replica_order: ReplicaOrder | None = field(init=False, default=None, repr=False)
     _leader_order: LeaderOrder | None = field(init=False, default=None, repr=False)
+    # racks of `eligible`, cached with the tuple they were counted from (rack_target asks
+    # once a partition)
+    _eligible_racks: tuple[tuple[int, ...], frozenset[str]] | None = field(
+        init=False, default=None, repr=False
+    )
 
     def __post_init__(self) -> None:
         self.eligible_set = frozenset(self.eligible)
@@ -124,6 +129,16 @@ class PlanContext:
     def rack(self, broker: int) -> str:
         key = self.rack_keys.get(broker)
         return key if key is not None else rack_key(self.racks, broker)
+
+    def eligible_racks(self) -> frozenset[str]:
+        """The racks of the eligible brokers (rack_key: a rackless broker is its own)."""
+        cached = self._eligible_racks
+        if cached is None or cached[0] is not self.eligible:
+            cached = self._eligible_racks = (
+                self.eligible,
+                frozenset(self.rack(b) for b in self.eligible),
+            )
+        return cached[1]
 
     def is_dead(self, broker: int) -> bool:
         return broker not in self.live

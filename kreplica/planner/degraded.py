@@ -136,16 +136,31 @@ def dead_broker_findings(ctx: PlanContext, topics: Sequence[Topic]) -> list[Find
             for b in p.replicas:
                 if ctx.is_dead(b):
                     held[b] = held.get(b, 0) + 1
-    findings = []
-    for broker, count in sorted(held.items()):
-        rack = ctx.racks.get(broker)
-        where = f"rack {rack}" if rack is not None else "rack unknown: its registration is gone"
-        findings.append(
-            Finding(
-                "warning",
-                "dead-broker",
-                f"broker {broker} is down ({where}); it holds {count} replica(s) of the "
-                "requested topics, which stay out of sync until it returns",
-            )
-        )
-    return findings
+    return [dead_broker_finding(b, ctx.racks.get(b), n) for b, n in sorted(held.items())]
+
+
+def dead_broker_finding(broker: int, rack: str | None, count: int) -> Finding:
+    where = f"rack {rack}" if rack is not None else "rack unknown: its registration is gone"
+    return Finding(
+        "warning",
+        "dead-broker",
+        f"broker {broker} is down ({where}); it holds {count} replica(s) of the "
+        "requested topics, which stay out of sync until it returns",
+    )
+
+
+def lagging_finding(topic: str, lagging: Sequence[int], lowers: bool) -> Finding:
+    """A topic's partitions with replicas out of sync or on a dead broker (ids in order)."""
+    shown = _ids(lagging[:10]) + (", ..." if len(lagging) > 10 else "")
+    what = (
+        "lowering RF drops those first and never the leader"
+        if lowers
+        else "they stay out of sync until they catch up"
+    )
+    return Finding(
+        "warning",
+        "under-replicated",
+        f"topic {topic!r}: {len(lagging)} partition(s) have replicas out of sync or on a "
+        f"dead broker ({shown}); {what}, and new replicas copy from the leader",
+        topic=topic,
+    )

@@ -105,6 +105,25 @@ def spread_floor(fixed: Mapping[int, int], eligible: Mapping[int, int], added: i
     return top - bottom
 
 
+def removal_window(counts: Sequence[int], total: int) -> tuple[int, int]:
+    """The lowest highest count and highest lowest count of brokers that start at `counts`
+    and only lose replicas, down to `total` in all: (lo, hi), and hi - lo is a spread no
+    removal of that many replicas goes below. Each ends in [0, c]; hi is the least level h
+    with sum(min(c, h)) >= total, lo = min(min c, total // n)."""
+    ordered = sorted(counts)
+    n = len(ordered)
+    if not n:
+        return 0, 0
+    high, below = ordered[-1], 0
+    for i, c in enumerate(ordered):  # a level between c_(i-1) and c_i gives below + (n - i) h
+        need = -(-(total - below) // (n - i))
+        if need <= c:
+            high = max(need, 0)
+            break
+        below += c
+    return min(ordered[0], total // n), high
+
+
 def balance_bound(total_replicas: int, eligible: int, rf: int) -> int:
     """Most replicas of one topic a single eligible broker can hold after `balanced` adds
     replicas, when it held fewer before and racks do not restrict the choice.

@@ -27,6 +27,7 @@ from kreplica.planner.degraded import (
     dead_broker_findings,
     dead_in_targets,
     in_flight,
+    lagging_finding,
     needs_change,
     refuse_dead,
     refuse_in_flight,
@@ -34,7 +35,7 @@ from kreplica.planner.degraded import (
     surviving_dead,
 )
 from kreplica.planner.disk import DiskGuard, finish_plan
-from kreplica.planner.evaluate import spread, spread_floor
+from kreplica.planner.evaluate import removal_window, spread, spread_floor
 from kreplica.planner.kafka_strategy import KafkaStrategy
 from kreplica.planner.options import STRATEGIES, PlanOptions, TopicRequest
 from kreplica.planner.report import LowerBound, build_report, imbalance_note
@@ -144,22 +145,8 @@ def _state_findings(topic: Topic, ctx: PlanContext, req: TopicRequest) -> list[F
     lagging = [p.partition for p in topic.partitions if lags(p)]
     if not lagging:
         return []
-    shown = _ids(lagging[:10]) + (", ..." if len(lagging) > 10 else "")
     lowers = req.rf is not None and any(len(p.replicas) > req.rf for p in topic.partitions)
-    what = (
-        "lowering RF drops those first and never the leader"
-        if lowers
-        else "they stay out of sync until they catch up"
-    )
-    return [
-        Finding(
-            "warning",
-            "under-replicated",
-            f"topic {topic.name!r}: {len(lagging)} partition(s) have replicas out of sync or on a "
-            f"dead broker ({shown}); {what}, and new replicas copy from the leader",
-            topic=topic.name,
-        )
-    ]
+    return [lagging_finding(topic.name, lagging, lowers)]
 
 
 def _in_flight_elsewhere(snapshot: ClusterSnapshot, requested: set[str]) -> list[Finding]:
@@ -342,6 +329,22 @@ def _spread_and_floor(ctx: PlanContext, topic: Topic, work: Work) -> tuple[int, 
     return spread(after), floor
 
 
+def removal_floor(ctx: PlanContext, topic: Topic, work: Work) -> int:
+    """When the work only removes replicas of live brokers: a spread no placement that
+    removes as many goes below (evaluate.removal_window over the report's scope); else 0."""
+    before: dict[int, int] = dict.fromkeys(ctx.eligible, 0)
+    for p in topic.partitions:
+        for b in p.replicas:
+            before[b] = before.get(b, 0) + 1
+    if not before or not ctx.live.issuperset(before):
+        return 0  # a dead replica dropped or kept changes the total: no one floor
+    added, removed = _moves(topic, work)
+    if added or not removed:
+        return 0
+    low, high = removal_window(list(before.values()), sum(before.values()) - removed)
+    return max(0, high - low)
+
+
 def _moves(topic: Topic, work: Work) -> tuple[int, int]:
     existing = {p.partition: p.replicas for p in topic.partitions}
     added = removed = 0
@@ -473,6 +476,8 @@ def _plan_topic(
     own_spread, floor = _spread_and_floor(ctx, topic, work)
     if own_spread <= max(floor, 1):
         return work, strategy.name, own_spread <= floor
+    if own_spread <= removal_floor(ctx, topic, work):
+        return work, strategy.name, False  # kafka and append can only tie: balanced is kept
     own_moves = _moves(topic, work)
     best = (own_spread, 0, strategy.name)
     _undo_request(ctx, topic, work, mark)
@@ -510,14 +515,23 @@ def make_plan(
 
     A ColumnarSnapshot (kreplica/columns.py) goes to the array planner (planner/arrays.py)
     when its `refusal` finds nothing it does not handle; it returns the same kind of plan."""
+    why = "the snapshot is not in columns"
     if getattr(snapshot, "columns", None) is not None:
         from kreplica.planner import arrays
 
-        plan = arrays.plan_if_taken(snapshot, requests, options)  # None: arrays.refusal
-        if plan is not None:
-            return plan
+        taken, why = arrays.plan_if_taken(snapshot, requests, options)  # None: arrays.refusal
+        if taken is not None:
+            return _with_engine(taken, "arrays", why)
     plan = _best_plan(snapshot, requests, options)
-    return finish_plan(plan, snapshot, options.disk_headroom, options.log_dirs)
+    plan = finish_plan(plan, snapshot, options.disk_headroom, options.log_dirs)
+    return _with_engine(plan, "objects", f"the array planner refuses it: {why}")
+
+
+def _with_engine(plan: Plan, name: str, why: str) -> Plan:
+    """The plan with its report naming the planner that made it, and why (`engine`)."""
+    report = plan.report.copy()
+    report["engine"] = {"name": name, "why": why}
+    return dataclasses.replace(plan, report=report)
 
 
 def _best_plan(

@@ -78,8 +78,9 @@ def shrink_balanced(
 def rack_target(ctx: PlanContext, replicas: Sequence[int], rf: int) -> int:
     """Racks a partition of `rf` replicas can span: those of the eligible brokers and of
     its current replicas (which stay where they are), at most `rf`."""
-    available = {ctx.rack(b) for b in ctx.eligible} | {ctx.rack(b) for b in replicas}
-    return min(rf, len(available))
+    eligible = ctx.eligible_racks()
+    extra = {r for r in map(ctx.rack, replicas) if r not in eligible}
+    return min(rf, len(eligible) + len(extra))
 
 
 def repair_racks(

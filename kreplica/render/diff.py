@@ -216,6 +216,9 @@ def plan_view(
         parts.append(Text(optimality_line(report)))
         parts.append(Text(totals_line(report), style="muted"))
         parts += disk_view(report)
+        engine = report.get("engine")
+        if isinstance(engine, Mapping):
+            parts.append(Text(f"engine: {engine.get('name')} ({engine.get('why')})", style="muted"))
         fallbacks = report.get("fallbacks") or []
         if isinstance(fallbacks, list) and fallbacks:
             used = f"{plural(len(fallbacks), 'partition')} used a fallback placement"

@@ -12,7 +12,7 @@ from kreplica.cli.app import run
 from kreplica.fleet.adapter import PlanSettings, plan_cluster, requests_for
 from kreplica.fleet.policy import Policy, parse_policy
 from kreplica.fleet.synth import synth_fleet
-from kreplica.sources.snapshot import load_snapshot, write_snapshot
+from kreplica.sources.snapshot import load_snapshot, load_snapshot_columnar, write_snapshot
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "cluster.json"
@@ -60,7 +60,8 @@ def test_synthetic_clusters_equal_cli_plans(
         path = tmp_path / f"{snapshot.cluster_id}.json"
         write_snapshot(snapshot, path)
         code, envelope = cli_reassignment(path, 3, capsys)
-        row = plan_cluster(load_snapshot(path), Policy(rf=3), key=str(snapshot.cluster_id))
+        # read as the CLI and the fleet's plan task read it (plantask.py: in columns)
+        row = plan_cluster(load_snapshot_columnar(path), Policy(rf=3), key=str(snapshot.cluster_id))
         if code == 0:
             assert row["status"] == "ok"
             assert json.loads(row["reassignment"]) == envelope["data"]["reassignment"]

@@ -190,3 +190,66 @@ def test_striped_leader_check_gives_the_walks_from_a_copy(ids: list[int], data: 
     found = match_striped(parts, ids + extra, racks)
     with mock.patch.object(_Matcher, "walks_at", plain):
         assert found == match_striped(parts, ids + extra, racks)
+
+
+def _plain_infer_layout(parts, brokers, racks):
+    """infer_layout's choice over every search, none skipped (the oracle of the shortcut)."""
+    from kreplica.kafka.layout import (
+        _contiguous_prefix,
+        _infer_aware,
+        _infer_unaware,
+        _infer_unaware_by_votes,
+    )
+
+    observed = sorted({b for r in parts.values() for b in r})
+    sets = [observed]
+    widened = sorted(set(brokers) | set(observed))
+    if widened != observed:
+        sets.append(widened)
+    candidates = []
+    i = 0
+    for rank, members in enumerate(sets):
+        searches = [
+            lambda m=members: _infer_unaware(parts, m),
+            lambda m=members: _infer_unaware_by_votes(parts, m),
+        ]
+        if all(racks.get(b) is not None for b in members):
+            searches.append(lambda m=members: _infer_aware(parts, m, {b: racks[b] for b in m}))
+        for search in searches:
+            layout = search()
+            if layout is not None:
+                score = (
+                    len(layout.conforming),
+                    _contiguous_prefix(layout.conforming),
+                    int(layout.rack_aware),
+                    rank,
+                )
+                candidates.append((score, -i, layout))
+            i += 1
+    return max(candidates, key=lambda c: c[:2])[2] if candidates else None
+
+
+@settings(max_examples=200, deadline=None)
+@given(racked(), st.data())
+def test_a_complete_rack_aware_layout_skips_the_rack_unaware_searches(
+    rack_of: dict[int, str], data: st.DataObject
+):
+    from kreplica.kafka import infer_layout
+
+    ids = sorted(rack_of)
+    used = data.draw(st.lists(st.sampled_from(ids), min_size=1, unique=True))
+    rf = data.draw(st.integers(1, len(used)))
+    count = data.draw(st.integers(1, 12))
+    aware = data.draw(st.booleans())
+    placed = assign_replicas(
+        used,
+        count,
+        rf,
+        racks={b: rack_of[b] for b in used} if aware else None,
+        rng=JavaRandom(data.draw(st.integers(0, 1 << 30))),
+    )
+    parts = {p: list(r) for p, r in placed.items()}
+    if data.draw(st.booleans()):  # a partition edited by hand
+        p = data.draw(st.integers(0, count - 1))
+        parts[p] = list(data.draw(st.permutations(parts[p])))
+    assert infer_layout(parts, ids, rack_of) == _plain_infer_layout(parts, ids, rack_of)

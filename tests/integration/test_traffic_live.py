@@ -1,0 +1,197 @@
+"""`kreplica traffic` and `snapshot --traffic` against the shared clusters (issue 34): paced
+producers of known rates on three partitions of a topic of this test's own, a fourth idle, one
+consumer group committing as it reads; on a second topic a group that reads without committing.
+Each non-idle partition's measured rate must be within 10% of what was produced, the idle one
+0, fan-out exact (1 where the committing group read, 0 on the idle partition, unknown where
+only the silent group read)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kreplica.sandbox import SandboxInfo
+from kreplica.testing import TopicSpec, create_topics
+from tests.support.cli import run_kreplica
+from tests.support.groups import per_mode
+from tests.support.polling import eventually
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+RECORD = 2000  # bytes of each record's value (random: incompressible)
+RATES = {0: 64_000, 1: 32_000, 2: 16_000}  # B/s per partition of the read topic; 3 is idle
+SILENT_RATE = 24_000  # B/s to partition 0 of the topic only a non-committing group reads
+WINDOW = "6"
+
+
+@contextmanager
+def paced_producer(bootstrap: str, targets: dict[tuple[str, int], int]) -> Iterator[None]:
+    """Write to each (topic, partition) at its rate in B/s, in RECORD-sized records on a fixed
+    schedule, until the block ends (bounded: at most 180 s)."""
+    import random
+
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "linger.ms": 200,  # several records per batch: batch headers stay a small share
+            "compression.type": "none",
+        }
+    )
+    stop = threading.Event()
+    failures: list[str] = []
+    rng = random.Random(34)
+
+    def run() -> None:
+        sent = dict.fromkeys(targets, 0)
+        begun = time.monotonic()
+        while not stop.is_set() and time.monotonic() - begun < 180:
+            elapsed = time.monotonic() - begun
+            for (topic, partition), rate in targets.items():
+                while sent[(topic, partition)] * RECORD < elapsed * rate:
+                    producer.produce(topic, rng.randbytes(RECORD), partition=partition)
+                    sent[(topic, partition)] += 1
+            producer.poll(0)
+            time.sleep(0.02)
+        if producer.flush(30):
+            failures.append("undelivered records")
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(60)
+    assert not failures, failures
+
+
+@contextmanager
+def consumer(bootstrap: str, group: str, topic: str, *, commit: bool) -> Iterator[Any]:
+    """A group member reading `topic` in a thread, committing every 500 ms or never."""
+    from confluent_kafka import Consumer
+
+    reader = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": commit,
+            "auto.commit.interval.ms": 500,
+        }
+    )
+    reader.subscribe([topic])
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.is_set():
+            reader.poll(0.2)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield reader
+    finally:
+        stop.set()
+        thread.join(30)
+        reader.close()
+
+
+def committed(bootstrap: str, group: str) -> set[int]:
+    """The partitions `group` has committed offsets on."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group]
+    return {tp.partition for tp in future.result(30).topic_partitions if tp.offset >= 0}
+
+
+def _rows(document: dict[str, Any], topic: str) -> dict[int, dict[str, Any]]:
+    return {r["partition"]: r for r in document["data"]["partitions"] if r["topic"] == topic}
+
+
+def _check(document: dict[str, Any], read: str, silent: str) -> None:
+    rows = _rows(document, read)
+    for partition, rate in RATES.items():
+        measured = rows[partition]["bytes_in_per_s"]
+        assert abs(measured - rate) <= 0.10 * rate, (partition, measured, rate)
+        assert rows[partition]["fanout"] == 1, rows[partition]
+        followers = len(rows[partition]["replicas"]) - 1
+        expected_out = measured * (followers + 1)
+        assert rows[partition]["bytes_out_per_s"] == pytest.approx(expected_out, abs=1.0)
+    assert rows[3]["bytes_in_per_s"] == 0
+    assert rows[3]["fanout"] == 0
+    assert "idle" in rows[3]["notes"]
+    unread = _rows(document, silent)[0]
+    assert abs(unread["bytes_in_per_s"] - SILENT_RATE) <= 0.10 * SILENT_RATE, unread
+    assert unread["fanout"] is None and "fanout-unknown" in unread["notes"]
+    assert unread["bytes_out_per_s"] is None
+    # per broker: network in is the sum of the rates of the replicas it holds
+    everything = list(document["data"]["partitions"])
+    for broker in document["data"]["brokers"]:
+        held = sum(r["bytes_in_per_s"] for r in everything if broker["id"] in r["replicas"])
+        assert broker["nw_in"] == pytest.approx(held, abs=1.0)
+        led = sum(r["bytes_in_per_s"] for r in everything if r["leader"] == broker["id"])
+        assert broker["leader_bytes_in"] == pytest.approx(led, abs=1.0)
+
+
+@pytest.mark.parametrize("mode", per_mode("cluster"))
+def test_traffic_measures_paced_producers_and_fanout(
+    mode: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    cluster: SandboxInfo = request.getfixturevalue(f"{mode}_cluster")
+    bootstrap = cluster.bootstrap_servers
+    read, silent = f"traffic-read-{mode}", f"traffic-silent-{mode}"
+    create_topics(
+        bootstrap,
+        [
+            TopicSpec(read, partitions=4, replication_factor=2),
+            TopicSpec(silent, partitions=1, replication_factor=3),
+        ],
+    )
+    targets = {(read, p): rate for p, rate in RATES.items()}
+    targets[(silent, 0)] = SILENT_RATE
+    group = f"traffic-readers-{mode}"
+    with (
+        paced_producer(bootstrap, targets),
+        consumer(bootstrap, group, read, commit=True),
+        consumer(bootstrap, f"traffic-silent-{mode}", silent, commit=False),
+    ):
+        # the committing group has offsets on every written partition before the window
+        seen = eventually(
+            lambda: committed(bootstrap, group),
+            lambda got: got >= set(RATES),
+            timeout_s=60,
+            interval_s=0.5,
+        )
+        assert seen >= set(RATES)
+        topics = ("--topic", read, "--topic", silent)
+        live = run_kreplica(
+            "traffic", "--bootstrap-server", bootstrap, "--window", WINDOW, *topics,
+            "--output", "json",
+        )  # fmt: skip
+        assert live.returncode == 0, live.stderr
+        assert "measuring traffic:" in live.stderr  # progress while it waits
+        _check(json.loads(live.stdout), read, silent)
+
+        stored = tmp_path / "snap.json"
+        taken = run_kreplica(
+            "snapshot", "--bootstrap-server", bootstrap, "--traffic", WINDOW, *topics,
+            "-o", str(stored),
+        )  # fmt: skip
+        assert taken.returncode == 0, taken.stderr
+    data = json.loads(stored.read_text())
+    assert data["traffic"]["window_s"] >= 6
+    offline = run_kreplica("traffic", "--snapshot", str(stored), "--output", "json")
+    assert offline.returncode == 0, offline.stderr
+    _check(json.loads(offline.stdout), read, silent)

@@ -224,6 +224,85 @@ def _leaders_seen_by(host: str, port: int) -> dict[str, dict[int, int]]:
 # --------------------------------------------------------------------------- the fixture
 
 
+@contextmanager
+def paced_producer(
+    bootstrap: str, rates: Mapping[tuple[str, int], int], *, record_bytes: int = 2000
+) -> Iterator[None]:
+    """Write to each (topic, partition) at its rate in bytes per second (record values of
+    `record_bytes` random, incompressible bytes, keyed so compacted topics take them) on a
+    fixed schedule, from a thread, until the block ends (at most 10 minutes)."""
+    import random
+    import threading
+
+    from confluent_kafka import Producer
+
+    # several records per batch: batch headers stay a small share of the bytes
+    settings = {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 200}
+    producer = Producer({**settings, "compression.type": "none"})
+    stop = threading.Event()
+    failures: list[str] = []
+    rng = random.Random(34)
+
+    def run() -> None:
+        sent = dict.fromkeys(rates, 0)
+        begun = time.monotonic()
+        while not stop.is_set() and time.monotonic() - begun < 600:
+            elapsed = time.monotonic() - begun
+            for (topic, partition), rate in rates.items():
+                while sent[(topic, partition)] * record_bytes < elapsed * rate:
+                    key = str(sent[(topic, partition)] % 100).encode()
+                    producer.produce(topic, rng.randbytes(record_bytes), key, partition)
+                    sent[(topic, partition)] += 1
+            producer.poll(0)
+            time.sleep(0.02)
+        if producer.flush(30):
+            failures.append("records left undelivered")
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(60)
+    if failures:
+        raise RuntimeError(f"paced producer: {failures[0]}")
+
+
+@contextmanager
+def group_reader(bootstrap: str, group: str, topic: str, *, commit: bool) -> Iterator[None]:
+    """A consumer group member reading `topic` from a thread until the block ends, committing
+    every 500 ms (`commit`) or never."""
+    import threading
+
+    from confluent_kafka import Consumer
+
+    reader = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": commit,
+            "auto.commit.interval.ms": 500,
+        }
+    )
+    reader.subscribe([topic])
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.is_set():
+            reader.poll(0.2)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(30)
+        reader.close()
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("kreplica_backend", "auto | sandbox | testcontainers", default="auto")
     parser.addini("kreplica_mode", "zk | kraft (sandbox only)", default="kraft")

@@ -75,7 +75,7 @@ def traffic_data(
             }
             for b in brokers
         ],
-        "not_measured": dict(sorted(Counter(n for m in measured for n in m.notes).items())),
+        "notes": dict(sorted(Counter(n for m in measured for n in m.notes).items())),
     }
 
 
@@ -121,7 +121,7 @@ def summary_lines(data: dict[str, Any], limit: int) -> list[str]:
         lines.append(f"{limit} busiest of {total} partitions shown; --output json lists all")
     window = f" over {data['window_s']:g}s" if data["window_s"] is not None else ""
     lines.append(f"measured{window} at {data['measured_at'] or 'an unknown time'}")
-    for note, count in data["not_measured"].items():
+    for note, count in data["notes"].items():
         lines.append(f"{count} partition(s): {NOTE_TEXT[note]}")
     if any(b["fanout_unknown"] for b in data["brokers"]):
         lines.append("+?: network out leaves out consumers of partitions with unknown fan-out")

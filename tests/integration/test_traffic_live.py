@@ -8,17 +8,13 @@ only the silent group read)."""
 from __future__ import annotations
 
 import json
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kreplica.sandbox import SandboxInfo
-from kreplica.testing import TopicSpec, create_topics
+from kreplica.testing import TopicSpec, create_topics, group_reader, paced_producer
 from tests.support.cli import run_kreplica
 from tests.support.groups import per_mode
 from tests.support.polling import eventually
@@ -29,81 +25,6 @@ RECORD = 2000  # bytes of each record's value (random: incompressible)
 RATES = {0: 64_000, 1: 32_000, 2: 16_000}  # B/s per partition of the read topic; 3 is idle
 SILENT_RATE = 24_000  # B/s to partition 0 of the topic only a non-committing group reads
 WINDOW = "6"
-
-
-@contextmanager
-def paced_producer(bootstrap: str, targets: dict[tuple[str, int], int]) -> Iterator[None]:
-    """Write to each (topic, partition) at its rate in B/s, in RECORD-sized records on a fixed
-    schedule, until the block ends (bounded: at most 180 s)."""
-    import random
-
-    from confluent_kafka import Producer
-
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "acks": "all",
-            "linger.ms": 200,  # several records per batch: batch headers stay a small share
-            "compression.type": "none",
-        }
-    )
-    stop = threading.Event()
-    failures: list[str] = []
-    rng = random.Random(34)
-
-    def run() -> None:
-        sent = dict.fromkeys(targets, 0)
-        begun = time.monotonic()
-        while not stop.is_set() and time.monotonic() - begun < 180:
-            elapsed = time.monotonic() - begun
-            for (topic, partition), rate in targets.items():
-                while sent[(topic, partition)] * RECORD < elapsed * rate:
-                    producer.produce(topic, rng.randbytes(RECORD), partition=partition)
-                    sent[(topic, partition)] += 1
-            producer.poll(0)
-            time.sleep(0.02)
-        if producer.flush(30):
-            failures.append("undelivered records")
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(60)
-    assert not failures, failures
-
-
-@contextmanager
-def consumer(bootstrap: str, group: str, topic: str, *, commit: bool) -> Iterator[Any]:
-    """A group member reading `topic` in a thread, committing every 500 ms or never."""
-    from confluent_kafka import Consumer
-
-    reader = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": commit,
-            "auto.commit.interval.ms": 500,
-        }
-    )
-    reader.subscribe([topic])
-    stop = threading.Event()
-
-    def run() -> None:
-        while not stop.is_set():
-            reader.poll(0.2)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
-        yield reader
-    finally:
-        stop.set()
-        thread.join(30)
-        reader.close()
 
 
 def committed(bootstrap: str, group: str) -> set[int]:
@@ -163,9 +84,9 @@ def test_traffic_measures_paced_producers_and_fanout(
     targets[(silent, 0)] = SILENT_RATE
     group = f"traffic-readers-{mode}"
     with (
-        paced_producer(bootstrap, targets),
-        consumer(bootstrap, group, read, commit=True),
-        consumer(bootstrap, f"traffic-silent-{mode}", silent, commit=False),
+        paced_producer(bootstrap, targets, record_bytes=RECORD),
+        group_reader(bootstrap, group, read, commit=True),
+        group_reader(bootstrap, f"traffic-silent-{mode}", silent, commit=False),
     ):
         # the committing group has offsets on every written partition before the window
         seen = eventually(

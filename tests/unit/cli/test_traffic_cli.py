@@ -63,7 +63,7 @@ def test_traffic_from_a_snapshot_as_json(cli: Any, tmp_path: Path) -> None:
     brokers = {b["id"]: b for b in data["brokers"]}
     assert brokers[1]["nw_in"] == 140.0 and brokers[1]["nw_out"] == 300.0
     assert brokers[3]["fanout_unknown"] == 1
-    assert data["not_measured"] == {"fanout-unknown": 1, "idle": 1}
+    assert data["notes"] == {"fanout-unknown": 1, "idle": 1}
 
 
 def test_traffic_table_names_what_it_could_not_measure(cli: Any, tmp_path: Path) -> None:

@@ -23,8 +23,9 @@ import importlib.util
 import logging
 import os
 import re
+import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -225,6 +226,19 @@ def _leaders_seen_by(host: str, port: int) -> dict[str, dict[int, int]]:
 
 
 @contextmanager
+def _in_thread(run: Callable[[threading.Event], None]) -> Iterator[None]:
+    """`run(stop)` in a thread for the duration of the block; `stop` is set when it ends."""
+    stop = threading.Event()
+    thread = threading.Thread(target=run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(60)
+
+
+@contextmanager
 def paced_producer(
     bootstrap: str, rates: Mapping[tuple[str, int], int], *, record_bytes: int = 2000
 ) -> Iterator[None]:
@@ -232,18 +246,16 @@ def paced_producer(
     `record_bytes` random, incompressible bytes, keyed so compacted topics take them) on a
     fixed schedule, from a thread, until the block ends (at most 10 minutes)."""
     import random
-    import threading
 
     from confluent_kafka import Producer
 
     # several records per batch: batch headers stay a small share of the bytes
     settings = {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 200}
     producer = Producer({**settings, "compression.type": "none"})
-    stop = threading.Event()
     failures: list[str] = []
     rng = random.Random(34)
 
-    def run() -> None:
+    def run(stop: threading.Event) -> None:
         sent = dict.fromkeys(rates, 0)
         begun = time.monotonic()
         while not stop.is_set() and time.monotonic() - begun < 600:
@@ -258,13 +270,8 @@ def paced_producer(
         if producer.flush(30):
             failures.append("records left undelivered")
 
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
+    with _in_thread(run):
         yield
-    finally:
-        stop.set()
-        thread.join(60)
     if failures:
         raise RuntimeError(f"paced producer: {failures[0]}")
 
@@ -273,8 +280,6 @@ def paced_producer(
 def group_reader(bootstrap: str, group: str, topic: str, *, commit: bool) -> Iterator[None]:
     """A consumer group member reading `topic` from a thread until the block ends, committing
     every 500 ms (`commit`) or never."""
-    import threading
-
     from confluent_kafka import Consumer
 
     reader = Consumer(
@@ -287,19 +292,15 @@ def group_reader(bootstrap: str, group: str, topic: str, *, commit: bool) -> Ite
         }
     )
     reader.subscribe([topic])
-    stop = threading.Event()
 
-    def run() -> None:
+    def run(stop: threading.Event) -> None:
         while not stop.is_set():
             reader.poll(0.2)
 
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
     try:
-        yield
+        with _in_thread(run):
+            yield
     finally:
-        stop.set()
-        thread.join(30)
         reader.close()
 
 

@@ -291,9 +291,12 @@ def state_folder() -> Path:
 # --- measuring traffic -------------------------------------------------------------------------
 
 
-def measure_traffic(spec: SourceSpec, window_s: float, topics: Sequence[str] | None) -> Any:
+def measure_traffic(
+    spec: SourceSpec, window_s: float, topics: Sequence[str] | None, check: Any = None
+) -> Any:
     """(the snapshot with rates, the measurements) over `window_s`, a line on stderr every
-    few seconds while it waits (stdout keeps the one output)."""
+    few seconds while it waits (stdout keeps the one output); `check(snapshot)` before it
+    waits."""
     from kreplica.planner.traffic import check_window
     from kreplica.sources.traffic import NEEDS_BROKERS, measure
 
@@ -307,6 +310,7 @@ def measure_traffic(spec: SourceSpec, window_s: float, topics: Sequence[str] | N
 
     source = spec.open()
     try:
-        return measure(source, window_s, list(topics) if topics else None, progress=progress)
+        wanted = list(topics) if topics else None
+        return measure(source, window_s, wanted, progress=progress, check=check)
     finally:
         source.close()

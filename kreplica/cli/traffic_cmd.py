@@ -10,6 +10,7 @@ from kreplica.cli import output
 from kreplica.cli.common import console, measure_traffic, source_spec
 from kreplica.cli.options import Options, OutputFormat
 from kreplica.errors import UsageError
+from kreplica.model import ClusterSnapshot
 
 
 def traffic(
@@ -35,18 +36,21 @@ def traffic(
         fix = 'write {"BROKER_ID": {"nw_in": B/s, "nw_out": B/s}}'
         text = read_user_file(capacity, "capacity file", fix="check the path")
         raw_capacity = decode_json(text, str(capacity), fix=fix)
+    capacities: dict[int, dict[str, float]] | None = None
+
+    def check(snap: ClusterSnapshot) -> None:  # before the window: a typo costs no wait
+        nonlocal capacities
+        if raw_capacity is not None:
+            capacities = check_capacities(raw_capacity, snap.broker_ids(), str(capacity))
+
     if spec.kind == "snapshot":
         assert spec.snapshot is not None
         snap = SnapshotFileSource(spec.snapshot).snapshot(topics or None)
         require_rates(snap, spec.snapshot)
+        check(snap)
         measured = stored_traffic(snap)
     else:
-        snap, measured = measure_traffic(spec, window_s, topics)
-    capacities = (
-        None
-        if raw_capacity is None
-        else check_capacities(raw_capacity, snap.broker_ids(), str(capacity))
-    )
+        snap, measured = measure_traffic(spec, window_s, topics, check)
     data = traffic_data(snap, measured, broker_traffic(snap, capacities))
     if opts.output is OutputFormat.json:
         output.emit_envelope(data)

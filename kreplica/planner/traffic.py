@@ -26,6 +26,7 @@ COMPACTED = "compacted"  # bytes per offset estimated: compaction removed record
 TIERED = "tiered"  # the local log does not cover the offset span: rate not measurable
 NO_SIZE = "no-size"  # the brokers gave no log size: rate not measurable
 FANOUT_UNKNOWN = "fanout-unknown"  # a group is assigned it but committed nothing new
+OFFLINE = "offline"  # no leader to answer for its offsets: not measured
 NOT_MEASURED = "not-measured"  # a snapshot's partition stored without a rate
 
 NOTE_TEXT = {
@@ -34,6 +35,7 @@ NOTE_TEXT = {
     TIERED: "tiered storage: the local log does not span its offsets, rate not measured",
     NO_SIZE: "no log size from the brokers (DescribeLogDirs), rate not measured",
     FANOUT_UNKNOWN: "a consumer group is assigned it but did not commit: fan-out unknown",
+    OFFLINE: "no leader (offline): not measured",
     NOT_MEASURED: "stored without a rate (not measurable when measured)",
 }
 
@@ -101,10 +103,11 @@ def measure_partitions(
     commits_before: Mapping[str, Mapping[tuple[str, int], int]],
     commits_after: Mapping[str, Mapping[tuple[str, int], int]],
     assigned: Mapping[str, Iterable[tuple[str, int]]],
+    offline: Iterable[tuple[str, int]] = (),
 ) -> list[PartitionTraffic]:
     """Each partition's traffic, sorted by topic and partition. `commits_*`: per group, its
     committed offset per partition at the window's start and end; `assigned`: per group, the
-    partitions its members hold now."""
+    partitions its members hold now; `offline`: partitions without a leader (not read)."""
     if not elapsed_s > 0:
         raise ValueError("the window must have a positive length")
     compacted_set, tiered_set = set(compacted), set(tiered)
@@ -132,7 +135,8 @@ def measure_partitions(
         )
         fans, fan_notes = fanout(advanced.get(key, 0), key in silent, IDLE in rate_notes)
         out.append(PartitionTraffic(topic, number, rate, fans, rate_notes + fan_notes))
-    return out
+    out += [PartitionTraffic(t, n, None, None, (OFFLINE,)) for t, n in offline]
+    return sorted(out, key=lambda m: (m.topic, m.partition))
 
 
 def with_traffic(

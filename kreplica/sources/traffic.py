@@ -6,6 +6,7 @@ only asks (confluent-kafka's AdminClient) and keeps time.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
@@ -73,19 +74,40 @@ def _commits(admin: Any, groups: list[str], keys: set[Key]) -> dict[str, dict[Ke
     from confluent_kafka import ConsumerGroupTopicPartitions
 
     client = admin.confluent_admin()
-    futures = {  # one group per request: librdkafka takes no more
-        group: client.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group]
-        for group in groups
-    }
+
+    def ask(group: str) -> Any:  # one group per request: librdkafka takes no more
+        return client.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group]
+
+    futures = {group: ask(group) for group in groups}
     out: dict[str, dict[Key, int]] = {}
     for group, future in futures.items():
-        answer = admin.call(future, f"read the committed offsets of group {group!r}")
+        what = f"read the committed offsets of group {group!r}"
+        answer = _retrying(admin, future, functools.partial(ask, group), what)
         out[group] = {
             (tp.topic, tp.partition): int(tp.offset)
             for tp in answer.topic_partitions or []
             if (tp.topic, tp.partition) in keys and tp.offset >= 0
         }
     return out
+
+
+def _retrying(admin: Any, future: Any, again: Callable[[], Any], what: str) -> Any:
+    """A future's result, asked again (up to 5 times, a second apart) while the broker says
+    to retry: a group coordinator still loading its offsets after a restart or a move."""
+    from confluent_kafka import KafkaException
+
+    for _ in range(5):
+        try:
+            return future.result(timeout=admin.timeout_s)
+        except KafkaException as exc:
+            error: Any = exc.args[0] if exc.args else None
+            if not (hasattr(error, "retriable") and error.retriable()):
+                break
+        except TimeoutError:
+            break
+        time.sleep(1.0)
+        future = again()
+    return admin.call(future, what)  # the last answer, or one SourceError line
 
 
 def _assigned(admin: Any, groups: list[str], keys: set[Key]) -> dict[str, list[Key]]:
@@ -151,14 +173,24 @@ def measure(
     *,
     progress: Progress | None = None,
     progress_every_s: float = 5.0,
+    check: Callable[[ClusterSnapshot], None] | None = None,
 ) -> tuple[ClusterSnapshot, list[PartitionTraffic]]:
     """Read the cluster, wait `window_s`, read again: the snapshot at the window's end with
-    each partition's rate and fan-out in it, and the measurements with their notes."""
+    each partition's rate and fan-out in it, and the measurements with their notes. `check`
+    is given the first read, before the wait (bad input fails without waiting)."""
     check_window(window_s)
     admin = _admin_of(source)
     wanted = list(topics) if topics else None
     first = source.snapshot(wanted)
-    keys = {(p.topic, p.partition) for t in first.topics for p in t.partitions}
+    if check is not None:
+        check(first)
+    # a partition without a leader answers no ListOffsets: it is reported, not read
+    keys = {
+        (p.topic, p.partition)
+        for t in first.topics
+        for p in t.partitions
+        if p.current_leader is not None
+    }
     groups = _group_ids(admin)
     commits_before = _commits(admin, groups, keys)
     ends_before, began = _timed(lambda: _latest(admin, keys))
@@ -173,6 +205,7 @@ def measure(
     ends_later = _latest(admin, keys)
     starts = _latest(admin, keys, earliest=True)
     sizes = _leader_size(last)
+    keys &= {(p.topic, p.partition) for t in last.topics for p in t.partitions}
     reads = {
         key: OffsetRead(
             ends_before[key],
@@ -192,6 +225,12 @@ def measure(
         commits_before=commits_before,
         commits_after=commits_after,
         assigned=assigned,
+        offline=[
+            (p.topic, p.partition)
+            for t in last.topics
+            for p in t.partitions
+            if (p.topic, p.partition) not in reads
+        ],
     )
     window = TrafficWindow(round(ended - began, 3), measured_at)
     return with_traffic(last, measured, window), measured

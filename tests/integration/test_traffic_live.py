@@ -29,12 +29,15 @@ WINDOW = "6"
 
 def committed(bootstrap: str, group: str) -> set[int]:
     """The partitions `group` has committed offsets on."""
-    from confluent_kafka import ConsumerGroupTopicPartitions
+    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group]
-    return {tp.partition for tp in future.result(30).topic_partitions if tp.offset >= 0}
+    try:
+        return {tp.partition for tp in future.result(30).topic_partitions if tp.offset >= 0}
+    except KafkaException:  # the coordinator still loading, on a cluster just started
+        return set()
 
 
 def _rows(document: dict[str, Any], topic: str) -> dict[int, dict[str, Any]]:
@@ -111,6 +114,15 @@ def test_traffic_measures_paced_producers_and_fanout(
             "-o", str(stored),
         )  # fmt: skip
         assert taken.returncode == 0, taken.stderr
+    # capacities of a broker the cluster does not have: refused before the window starts
+    caps = tmp_path / "caps.json"
+    caps.write_text(json.dumps({"42": {"nw_in": 1000}}))
+    typo = run_kreplica(
+        "traffic", "--bootstrap-server", bootstrap, "--window", "60", "--capacity", str(caps)
+    )
+    assert typo.returncode == 2, typo.stderr
+    assert typo.stderr.startswith("error: ") and "broker 42 is not in this cluster" in typo.stderr
+    assert "measuring traffic" not in typo.stderr  # it never waited
     data = json.loads(stored.read_text())
     assert data["traffic"]["window_s"] >= 6
     offline = run_kreplica("traffic", "--snapshot", str(stored), "--output", "json")

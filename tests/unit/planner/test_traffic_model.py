@@ -12,6 +12,7 @@ from kreplica.planner.traffic import (
     IDLE,
     NO_SIZE,
     NOT_MEASURED,
+    OFFLINE,
     TIERED,
     OffsetRead,
     broker_traffic,
@@ -75,9 +76,15 @@ def test_fanout_counts_groups_that_advanced_and_is_unknown_for_a_silent_reader()
     after = {"g1": {("t", 0): 200}, "g2": {("t", 0): 220, ("t", 1): 100}, "g3": {}}
     assigned = {"g3": [("t", 1), ("t", 2)]}
     m = measure_partitions(
-        reads, 12.0, commits_before=before, commits_after=after, assigned=assigned
+        reads,
+        12.0,
+        commits_before=before,
+        commits_after=after,
+        assigned=assigned,
+        offline=[("t", 3)],
     )
-    assert [(x.partition, x.fanout) for x in m] == [(0, 2), (1, None), (2, 0)]
+    assert [(x.partition, x.fanout) for x in m] == [(0, 2), (1, None), (2, 0), (3, None)]
+    assert m[3].bytes_in_per_s is None and m[3].notes == (OFFLINE,)
     assert m[0].bytes_in_per_s == pytest.approx(120 * 100 / 12)
     assert m[1].notes == (FANOUT_UNKNOWN,)
     assert m[2].notes == (IDLE,)

@@ -350,6 +350,7 @@ class PlanReport(TypedDict, total=False):
     broker_bytes_after: dict[int, int]
     replaced_broker: int
     replacement_broker: int
+    traffic: dict[str, object]  # rebalance --by traffic: bands, loads before and after, bound
 
 
 @dataclass(frozen=True, slots=True)

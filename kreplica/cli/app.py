@@ -412,7 +412,15 @@ def replace(
 @shared(SOURCE, BROKER_PLAN, APPLY, OUTPUT)
 def rebalance(
     *,
-    by: ByOpt = "count",
+    by: Annotated[
+        str,
+        typer.Option(
+            "--by",
+            metavar="count|bytes|traffic",
+            help="Even out replica counts, bytes, or network in/out from measured rates (a "
+            "snapshot taken with `snapshot --traffic`).",
+        ),
+    ] = "count",
     max_moves: Annotated[
         int | None,
         typer.Option("--max-moves", metavar="N", help="Move at most N replicas."),

@@ -101,9 +101,16 @@ def rebalance(opts: Options, *, by: str, max_moves: int | None, max_bytes: str |
         raise UsageError(f"--max-moves {max_moves}: give 0 or more")
     spec = source_spec(opts)
     snap = read_cluster(spec)
-    plan = rebalance_plan(
-        snap, by=by, max_moves=max_moves, max_bytes=budget, options=_plan_options(opts)
-    )
+    if by == "traffic":  # from measured rates (snapshot --traffic): its own module
+        from kreplica.planner.brokers.traffic_balance import traffic_rebalance_plan
+
+        plan = traffic_rebalance_plan(
+            snap, max_moves=max_moves, max_bytes=budget, options=_plan_options(opts)
+        )
+    else:
+        plan = rebalance_plan(
+            snap, by=by, max_moves=max_moves, max_bytes=budget, options=_plan_options(opts)
+        )
     limits = [f"max {max_moves} moves" if max_moves is not None else ""]
     limits.append(f"max {max_bytes}" if max_bytes is not None else "")
     shown = ", ".join(x for x in limits if x)

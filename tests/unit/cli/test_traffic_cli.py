@@ -127,3 +127,22 @@ def test_measuring_needs_the_brokers(cli: Any, example: Path, tmp_path: Path) ->
 def test_an_unreachable_cluster_is_one_line(cli: Any) -> None:
     run = cli(["traffic", "--bootstrap-server", "127.0.0.1:1", "--window", "5", "--timeout", "1"])
     _one_line_error(run, 3, "127.0.0.1:1")
+
+
+def test_rebalance_by_traffic_needs_a_snapshot_with_rates(cli: Any, example: Path) -> None:
+    run = cli(["rebalance", "--by", "traffic", "--snapshot", str(example)])
+    _one_line_error(run, 2, "plans from measured rates and this snapshot has none")
+
+
+def test_rebalance_by_traffic_reports_the_figures(cli: Any, tmp_path: Path) -> None:
+    run = cli(["rebalance", "--by", "traffic", "--snapshot", str(_with_rates(tmp_path))])
+    assert run.code == 0, run.stderr
+    report = cli(
+        ["rebalance", "--by", "traffic", "--snapshot", str(_with_rates(tmp_path)), "--output",
+         "json"]
+    ).json()["data"]  # fmt: skip
+    assert "network in max/mean" in run.stdout
+    figures = report["report"]["traffic"]
+    assert report["report"]["by"] == "traffic" and figures["brokers_over_band"] == []
+    # network in per broker: t-0 (100 B/s) on 1, 2; t-1 idle; t-2 (40 B/s) on 3, 1
+    assert figures["before"]["nw_in"]["per_broker"] == {"1": 140.0, "2": 100.0, "3": 40.0}

@@ -85,47 +85,56 @@ class _Loads:
     nw_in: dict[int, float]
     nw_out: dict[int, float]
     lead_in: dict[int, float]
+    # per partition: its rate, and what its leader sends (fixed: a plan keeps each RF)
+    rate: dict[Key, float]
+    out: dict[Key, float]
 
     @classmethod
     def of(cls, run: Run, brokers: Iterable[int]) -> _Loads:
         ids = set(brokers)
         for reps in run.work.values():
             ids.update(reps)
-        loads = cls(run, {}, dict.fromkeys(ids, 0.0), dict.fromkeys(ids, 0.0), {})
-        loads.lead_in = dict.fromkeys(ids, 0.0)
+        rate = {k: _rate(p) for k, p in run.parts.items()}
+        out = {k: _out_load(p, run.work[k]) for k, p in run.parts.items()}
+        zero = dict.fromkeys(ids, 0.0)
+        loads = cls(run, {}, dict(zero), dict(zero), dict(zero), rate, out)
         for key, p in run.parts.items():
             for b in run.work[key]:
-                loads.nw_in[b] += _rate(p)
+                loads.nw_in[b] += rate[key]
             leader = p.current_leader
             if leader is not None and leader in ids:
                 loads.leaders[key] = leader
-                loads.nw_out[leader] += _out_load(p, run.work[key])
-                loads.lead_in[leader] += _rate(p)
+                loads.nw_out[leader] += out[key]
+                loads.lead_in[leader] += rate[key]
         return loads
+
+    def _hand_over(self, key: Key, old: int | None, new: int) -> None:
+        if old is not None:
+            self.nw_out[old] -= self.out[key]
+            self.lead_in[old] -= self.rate[key]
+        self.leaders[key] = new
+        self.nw_out[new] += self.out[key]
+        self.lead_in[new] += self.rate[key]
 
     def lead(self, key: Key, new: int) -> None:
         """`new` leads the partition: first in its replicas (elected after the apply)."""
-        p = self.run.parts[key]
-        old = self.leaders.get(key)
-        if old is not None:
-            self.nw_out[old] -= _out_load(p, self.run.work[key])
-            self.lead_in[old] -= _rate(p)
+        self._hand_over(key, self.leaders.get(key), new)
         self.run.reorder(key, new)
-        self.leaders[key] = new
-        self.nw_out[new] += _out_load(p, self.run.work[key])
-        self.lead_in[new] += _rate(p)
 
     def move(self, key: Key, old: int, new: int) -> None:
-        p = self.run.parts[key]
-        self.nw_in[old] -= _rate(p)
-        self.nw_in[new] += _rate(p)
+        self.nw_in[old] -= self.rate[key]
+        self.nw_in[new] += self.rate[key]
         if self.leaders.get(key) == old:
-            self.leaders[key] = new
-            self.nw_out[old] -= _out_load(p, self.run.work[key])
-            self.nw_out[new] += _out_load(p, self.run.work[key])
-            self.lead_in[old] -= _rate(p)
-            self.lead_in[new] += _rate(p)
+            self._hand_over(key, old, new)
         self.run.move(key, old, new)
+
+    def held(self, keys: Iterable[Key]) -> dict[int, list[Key]]:
+        """Broker -> the partitions of `keys` it holds a replica of."""
+        out: dict[int, list[Key]] = {}
+        for key in keys:
+            for b in self.run.work[key]:
+                out.setdefault(b, []).append(key)
+        return out
 
     def over(self, eligible: Sequence[int], top_in: float, top_out: float) -> list[int]:
         """Brokers over the band in network in or out, the furthest over first."""
@@ -180,8 +189,9 @@ def traffic_rebalance_plan(
         max((_out_load(run.parts[k], run.work[k]) for k in keys), default=0.0),
     )
     leader_changes = _leaders(loads, keys, eligible, top_out)
-    bound_moves, bound_bytes = _bound(loads, keys, eligible, top_in)
-    moved, copied = _moves(loads, keys, eligible, top_in, top_out, max_moves, max_bytes)
+    held = loads.held(keys)  # leader changes move no replica: the same for both
+    bound_moves, bound_bytes = _bound(loads, held, eligible, top_in)
+    moved, copied = _moves(loads, held, eligible, top_in, top_out, max_moves, max_bytes)
     after = _figures(loads, eligible)
     run.bound.added = run.bound.removed = bound_moves
     run.bound.bytes = bound_bytes
@@ -265,10 +275,10 @@ def _leaders(loads: _Loads, keys: Sequence[Key], eligible: Sequence[int], top_ou
         for key in led.get(src, []):
             if key in changed:
                 continue  # one change per partition: back and forth helps no one
-            p = loads.run.parts[key]
-            load = _out_load(p, loads.run.work[key])
+            load = loads.out[key]
+            synced = loads.run.parts[key].in_sync
             for dst in loads.run.work[key]:
-                if dst == src or dst not in ok or dst not in p.in_sync:
+                if dst == src or dst not in ok or dst not in synced:
                     continue
                 worst = max(loads.nw_out[src] - load, loads.nw_out[dst] + load)
                 if worst < loads.nw_out[src] - 1e-6 and (best is None or (worst, key, dst) < best):
@@ -285,7 +295,7 @@ def _leaders(loads: _Loads, keys: Sequence[Key], eligible: Sequence[int], top_ou
 
 
 def _bound(
-    loads: _Loads, keys: Sequence[Key], eligible: Sequence[int], top_in: float
+    loads: _Loads, held: Mapping[int, list[Key]], eligible: Sequence[int], top_in: float
 ) -> tuple[int, int | None]:
     """The module docstring's lower bound: (replicas, bytes) off the brokers over the band in
     network in; bytes None when a partition that would count has no size."""
@@ -295,16 +305,16 @@ def _bound(
         excess = loads.nw_in[b] - top_in
         if excess <= 1e-6:
             continue
-        held = [loads.run.parts[k] for k in keys if b in loads.run.work[k]]
-        sized = sized and all(p.size_bytes is not None for p in held)
-        count, spent = shed_bound(((_rate(p), p.size_bytes or 0) for p in held), excess)
+        parts = [loads.run.parts[k] for k in held.get(b, [])]
+        sized = sized and all(p.size_bytes is not None for p in parts)
+        count, spent = shed_bound(((_rate(p), p.size_bytes or 0) for p in parts), excess)
         moves, total = moves + count, total + spent
     return moves, total if sized else None
 
 
 def _moves(
     loads: _Loads,
-    keys: Sequence[Key],
+    held: dict[int, list[Key]],
     eligible: Sequence[int],
     top_in: float,
     top_out: float,
@@ -315,13 +325,10 @@ def _moves(
     relief first (one move that clears the excess alone: the smallest such), each to the
     least loaded eligible broker that stays within the band. Returns (moves, bytes)."""
     run = loads.run
-    held: dict[int, list[Key]] = {}
-    for key in keys:
-        for b in run.work[key]:
-            held.setdefault(b, []).append(key)
+    size_of = {k: run.parts[k].size_bytes or 0 for keys in held.values() for k in keys}
     moved, copied = 0, 0
     tried: set[tuple[Key, int]] = set()
-    for _ in range(len(keys) * 2 + 1):
+    for _ in range(len(size_of) * 2 + 1):
         hot = loads.over(eligible, top_in, top_out)
         if not hot or (max_moves is not None and moved >= max_moves):
             break
@@ -330,15 +337,13 @@ def _moves(
         coolest = sorted(eligible, key=lambda b: (loads.nw_in[b] + loads.nw_out[b], b))
         best: tuple[tuple[float, float, str, int], Key, int] | None = None
         for key in held.get(src, []):
-            if (key, src) in tried:
-                continue
-            p = run.parts[key]
-            rate = _rate(p)
-            size = p.size_bytes or 0
+            rate, size = loads.rate[key], size_of[key]
             if rate <= 0 or (max_bytes is not None and copied + size > max_bytes):
                 continue
+            if tried and (key, src) in tried:
+                continue
             leads = loads.leaders.get(key) == src
-            relief = max(rate, _out_load(p, run.work[key]) if leads else 0.0)
+            relief = max(rate, loads.out[key]) if leads else rate
             clears = relief >= excess
             cost = float(size) if clears else size / relief
             score = (0.0 if clears else 1.0, cost, key[0], key[1])
@@ -357,7 +362,7 @@ def _moves(
         held[src].remove(key)
         held.setdefault(dst, []).append(key)
         moved += 1
-        copied += run.parts[key].size_bytes or 0
+        copied += size_of[key]
     return moved, copied
 
 
@@ -373,8 +378,7 @@ def _destination(
     """The first of `coolest` (eligible brokers, least loaded first) that takes the replica
     without going over the band, losing a rack, or holding two replicas of the partition."""
     run = loads.run
-    p = run.parts[key]
-    rate, out = _rate(p), _out_load(p, run.work[key]) if leads else 0.0
+    rate, out = loads.rate[key], loads.out[key] if leads else 0.0
     for dst in coolest:
         if dst in run.work[key]:
             continue

@@ -99,6 +99,8 @@ def rebalance(opts: Options, *, by: str, max_moves: int | None, max_bytes: str |
     budget = parse_size(max_bytes, "--max-bytes") if max_bytes is not None else None
     if max_moves is not None and max_moves < 0:
         raise UsageError(f"--max-moves {max_moves}: give 0 or more")
+    if by not in ("count", "bytes", "traffic"):
+        raise UsageError(f"--by {by!r}: use count, bytes or traffic")
     spec = source_spec(opts)
     snap = read_cluster(spec)
     if by == "traffic":  # from measured rates (snapshot --traffic): its own module

@@ -146,3 +146,8 @@ def test_rebalance_by_traffic_reports_the_figures(cli: Any, tmp_path: Path) -> N
     assert report["report"]["by"] == "traffic" and figures["brokers_over_band"] == []
     # network in per broker: t-0 (100 B/s) on 1, 2; t-1 idle; t-2 (40 B/s) on 3, 1
     assert figures["before"]["nw_in"]["per_broker"] == {"1": 140.0, "2": 100.0, "3": 40.0}
+
+
+def test_rebalance_names_every_by(cli: Any, example: Path) -> None:
+    run = cli(["rebalance", "--by", "speed", "--snapshot", str(example)])
+    _one_line_error(run, 2, "--by 'speed': use count, bytes or traffic")

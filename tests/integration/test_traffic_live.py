@@ -108,6 +108,14 @@ def test_traffic_measures_paced_producers_and_fanout(
         assert "measuring traffic:" in live.stderr  # progress while it waits
         _check(json.loads(live.stdout), read, silent)
 
+        if cluster.zookeeper is not None:  # ZooKeeper's assignment, the brokers' offsets
+            both = run_kreplica(
+                "traffic", "--zookeeper", cluster.zookeeper, "--bootstrap-server", bootstrap,
+                "--window", WINDOW, *topics, "--output", "json",
+            )  # fmt: skip
+            assert both.returncode == 0, both.stderr
+            _check(json.loads(both.stdout), read, silent)
+
         stored = tmp_path / "snap.json"
         taken = run_kreplica(
             "snapshot", "--bootstrap-server", bootstrap, "--traffic", WINDOW, *topics,

@@ -21,9 +21,9 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kreplica.errors import InputError, PlanInfeasible, UsageError
+from kreplica.errors import InputError
 from kreplica.model import ClusterSnapshot, Finding, Partition, Plan
-from kreplica.planner.brokers.run import Key, Run, movable_keys
+from kreplica.planner.brokers.run import Key, Run, start_balancing
 from kreplica.planner.options import PlanOptions
 
 BAND_FACTOR = 1.05
@@ -170,15 +170,7 @@ def traffic_rebalance_plan(
     rules: racks kept, disk headroom, no dead, excluded or in-flight partition touched,
     --max-moves / --max-bytes)."""
     require_traffic(snapshot)
-    for flag, value in (("`max_moves`", max_moves), ("`max_bytes`", max_bytes)):
-        if value is not None and value < 0:
-            raise UsageError(f"{flag} {value}: give 0 or more")
-    live = snapshot.live_broker_ids()
-    eligible = sorted(b for b in live if b not in options.exclude_brokers)
-    if not eligible:
-        raise PlanInfeasible("no eligible broker to rebalance over")
-    run = Run.start(snapshot, eligible, options, None)
-    keys = movable_keys(run, run.in_flight(sorted(run.parts), options))
+    run, eligible, keys = start_balancing(snapshot, options, max_moves, max_bytes)
     loads = _Loads.of(run, eligible)
     before = _figures(loads, eligible)
     top_in = band(

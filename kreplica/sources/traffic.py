@@ -184,13 +184,9 @@ def measure(
     first = source.snapshot(wanted)
     if check is not None:
         check(first)
+    listed = {(p.topic, p.partition): p for t in first.topics for p in t.partitions}
     # a partition without a leader answers no ListOffsets: it is reported, not read
-    keys = {
-        (p.topic, p.partition)
-        for t in first.topics
-        for p in t.partitions
-        if p.current_leader is not None
-    }
+    keys = {key for key, p in listed.items() if p.current_leader is not None}
     groups = _group_ids(admin)
     commits_before = _commits(admin, groups, keys)
     ends_before, began = _timed(lambda: _latest(admin, keys))
@@ -225,11 +221,12 @@ def measure(
         commits_before=commits_before,
         commits_after=commits_after,
         assigned=assigned,
+        # listed at both ends and not read (a topic created meanwhile is neither)
         offline=[
             (p.topic, p.partition)
             for t in last.topics
             for p in t.partitions
-            if (p.topic, p.partition) not in reads
+            if (p.topic, p.partition) in listed and (p.topic, p.partition) not in reads
         ],
     )
     window = TrafficWindow(round(ended - began, 3), measured_at)

@@ -40,6 +40,24 @@ def committed(bootstrap: str, group: str) -> set[int]:
         return set()
 
 
+def assigned(bootstrap: str, group: str) -> set[int]:
+    """The partitions `group`'s members hold now."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        described = admin.describe_consumer_groups([group])[group].result(30)
+    except KafkaException:  # the coordinator still loading, on a cluster just started
+        return set()
+    return {
+        tp.partition
+        for member in described.members
+        if member.assignment
+        for tp in member.assignment.topic_partitions
+    }
+
+
 def _rows(document: dict[str, Any], topic: str) -> dict[int, dict[str, Any]]:
     return {r["partition"]: r for r in document["data"]["partitions"] if r["topic"] == topic}
 
@@ -99,6 +117,14 @@ def test_traffic_measures_paced_producers_and_fanout(
             interval_s=0.5,
         )
         assert seen >= set(RATES)
+        # and the group that never commits holds its partition (else it reads nothing)
+        held = eventually(
+            lambda: assigned(bootstrap, f"traffic-silent-{mode}"),
+            lambda got: got == {0},
+            timeout_s=60,
+            interval_s=0.5,
+        )
+        assert held == {0}
         topics = ("--topic", read, "--topic", silent)
         live = run_kreplica(
             "traffic", "--bootstrap-server", bootstrap, "--window", WINDOW, *topics,

@@ -24,7 +24,14 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from kreplica.model import Broker, ClusterSnapshot, Partition, PartitionChange, Topic
+from kreplica.model import (
+    Broker,
+    ClusterSnapshot,
+    Partition,
+    PartitionChange,
+    Topic,
+    TrafficWindow,
+)
 
 I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
@@ -433,8 +440,10 @@ class ColumnarSnapshot(ClusterSnapshot):
         *,
         columns: PartitionColumns | None = None,
         maker: Callable[[int], Topic] | None = None,
+        traffic: TrafficWindow | None = None,
     ) -> None:
         object.__setattr__(self, "brokers", brokers)
+        object.__setattr__(self, "traffic", traffic)
         object.__setattr__(self, "cluster_id", cluster_id)
         object.__setattr__(self, "source", source)
         object.__setattr__(self, "captured_at", captured_at)

@@ -37,6 +37,7 @@ FLAGS = {
     "skip_in_flight": "--skip-in-flight",
     "disk_headroom": "--disk-headroom",
     "count": "--sample",  # sample_keys': keys read from a topic
+    "traffic_s": "--traffic",  # snapshot's: measure rates over this window
     # how to apply
     "resume": "--resume",
     "throttle": "--throttle",

@@ -71,6 +71,11 @@ class Partition:
     # largest of them).
     replica_dirs: tuple[str | None, ...] | None = None
     replica_sizes: tuple[int | None, ...] | None = None
+    # Traffic measured over a window (kreplica.sources.traffic, or a snapshot taken with
+    # `snapshot --traffic`): bytes written per second, and how many consumer groups read it
+    # (None: not measured; fanout None also when a group reads it without committing).
+    bytes_in_per_s: float | None = None
+    fanout: int | None = None
 
     @property
     def in_sync(self) -> tuple[int, ...]:
@@ -172,12 +177,22 @@ class Topic:
 
 
 @dataclass(frozen=True, slots=True)
+class TrafficWindow:
+    """When the partitions' traffic was measured: the window's length in seconds (as
+    elapsed between the two reads) and the UTC time the window ended."""
+
+    window_s: float
+    measured_at: str
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
     brokers: tuple[Broker, ...]  # sorted by id
     topics: tuple[Topic, ...]  # sorted by name
     cluster_id: str | None = None
     source: str | None = None
     captured_at: str | None = None
+    traffic: TrafficWindow | None = None  # None: the partitions carry no measured rates
 
     def broker_ids(self) -> list[int]:
         return [b.id for b in self.brokers]
@@ -336,6 +351,7 @@ class PlanReport(TypedDict, total=False):
     broker_bytes_after: dict[int, int]
     replaced_broker: int
     replacement_broker: int
+    traffic: dict[str, object]  # rebalance --by traffic: bands, loads before and after, bound
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,8 +23,9 @@ import importlib.util
 import logging
 import os
 import re
+import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -222,6 +223,85 @@ def _leaders_seen_by(host: str, port: int) -> dict[str, dict[int, int]]:
 
 
 # --------------------------------------------------------------------------- the fixture
+
+
+@contextmanager
+def _in_thread(run: Callable[[threading.Event], None]) -> Iterator[None]:
+    """`run(stop)` in a thread for the duration of the block; `stop` is set when it ends."""
+    stop = threading.Event()
+    thread = threading.Thread(target=run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(60)
+
+
+@contextmanager
+def paced_producer(
+    bootstrap: str, rates: Mapping[tuple[str, int], int], *, record_bytes: int = 2000
+) -> Iterator[None]:
+    """Write to each (topic, partition) at its rate in bytes per second (record values of
+    `record_bytes` random, incompressible bytes, keyed so compacted topics take them) on a
+    fixed schedule, from a thread, until the block ends (at most 10 minutes)."""
+    import random
+
+    from confluent_kafka import Producer
+
+    # several records per batch: batch headers stay a small share of the bytes
+    settings = {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 200}
+    producer = Producer({**settings, "compression.type": "none"})
+    failures: list[str] = []
+    rng = random.Random(34)
+
+    def run(stop: threading.Event) -> None:
+        sent = dict.fromkeys(rates, 0)
+        begun = time.monotonic()
+        while not stop.is_set() and time.monotonic() - begun < 600:
+            elapsed = time.monotonic() - begun
+            for (topic, partition), rate in rates.items():
+                while sent[(topic, partition)] * record_bytes < elapsed * rate:
+                    key = str(sent[(topic, partition)] % 100).encode()
+                    producer.produce(topic, rng.randbytes(record_bytes), key, partition)
+                    sent[(topic, partition)] += 1
+            producer.poll(0)
+            time.sleep(0.02)
+        if producer.flush(30):
+            failures.append("records left undelivered")
+
+    with _in_thread(run):
+        yield
+    if failures:
+        raise RuntimeError(f"paced producer: {failures[0]}")
+
+
+@contextmanager
+def group_reader(bootstrap: str, group: str, topic: str, *, commit: bool) -> Iterator[None]:
+    """A consumer group member reading `topic` from a thread until the block ends, committing
+    every 500 ms (`commit`) or never."""
+    from confluent_kafka import Consumer
+
+    reader = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": commit,
+            "auto.commit.interval.ms": 500,
+        }
+    )
+    reader.subscribe([topic])
+
+    def run(stop: threading.Event) -> None:
+        while not stop.is_set():
+            reader.poll(0.2)
+
+    try:
+        with _in_thread(run):
+            yield
+    finally:
+        reader.close()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -412,7 +412,15 @@ def replace(
 @shared(SOURCE, BROKER_PLAN, APPLY, OUTPUT)
 def rebalance(
     *,
-    by: ByOpt = "count",
+    by: Annotated[
+        str,
+        typer.Option(
+            "--by",
+            metavar="count|bytes|traffic",
+            help="Even out replica counts, bytes, or network in/out from measured rates (a "
+            "snapshot taken with `snapshot --traffic`).",
+        ),
+    ] = "count",
     max_moves: Annotated[
         int | None,
         typer.Option("--max-moves", metavar="N", help="Move at most N replicas."),
@@ -489,6 +497,15 @@ def snapshot(
         list[str] | None,
         _topic_option("Only these topics (repeatable; default: all)."),
     ] = None,
+    traffic: Annotated[
+        float | None,
+        typer.Option(
+            "--traffic",
+            metavar="SECONDS",
+            help="Also measure each partition's rate and fan-out over this window (5 or "
+            "more; needs the brokers): what `traffic --snapshot` and `--by traffic` read.",
+        ),
+    ] = None,
     opts: Options,
 ) -> None:
     """Save brokers and assignments to a file.
@@ -500,7 +517,49 @@ def snapshot(
     """
     from kreplica.cli import commands
 
-    commands.snapshot(opts, out=out, topics=topic or [])
+    commands.snapshot(opts, out=out, topics=topic or [], traffic_s=traffic)
+
+
+@app.command()
+@shared(SOURCE, OUTPUT)
+def traffic(
+    *,
+    window: Annotated[
+        float,
+        typer.Option(
+            "--window",
+            metavar="SECONDS",
+            help="Read offsets this far apart (5 or more); ignored with --snapshot.",
+        ),
+    ] = 60.0,
+    capacity: Annotated[
+        Path | None,
+        typer.Option(
+            "--capacity",
+            metavar="FILE",
+            help='Per-broker network capacity, JSON {"ID": {"nw_in": B/s, "nw_out": B/s}}: '
+            "adds utilisation.",
+        ),
+    ] = None,
+    topic: Annotated[
+        list[str] | None,
+        _topic_option("Only these topics (repeatable; default: all)."),
+    ] = None,
+    limit: Annotated[
+        int, typer.Option("--limit", metavar="N", help="Partitions in the table (busiest first).")
+    ] = 20,
+    opts: Options,
+) -> None:
+    """Measure each partition's write rate and consumer fan-out, and each broker's network load.
+
+    Two ListOffsets reads --window apart times bytes per offset (log size over offset span);
+    fan-out: consumer groups whose committed offset advanced. Network in per broker: the rates
+    of the partitions it holds; out: for those it leads, rate x (followers + fan-out). Needs
+    --bootstrap-server, or a --snapshot taken with `snapshot --traffic`. Read-only.
+    """
+    from kreplica.cli import traffic_cmd
+
+    traffic_cmd.traffic(opts, window_s=window, capacity=capacity, topics=topic or [], limit=limit)
 
 
 PlanFileArg = Annotated[

@@ -129,13 +129,19 @@ def rebalance(opts: Options, *, by: str, max_moves: int | None, max_bytes: str |
     budget = parse_size(max_bytes, "--max-bytes") if max_bytes is not None else None
     if max_moves is not None and max_moves < 0:
         raise UsageError(f"--max-moves {max_moves}: give 0 or more")
+    if by not in ("count", "bytes", "traffic"):
+        raise UsageError(f"--by {by!r}: use count, bytes or traffic")
     spec = source_spec(opts)
     snap = read_cluster(spec)
-    plan = _planned(
-        opts,
-        snap,
-        lambda o: rebalance_plan(snap, by=by, max_moves=max_moves, max_bytes=budget, options=o),
-    )
+
+    def make(o: Any) -> Any:
+        if by == "traffic":  # from measured rates (snapshot --traffic): its own module
+            from kreplica.planner.brokers.traffic_balance import traffic_rebalance_plan
+
+            return traffic_rebalance_plan(snap, max_moves=max_moves, max_bytes=budget, options=o)
+        return rebalance_plan(snap, by=by, max_moves=max_moves, max_bytes=budget, options=o)
+
+    plan = _planned(opts, snap, make)
     limits = [f"max {max_moves} moves" if max_moves is not None else ""]
     limits.append(f"max {max_bytes}" if max_bytes is not None else "")
     shown = ", ".join(x for x in limits if x)

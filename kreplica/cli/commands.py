@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 from kreplica.cli.common import (
     console,
     describe_source,
+    measure_traffic,
     parse_broker_ids,
     parse_headroom,
     parse_log_dirs_mode,
@@ -261,11 +262,16 @@ def check(opts: Options, plan_file: Path) -> None:
         raise VerificationFailed(f"{plan_file}: {finding_text(first)}{more}")
 
 
-def snapshot(opts: Options, *, out: Path | None, topics: list[str]) -> None:
+def snapshot(
+    opts: Options, *, out: Path | None, topics: list[str], traffic_s: float | None = None
+) -> None:
     from kreplica.sources.snapshot import dump_snapshot, snapshot_to_dict
 
     spec = source_spec(opts)
-    snap = read_cluster(spec, list(dict.fromkeys(topics)))
+    if traffic_s is not None:
+        snap = measure_traffic(spec, traffic_s, list(dict.fromkeys(topics)))[0]
+    else:
+        snap = read_cluster(spec, list(dict.fromkeys(topics)))
     if out is not None and str(out) != "-":
         if not out.parent.exists():
             raise UsageError(

@@ -294,3 +294,31 @@ def state_folder() -> Path:
         "plans",
     )
     return Path(base)
+
+
+# --- measuring traffic -------------------------------------------------------------------------
+
+
+def measure_traffic(
+    spec: SourceSpec, window_s: float, topics: Sequence[str] | None, check: Any = None
+) -> Any:
+    """(the snapshot with rates, the measurements) over `window_s`, a line on stderr every
+    few seconds while it waits (stdout keeps the one output); `check(snapshot)` before it
+    waits."""
+    from kreplica.planner.traffic import check_window
+    from kreplica.sources.traffic import NEEDS_BROKERS, measure
+
+    check_window(window_s)  # before connecting: bad input costs nothing
+    if not spec.bootstrap_server:
+        raise UsageError(NEEDS_BROKERS)
+
+    def progress(waited: float, total: float) -> None:
+        sys.stderr.write(f"measuring traffic: {waited:.0f}s of {total:g}s\n")
+        sys.stderr.flush()
+
+    source = spec.open()
+    try:
+        wanted = list(topics) if topics else None
+        return measure(source, window_s, wanted, progress=progress, check=check)
+    finally:
+        source.close()

@@ -15,7 +15,7 @@ from typing import Any
 
 from kreplica.errors import InputError
 from kreplica.gcpause import gc_paused
-from kreplica.model import Broker, ClusterSnapshot, LogDir, Partition, Topic
+from kreplica.model import Broker, ClusterSnapshot, LogDir, Partition, Topic, TrafficWindow
 from kreplica.userfiles import decode_json, read_user_file
 
 FORMAT_VERSION = 1
@@ -61,8 +61,8 @@ def parse_snapshot_columnar(data: Any, *, origin: str = "snapshot") -> ClusterSn
 
     try:
         root = _obj(data, origin, "the top level")
-        if root.get("kreplica_snapshot") != FORMAT_VERSION:
-            return None
+        if root.get("kreplica_snapshot") != FORMAT_VERSION or root.get("traffic") is not None:
+            return None  # rates are not in the columns: read as objects
         raw_brokers = _list(root.get("brokers", []), origin, "brokers")
         brokers = tuple(
             sorted(
@@ -235,7 +235,31 @@ def parse_snapshot(data: Any, *, origin: str = "snapshot") -> ClusterSnapshot:
         cluster_id=_opt_str(root.get("cluster_id"), origin, "cluster_id"),
         source=_opt_str(root.get("source"), origin, "source"),
         captured_at=_opt_str(root.get("captured_at"), origin, "captured_at"),
+        traffic=_traffic_window(root.get("traffic"), origin),
     )
+
+
+def _traffic_window(raw: Any, origin: str) -> TrafficWindow | None:
+    """The top-level `traffic` object (`snapshot --traffic`): the window and when it ended."""
+    if raw is None:
+        return None
+    t = _obj(raw, origin, "traffic")
+    window = t.get("window_s")
+    if not isinstance(window, int | float) or isinstance(window, bool) or not window > 0:
+        raise _fail(origin, "traffic.window_s", f"must be a number of seconds > 0, got {window!r}")
+    measured_at = _opt_str(t.get("measured_at"), origin, "traffic.measured_at")
+    return TrafficWindow(float(window), measured_at or "")
+
+
+INF = float("inf")
+
+
+def _rate(value: Any, origin: str, path: str) -> float | None:
+    if value is None:
+        return None
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value < INF:
+        raise _fail(origin, path, f"must be a number of bytes per second >= 0, got {value!r}")
+    return float(value)
 
 
 def _parse_broker(raw: Any, origin: str, path: str) -> Broker:
@@ -342,7 +366,12 @@ def _parse_topic(
     return replace(shell, partitions=tuple(parts[k] for k in sorted(parts)))
 
 
-_CHECKED_ONLY = ("replica_dirs", "replica_sizes")  # keys the plain path leaves to the checks
+_CHECKED_ONLY = (
+    "replica_dirs",
+    "replica_sizes",
+    "bytes_in_per_s",
+    "fanout",
+)  # keys the plain path leaves to the checks
 
 
 def _plain_partition(
@@ -409,6 +438,7 @@ def _parse_partition(raw: Any, topic: str, origin: str, path: str) -> Partition:
     leader = p.get("leader")
     isr = p.get("isr")
     size = p.get("size_bytes")
+    fanout = p.get("fanout")
     size_bytes = None if size is None else _int(size, origin, f"{path}.size_bytes")
     if size_bytes is not None and size_bytes < 0:
         raise _fail(origin, f"{path}.size_bytes", f"must be >= 0, got {size_bytes}")
@@ -427,6 +457,8 @@ def _parse_partition(raw: Any, topic: str, origin: str, path: str) -> Partition:
         replica_sizes=_replica_sizes(
             p.get("replica_sizes"), replicas, origin, f"{path}.replica_sizes"
         ),
+        bytes_in_per_s=_rate(p.get("bytes_in_per_s"), origin, f"{path}.bytes_in_per_s"),
+        fanout=None if fanout is None else _id(fanout, origin, f"{path}.fanout", "fan-out"),
     )
 
 
@@ -458,7 +490,14 @@ def snapshot_to_dict(snapshot: ClusterSnapshot) -> dict[str, Any]:
         "captured_at": snapshot.captured_at,
         "brokers": [_broker_to_dict(b) for b in snapshot.brokers],
         "topics": [_topic_to_dict(t) for t in snapshot.topics],
+        **_traffic_to_dict(snapshot.traffic),
     }
+
+
+def _traffic_to_dict(traffic: TrafficWindow | None) -> dict[str, Any]:
+    if traffic is None:
+        return {}
+    return {"traffic": {"window_s": traffic.window_s, "measured_at": traffic.measured_at}}
 
 
 def _topic_to_dict(t: Topic) -> dict[str, Any]:
@@ -485,6 +524,9 @@ def _partition_to_dict(p: Partition) -> dict[str, Any]:
         out["replica_dirs"] = list(p.replica_dirs)
     if p.replica_sizes is not None:
         out["replica_sizes"] = list(p.replica_sizes)
+    if p.bytes_in_per_s is not None:
+        out["bytes_in_per_s"] = p.bytes_in_per_s
+        out["fanout"] = p.fanout  # null: unknown
     return out
 
 

@@ -1,0 +1,128 @@
+"""rebalance --by traffic (kreplica.planner.brokers.traffic_balance): hand-computed bands and
+bounds, and on skewed clusters every broker within the band, the rules kept, the bytes moved
+at or above the lower bound."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kreplica.errors import InputError
+from kreplica.model import Broker, ClusterSnapshot, Partition, Topic, TrafficWindow
+from kreplica.planner.brokers.traffic_balance import band, shed_bound, traffic_rebalance_plan
+from kreplica.planner.traffic import broker_traffic
+
+
+def test_band_is_the_larger_of_five_percent_and_the_largest_single_load() -> None:
+    assert band({1: 100.0, 2: 100.0}, 1.0) == pytest.approx(105.0)
+    assert band({1: 150.0, 2: 50.0}, 30.0) == pytest.approx(130.0)
+
+
+def test_shed_bound_by_hand() -> None:
+    # excess 50 B/s; replicas (rate, bytes): the cheapest per B/s is (40, 400) at 10 B per
+    # B/s, then (30, 600) at 20: 400 + 10/30 x 600 = 600 bytes; two replicas at least
+    assert shed_bound([(40.0, 400), (30.0, 600), (100.0, 5000)], 50.0) == (1, 600)
+    assert shed_bound([(40.0, 400), (30.0, 600)], 50.0) == (2, 600)
+    assert shed_bound([(40.0, 400)], 0.0) == (0, 0)
+
+
+def _skewed(seed: int, brokers: int = 6, partitions: int = 60) -> ClusterSnapshot:
+    """Racks a, b, c; every partition RF 3 (one replica per rack), led by broker 1, 2 or 3
+    and held mostly by brokers 1-3: a hot half of the cluster."""
+    rng = random.Random(seed)
+    racks = "abc"
+    nodes = tuple(Broker(i, racks[(i - 1) % 3]) for i in range(1, brokers + 1))
+    by_rack = {r: [b.id for b in nodes if b.rack == r] for r in racks}
+    parts = []
+    for n in range(partitions):
+        reps = []
+        for r in racks:
+            hot = by_rack[r][0]
+            reps.append(hot if rng.random() < 0.85 else rng.choice(by_rack[r]))
+        rng.shuffle(reps)
+        rate = rng.choice([0.0, 1e3, 5e3, 2e4, 5e4]) * (1 + rng.random())
+        parts.append(
+            Partition(
+                "t",
+                n,
+                tuple(reps),
+                leader=reps[0],
+                size_bytes=rng.randint(1, 100) * 2**20,
+                bytes_in_per_s=rate,
+                fanout=rng.choice([0, 1, 2, None]),
+            )
+        )
+    return ClusterSnapshot(
+        nodes, (Topic("t", tuple(parts)),), traffic=TrafficWindow(60.0, "2026-11-28T00:00:00Z")
+    )
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_every_broker_ends_within_the_band_racks_kept(seed: int) -> None:
+    snap = _skewed(seed)
+    plan = traffic_rebalance_plan(snap)
+    report = plan.report["traffic"]
+    assert report["brokers_over_band"] == []
+    after_snap = _applied(snap, plan)
+    loads = broker_traffic(after_snap)
+    # recomputed from the plan's replicas, not the planner's own bookkeeping
+    assert max(b.nw_in for b in loads) <= report["band_nw_in"] + 1
+    assert max(b.nw_out for b in loads) <= report["band_nw_out"] + 1
+    racks = snap.racks()
+    for change in plan.changes:
+        assert len({racks[b] for b in change.after}) == 3  # one replica per rack, as before
+        assert sorted(change.after) != sorted(change.before or ()) or change.leader_changed
+    assert report["bytes_moved"] >= report["bytes_lower_bound"]
+    before, after = report["before"], report["after"]
+    assert after["nw_in"]["cv"] < before["nw_in"]["cv"]
+
+
+def test_leader_changes_come_first_and_move_no_data() -> None:
+    # two brokers hold all four partitions; broker 1 leads them all, so it sends 8,000 B/s
+    # (1,000 B/s x (1 follower + 1 group) each): the band is max(1.05 x 4,000, 4,000 + 2,000)
+    # = 6,000; one leadership to broker 2 brings it there without copying a byte
+    parts = tuple(
+        Partition("t", n, (1, 2), leader=1, size_bytes=10**9, bytes_in_per_s=1000.0, fanout=1)
+        for n in range(4)
+    )
+    snap = ClusterSnapshot(
+        (Broker(1), Broker(2)), (Topic("t", parts),), traffic=TrafficWindow(6.0, "x")
+    )
+    plan = traffic_rebalance_plan(snap)
+    report = plan.report["traffic"]
+    assert (report["leader_changes"], report["replica_moves"], report["bytes_moved"]) == (1, 0, 0)
+    assert report["band_nw_out"] == 6000.0
+    assert [c.after for c in plan.changes] == [(2, 1)]
+    assert report["after"]["nw_out"]["max_over_mean"] == 1.5
+    assert report["before"]["nw_out"]["max_over_mean"] == 2.0
+
+
+def test_a_snapshot_without_rates_is_refused() -> None:
+    snap = _skewed(1)
+    bare = ClusterSnapshot(snap.brokers, snap.topics)
+    with pytest.raises(InputError, match="kreplica snapshot `traffic_s` SECONDS"):
+        traffic_rebalance_plan(bare)
+
+
+def _applied(snap: ClusterSnapshot, plan: object) -> ClusterSnapshot:
+    import dataclasses
+
+    after = {(c.topic, c.partition): c.after for c in plan.changes}  # type: ignore[attr-defined]
+    topics = tuple(
+        dataclasses.replace(
+            t,
+            partitions=tuple(
+                dataclasses.replace(
+                    p,
+                    replicas=after.get((p.topic, p.partition), p.replicas),
+                    leader=after[(p.topic, p.partition)][0]
+                    if (p.topic, p.partition) in after
+                    else p.leader,
+                )
+                for p in t.partitions
+            ),
+        )
+        for t in snap.topics
+    )
+    return dataclasses.replace(snap, topics=topics)

@@ -195,7 +195,15 @@ def show_plan(
 def _warnings(plan: Plan) -> tuple[str, ...]:
     from kreplica.render.text import finding_text
 
-    return tuple(f"{f.level}: {finding_text(f)}" for f in plan.findings if f.level != "info")
+    return tuple(
+        f"{f.level}: {finding_text(f)}"
+        for f in plan.findings
+        if f.level != "info" or f.code in _STANDING_INFO
+    )
+
+
+# info that answers "why nothing?": the loads a traffic rebalance found already within the band
+_STANDING_INFO = frozenset({"traffic-balance"})
 
 
 def plan_data(

@@ -1,0 +1,80 @@
+"""Known traffic for test_traffic_live, from a process of its own: paced producers on the read
+topic's partitions and on the silent topic, a consumer group committing as it reads one and a
+group that never commits reading the other. It prints `ready` once the committing group has
+offsets on every written partition and the silent group holds its partition, then runs until
+its standard input closes.
+
+Its own process, because librdkafka clients with threads of their own in the pytest process
+crashed it now and then (a segfault with no Python frame, after one mode's case and before the
+next) and took the whole worker down; here a crash fails only the case that used it.
+
+    python -m tests.support.traffic_load BOOTSTRAP READ_TOPIC SILENT_TOPIC GROUP SPEC_JSON
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from kreplica.testing import group_reader, paced_producer
+
+
+def committed(bootstrap: str, group: str) -> set[int]:
+    """The partitions `group` has committed offsets on."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group]
+    try:
+        return {tp.partition for tp in future.result(30).topic_partitions if tp.offset >= 0}
+    except KafkaException:  # the coordinator still loading, on a cluster just started
+        return set()
+
+
+def assigned(bootstrap: str, group: str) -> set[int]:
+    """The partitions `group`'s members hold now."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        described = admin.describe_consumer_groups([group])[group].result(30)
+    except KafkaException:  # the coordinator still loading, on a cluster just started
+        return set()
+    return {
+        tp.partition
+        for member in described.members
+        if member.assignment
+        for tp in member.assignment.topic_partitions
+    }
+
+
+def _wait(check: object, what: str, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise SystemExit(f"not ready: {what} within {timeout_s:.0f} s")
+        time.sleep(0.5)
+
+
+def main() -> None:
+    bootstrap, read, silent, group, spec = sys.argv[1:6]
+    rates = json.loads(spec)  # {"read": {partition: B/s}, "silent": B/s, "record": bytes}
+    targets = {(read, int(p)): int(r) for p, r in rates["read"].items()}
+    targets[(silent, 0)] = int(rates["silent"])
+    with (
+        paced_producer(bootstrap, targets, record_bytes=int(rates["record"])),
+        group_reader(bootstrap, group, read, commit=True),
+        group_reader(bootstrap, f"{group}-silent", silent, commit=False),
+    ):
+        wanted = {int(p) for p in rates["read"]}
+        _wait(lambda: committed(bootstrap, group) >= wanted, f"{group} committed on {wanted}")
+        _wait(lambda: assigned(bootstrap, f"{group}-silent") == {0}, "the silent group's member")
+        print("ready", flush=True)
+        sys.stdin.read()  # until the test closes it
+
+
+if __name__ == "__main__":
+    main()

@@ -7,7 +7,6 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kreplica.errors import PlanInfeasible, UsageError
 from kreplica.gcpause import gc_paused
 from kreplica.model import ClusterSnapshot, Finding, Plan
 from kreplica.planner.brokers.run import (
@@ -15,9 +14,9 @@ from kreplica.planner.brokers.run import (
     Run,
     bytes_on,
     counts_on,
-    movable_keys,
     need_sizes,
     smallest_sizes,
+    start_balancing,
 )
 from kreplica.planner.evaluate import spread
 from kreplica.planner.loadindex import BrokerOrder, KeysByBroker
@@ -65,16 +64,8 @@ def rebalance_plan(
        preferred leaders to one with >= 2 fewer (per topic first, then cluster)
     """
     need_sizes(snapshot, by)
-    for flag, value in (("`max_moves`", max_moves), ("`max_bytes`", max_bytes)):
-        if value is not None and value < 0:
-            raise UsageError(f"{flag} {value}: give 0 or more")
-    live = snapshot.live_broker_ids()
-    eligible = sorted(b for b in live if b not in options.exclude_brokers)
-    if not eligible:
-        raise PlanInfeasible("no eligible broker to rebalance over")
-    run = Run.start(snapshot, eligible, options, None)
+    run, eligible, keys = start_balancing(snapshot, options, max_moves, max_bytes)
     ctx = run.ctx
-    keys = movable_keys(run, run.in_flight(sorted(run.parts), options))
     counts_before = counts_on(run, eligible)
     bytes_before = bytes_on(run, eligible)
     topic_before = {

@@ -12,7 +12,7 @@ leader's); network out is, for the partitions it leads, rate x (followers + fan-
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kreplica.errors import InputError, UsageError
@@ -206,12 +206,18 @@ class BrokerTraffic:
     nw_out_util: float | None = None
 
 
+def leader_out_load(p: Partition, replicas: Sequence[int] | None = None) -> float:
+    """What the leader of `p` sends per second to each follower (of `replicas`, default its
+    own) and each consumer group; an unknown rate or fan-out counts as none (a floor)."""
+    followers = len(p.replicas if replicas is None else replicas) - 1
+    return (p.bytes_in_per_s or 0.0) * (followers + (p.fanout or 0))
+
+
 def bytes_out_per_s(p: Partition) -> float | None:
-    """What the leader of `p` sends per second: to each follower and each consumer group;
-    None when the rate or the fan-out is unknown."""
+    """leader_out_load, or None when the rate or the fan-out is unknown."""
     if p.bytes_in_per_s is None or p.fanout is None:
         return None
-    return p.bytes_in_per_s * (len(p.replicas) - 1 + p.fanout)
+    return leader_out_load(p)
 
 
 def broker_traffic(
@@ -244,7 +250,7 @@ def broker_traffic(
             assert leader is not None
             leaders[leader] += 1
             lead_in[leader] += rate
-            nw_out[leader] += rate * (len(p.replicas) - 1 + (p.fanout or 0))
+            nw_out[leader] += leader_out_load(p)
             if p.fanout is None and rate > 0:
                 unknown[leader] += 1
     out = []

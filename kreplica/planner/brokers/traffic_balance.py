@@ -25,17 +25,13 @@ from kreplica.errors import InputError
 from kreplica.model import ClusterSnapshot, Finding, Partition, Plan
 from kreplica.planner.brokers.run import Key, Run, start_balancing
 from kreplica.planner.options import PlanOptions
+from kreplica.planner.traffic import leader_out_load
 
 BAND_FACTOR = 1.05
 
 
 def _rate(p: Partition) -> float:
     return p.bytes_in_per_s or 0.0
-
-
-def _out_load(p: Partition, replicas: Sequence[int]) -> float:
-    """What the leader of `p` sends per second with these replicas (unknown fan-out: none)."""
-    return _rate(p) * (len(replicas) - 1 + (p.fanout or 0))
 
 
 def band(loads: Mapping[int, float], largest: float) -> float:
@@ -95,7 +91,7 @@ class _Loads:
         for reps in run.work.values():
             ids.update(reps)
         rate = {k: _rate(p) for k, p in run.parts.items()}
-        out = {k: _out_load(p, run.work[k]) for k, p in run.parts.items()}
+        out = {k: leader_out_load(p, run.work[k]) for k, p in run.parts.items()}
         zero = dict.fromkeys(ids, 0.0)
         loads = cls(run, {}, dict(zero), dict(zero), dict(zero), rate, out)
         for key, p in run.parts.items():
@@ -178,7 +174,7 @@ def traffic_rebalance_plan(
     )
     top_out = band(
         {b: loads.nw_out[b] for b in eligible},
-        max((_out_load(run.parts[k], run.work[k]) for k in keys), default=0.0),
+        max((leader_out_load(run.parts[k], run.work[k]) for k in keys), default=0.0),
     )
     leader_changes = _leaders(loads, keys, eligible, top_out)
     held = loads.held(keys)  # leader changes move no replica: the same for both

@@ -49,7 +49,14 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from bench_scale import DEFAULT_WORK_DIR, header, parse_size, run_cli, size_name  # noqa: E402
+from bench_scale import (  # noqa: E402
+    DEFAULT_WORK_DIR,
+    header,
+    parse_size,
+    run_cli,
+    size_name,
+)
+from bench_scale import run_case as scale_run_case  # noqa: E402
 
 RF = 3
 BROKERS = 500
@@ -160,20 +167,7 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_case(case: dict[str, Any], work: Path, timeout: float) -> dict[str, Any]:
-    spec = {**case, "out": str(work / f"ops-out-{os.getpid()}.json")}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)]
-    try:
-        proc = subprocess.run(
-            cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
-        )
-    except subprocess.TimeoutExpired:
-        Path(spec["out"]).unlink(missing_ok=True)
-        return {**case, "timeout": timeout}
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return {**case, "exit": proc.returncode, "error": tail}
-    return {**case, **json.loads(lines[-1])}
+    return scale_run_case(case, work, timeout, script=__file__, prefix="ops-out")
 
 
 def profile_child(spec: dict[str, Any]) -> None:

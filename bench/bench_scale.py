@@ -179,15 +179,25 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def run_case(case: dict[str, Any], work: Path, timeout: float) -> dict[str, Any]:
-    spec = {**case, "out": str(work / f"out-{os.getpid()}.json")}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)]
+def run_case(
+    case: dict[str, Any], work: Path, timeout: float, script: str = __file__, prefix: str = "out"
+) -> dict[str, Any]:
+    """One case in a fresh process (`script --child SPEC`): its JSON row, or the exit code and
+    last stderr line, or `timeout` (bench_ops.py runs its cases through here too)."""
+    spec = {**case, "out": str(work / f"{prefix}-{os.getpid()}.json")}
+    cmd = [sys.executable, str(Path(script).resolve()), "--child", json.dumps(spec)]
     try:
         proc = subprocess.run(
             cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
         )
     except subprocess.TimeoutExpired:
-        return {**case, "exit": None, "error": f"timed out after {timeout:.0f} s"}
+        Path(spec["out"]).unlink(missing_ok=True)
+        return {
+            **case,
+            "exit": None,
+            "timeout": timeout,
+            "error": f"timed out after {timeout:.0f} s",
+        }
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]

@@ -107,8 +107,8 @@ def main() -> None:
         print(f"  --by traffic       {figures(applied(snap, plan.changes))}")
         print(
             f"    {took:.1f} s; {r['leader_changes']} leader changes, {r['replica_moves']} moves, "
-            f"{r['bytes_moved'] / 2**30:.1f} GiB moved vs lower bound "
-            f"{(r['bytes_lower_bound'] or 0) / 2**30:.1f} GiB; over the band after: "
+            f"{r['bytes_moved'] / 2**30:.2f} GiB moved vs lower bound "
+            f"{(r['bytes_lower_bound'] or 0) / 2**30:.2f} GiB; over the band after: "
             f"{len(r['brokers_over_band'])}"
         )
         if args.no_count:

@@ -4,6 +4,7 @@ at or above the lower bound."""
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -21,9 +22,10 @@ def test_band_is_the_larger_of_five_percent_and_the_largest_single_load() -> Non
 
 def test_shed_bound_by_hand() -> None:
     # excess 50 B/s; replicas (rate, bytes): the cheapest per B/s is (40, 400) at 10 B per
-    # B/s, then (30, 600) at 20: 400 + 10/30 x 600 = 600 bytes; two replicas at least
-    assert shed_bound([(40.0, 400), (30.0, 600), (100.0, 5000)], 50.0) == (1, 600)
-    assert shed_bound([(40.0, 400), (30.0, 600)], 50.0) == (2, 600)
+    # B/s, then (30, 600) at 20; taking a third of the second (600 bytes) is no move: whole
+    # replicas, the least is both (1,000 bytes); the count bound takes the 100 B/s one alone
+    assert shed_bound([(40.0, 400), (30.0, 600), (100.0, 5000)], 50.0) == (1, 1000)
+    assert shed_bound([(40.0, 400), (30.0, 600)], 50.0) == (2, 1000)
     assert shed_bound([(40.0, 400)], 0.0) == (0, 0)
 
 
@@ -76,6 +78,49 @@ def test_every_broker_ends_within_the_band_racks_kept(seed: int) -> None:
     assert report["bytes_moved"] >= report["bytes_lower_bound"]
     before, after = report["before"], report["after"]
     assert after["nw_in"]["cv"] < before["nw_in"]["cv"]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_bytes_moved_within_a_fifth_of_the_lower_bound(seed: int) -> None:
+    report = traffic_rebalance_plan(_skewed(seed, brokers=9, partitions=150)).report["traffic"]
+    assert report["replica_moves"] > 0 and report["brokers_over_band"] == []
+    assert report["bytes_lower_bound"] <= report["bytes_moved"] <= 1.2 * report["bytes_lower_bound"]
+
+
+@pytest.mark.parametrize("seed", [5, 6, 7])
+def test_the_bound_is_below_the_best_plan_and_the_plan_near_it(seed: int) -> None:
+    """Every placement of 7 single-replica partitions on 4 brokers (16,384), the cheapest
+    within both bands: the lower bound is at or below it, the plan at or above it and within
+    a fifth of it."""
+    rng = random.Random(seed)
+    rates = [rng.choice([2e3, 5e3, 1e4, 3e4]) * (1 + rng.random()) for _ in range(7)]
+    sizes = [rng.randint(1, 50) * 2**20 for _ in range(7)]
+    fans = [rng.randint(0, 2) for _ in range(7)]
+    start = [1, 1, 1, 1, 2, 3, rng.choice([1, 4])]
+    parts = tuple(
+        Partition("t", n, (start[n],), leader=start[n], size_bytes=sizes[n],
+                  bytes_in_per_s=rates[n], fanout=fans[n])
+        for n in range(7)
+    )  # fmt: skip
+    snap = ClusterSnapshot(
+        tuple(Broker(i) for i in (1, 2, 3, 4)), (Topic("t", parts),), traffic=TrafficWindow(60, "x")
+    )
+    plan = traffic_rebalance_plan(snap)
+    report = plan.report["traffic"]
+    top_in, top_out = report["band_nw_in"] + 0.1, report["band_nw_out"] + 0.1  # rounded to 0.1
+    best = None
+    for placed in itertools.product((1, 2, 3, 4), repeat=7):
+        nw_in, nw_out = dict.fromkeys((1, 2, 3, 4), 0.0), dict.fromkeys((1, 2, 3, 4), 0.0)
+        for n, b in enumerate(placed):
+            nw_in[b] += rates[n]
+            nw_out[b] += rates[n] * fans[n]
+        if max(nw_in.values()) <= top_in and max(nw_out.values()) <= top_out:
+            cost = sum(sizes[n] for n, b in enumerate(placed) if b != start[n])
+            best = cost if best is None else min(best, cost)
+    assert best is not None and report["brokers_over_band"] == []
+    moved = sum(c.size_bytes for c in plan.changes if c.added)
+    assert moved == report["bytes_moved"]
+    assert report["bytes_lower_bound"] <= best <= moved <= 1.2 * best
 
 
 def test_leader_changes_come_first_and_move_no_data() -> None:

@@ -31,20 +31,13 @@ from kreplica.model import ClusterSnapshot, Finding, Partition, Plan
 from kreplica.planner.brokers.run import Key, Run, start_balancing
 from kreplica.planner.cover import cheapest_cover, cover_bound
 from kreplica.planner.options import PlanOptions
-from kreplica.planner.traffic import leader_out_load
+from kreplica.planner.traffic import band, leader_out_load
 
-BAND_FACTOR = 1.05
 EPSILON = 1e-6  # B/s: what float sums may be off by
 
 
 def _rate(p: Partition) -> float:
     return p.bytes_in_per_s or 0.0
-
-
-def band(loads: Mapping[int, float], largest: float) -> float:
-    """The most a broker may carry: max(1.05 x mean, mean + the largest single load)."""
-    mean = sum(loads.values()) / len(loads) if loads else 0.0
-    return max(BAND_FACTOR * mean, mean + largest)
 
 
 def spread_figures(loads: Mapping[int, float]) -> dict[str, float]:

@@ -11,8 +11,8 @@ import pytest
 
 from kreplica.errors import InputError
 from kreplica.model import Broker, ClusterSnapshot, Partition, Topic, TrafficWindow
-from kreplica.planner.brokers.traffic_balance import band, shed_bound, traffic_rebalance_plan
-from kreplica.planner.traffic import broker_traffic
+from kreplica.planner.brokers.traffic_balance import shed_bound, traffic_rebalance_plan
+from kreplica.planner.traffic import band, broker_traffic
 
 
 def test_band_is_the_larger_of_five_percent_and_the_largest_single_load() -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kreplica.errors import InputError
 from kreplica.model import ClusterSnapshot, Finding, Partition, Plan
@@ -81,6 +81,7 @@ class _Loads:
     # per partition: its rate, and what its leader sends (fixed: a plan keeps each RF)
     rate: dict[Key, float]
     out: dict[Key, float]
+    led_anew: set[Key] = field(default_factory=set)  # partitions given another leader
 
     @classmethod
     def of(cls, run: Run, brokers: Iterable[int]) -> _Loads:
@@ -113,6 +114,23 @@ class _Loads:
         """`new` leads the partition: first in its replicas (elected after the apply)."""
         self._hand_over(key, self.leaders.get(key), new)
         self.run.reorder(key, new)
+        self.led_anew.add(key)
+
+    def successor(self, key: Key, eligible: Iterable[int], top_out: float) -> int | None:
+        """The in-sync eligible follower of the partition least loaded in network out that
+        can take its leadership within the band (None: none can)."""
+        load = self.out[key]
+        synced = self.run.parts[key].in_sync
+        ok = set(eligible)
+        fits = [
+            b
+            for b in self.run.work[key]
+            if b != self.leaders.get(key)
+            and b in ok
+            and b in synced
+            and self.nw_out[b] + load <= top_out + EPSILON
+        ]
+        return min(fits, key=lambda b: (self.nw_out[b], b), default=None)
 
     def move(self, key: Key, old: int, new: int) -> None:
         self.nw_in[old] -= self.rate[key]
@@ -177,14 +195,14 @@ def traffic_rebalance_plan(
     )
     tops = (top_in, top_out)
     budget = _Budget(max_moves, max_bytes)
-    changed: set[Key] = set()
-    leader_changes = _leaders(loads, keys, eligible, top_out, changed)
+    _leaders(loads, keys, eligible, top_out)
     held = loads.held(keys)  # leader changes move no replica: the same for both
     bound_moves, bound_bytes = _bound(loads, held, eligible, top_in)
     _shed(loads, held, eligible, tops, budget)
-    leader_changes += _leaders(loads, keys, eligible, top_out, changed)
+    _leaders(loads, keys, eligible, top_out)
     _shed(loads, held, eligible, tops, budget)
     moved, copied = budget.moves, budget.bytes
+    leader_changes = sum(1 for k in loads.led_anew if loads.leaders.get(k) != _leader_of(run, k))
     after = _figures(loads, eligible)
     run.bound.added = run.bound.removed = bound_moves
     run.bound.bytes = bound_bytes
@@ -248,19 +266,19 @@ def _summary(report: Mapping[str, object]) -> str:
     )
 
 
-def _leaders(
-    loads: _Loads, keys: Sequence[Key], eligible: Sequence[int], top_out: float, changed: set[Key]
-) -> int:
+def _leader_of(run: Run, key: Key) -> int | None:
+    return run.parts[key].current_leader
+
+
+def _leaders(loads: _Loads, keys: Sequence[Key], eligible: Sequence[int], top_out: float) -> None:
     """Move leadership off brokers over the network-out band, to an in-sync replica where
-    the pair's larger load drops (no data moves), once per partition (`changed`: those
-    changed so far). Returns the changes made."""
+    the pair's larger load drops (no data moves), once per partition."""
     ok = set(eligible)
     led: dict[int, list[Key]] = {}
     for key in keys:
         leader = loads.leaders.get(key)
         if leader is not None:
             led.setdefault(leader, []).append(key)
-    changes = 0
     for _ in range(len(keys) + 1):
         hot = [b for b in eligible if loads.nw_out[b] > top_out + EPSILON]
         if not hot:
@@ -268,7 +286,7 @@ def _leaders(
         src = max(hot, key=lambda b: (loads.nw_out[b], -b))
         best: tuple[float, Key, int] | None = None
         for key in led.get(src, []):
-            if key in changed:
+            if key in loads.led_anew:
                 continue  # one change per partition: back and forth helps no one
             load = loads.out[key]
             synced = loads.run.parts[key].in_sync
@@ -286,9 +304,6 @@ def _leaders(
         loads.lead(key, dst)
         led[src].remove(key)
         led.setdefault(dst, []).append(key)
-        changed.add(key)
-        changes += 1
-    return changes
 
 
 def _bound(
@@ -353,6 +368,12 @@ def _shed(
                 if budget.spent() or not budget.allows(size[key]):
                     break
                 dst = _destination(loads, key, src, eligible, tops)
+                if dst is None and loads.leaders.get(key) == src:
+                    # no broker takes what it sends: a follower leads it, then it moves
+                    heir = loads.successor(key, eligible, tops[1])
+                    if heir is not None:
+                        loads.lead(key, heir)
+                        dst = _destination(loads, key, src, eligible, tops)
                 if dst is None:
                     stuck.add(key)
                     break  # choose again without it

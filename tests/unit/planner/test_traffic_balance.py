@@ -143,6 +143,37 @@ def test_leader_changes_come_first_and_move_no_data() -> None:
     assert report["before"]["nw_out"]["max_over_mean"] == 2.0
 
 
+def test_a_follower_takes_the_lead_where_no_broker_takes_what_the_leader_sends() -> None:
+    # broker 1: eight partitions at 10 B/s (100 MiB each) and the leader of `a` (10 B/s to
+    # one follower and four groups: it sends 50 B/s; 1 MiB); brokers 3 and 4 send 60 B/s
+    # each, so neither can lead `a` (the band out is 42.5 + 50 = 92.5), and broker 2 holds
+    # it already. Network in: 90 against a band of 45 + 10: four replicas must leave
+    # broker 1; `a` is the cheapest when broker 2 leads it first
+    mib = 2**20
+
+    def p(topic: str, replicas: tuple[int, ...], fanout: int, size: int) -> Partition:
+        return Partition(topic, 0, replicas, leader=replicas[0], size_bytes=size * mib,
+                         bytes_in_per_s=10.0, fanout=fanout)  # fmt: skip
+
+    parts = [p("a", (1, 2), 4, 1)]
+    parts += [p(f"one-{n}", (1,), 0, 100) for n in range(8)]
+    parts += [p(f"two-{n}", (2,), 0, 100) for n in range(2)]
+    parts += [p(f"out-{b}-{n}", (b,), 2, 100) for b in (3, 4) for n in range(3)]
+    snap = ClusterSnapshot(
+        tuple(Broker(i) for i in (1, 2, 3, 4)),
+        tuple(Topic(x.topic, (x,)) for x in parts),
+        traffic=TrafficWindow(60.0, "x"),
+    )
+    plan = traffic_rebalance_plan(snap)
+    report = plan.report["traffic"]
+    assert (report["band_nw_in"], report["band_nw_out"]) == (55.0, 92.5)
+    assert report["brokers_over_band"] == []
+    (a,) = [c for c in plan.changes if c.topic == "a"]
+    assert a.after[0] == 2 and 1 not in a.after  # led by 2, moved off 1 as a follower
+    assert report["bytes_moved"] == 301 * mib  # `a` and three of broker 1's own
+    assert report["bytes_lower_bound"] == 301 * mib
+
+
 def test_a_snapshot_without_rates_is_refused() -> None:
     snap = _skewed(1)
     bare = ClusterSnapshot(snap.brokers, snap.topics)

@@ -81,6 +81,7 @@ class _Loads:
     # per partition: its rate, and what its leader sends (fixed: a plan keeps each RF)
     rate: dict[Key, float]
     out: dict[Key, float]
+    size: dict[Key, int]  # bytes a move of one of its replicas copies (0: unknown)
     led_anew: set[Key] = field(default_factory=set)  # partitions given another leader
 
     @classmethod
@@ -91,7 +92,8 @@ class _Loads:
         rate = {k: _rate(p) for k, p in run.parts.items()}
         out = {k: leader_out_load(p, run.work[k]) for k, p in run.parts.items()}
         zero = dict.fromkeys(ids, 0.0)
-        loads = cls(run, {}, dict(zero), dict(zero), dict(zero), rate, out)
+        size = {k: p.size_bytes or 0 for k, p in run.parts.items()}
+        loads = cls(run, {}, dict(zero), dict(zero), dict(zero), rate, out, size)
         for key, p in run.parts.items():
             for b in run.work[key]:
                 loads.nw_in[b] += rate[key]
@@ -273,6 +275,8 @@ def _leader_of(run: Run, key: Key) -> int | None:
 def _leaders(loads: _Loads, keys: Sequence[Key], eligible: Sequence[int], top_out: float) -> None:
     """Move leadership off brokers over the network-out band, to an in-sync replica where
     the pair's larger load drops (no data moves), once per partition."""
+    if not any(loads.nw_out[b] > top_out + EPSILON for b in eligible):
+        return  # nothing over the band: no need to list who leads what
     ok = set(eligible)
     led: dict[int, list[Key]] = {}
     for key in keys:
@@ -351,8 +355,7 @@ def _shed(
     first: per broker, the replicas that cover its excess with the fewest bytes (_pick), each
     to the least loaded eligible broker that takes it within the bands and the rules; a
     replica no broker takes is left out and the cover chosen again from the rest."""
-    run = loads.run
-    size = {k: run.parts[k].size_bytes or 0 for keys in held.values() for k in keys}
+    size = loads.size
 
     def excess(b: int) -> tuple[float, float]:
         return loads.nw_in[b] - tops[0], loads.nw_out[b] - tops[1]

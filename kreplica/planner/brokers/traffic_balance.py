@@ -262,9 +262,10 @@ def _summary(report: Mapping[str, object]) -> str:
         )
     bound = report["bytes_lower_bound"]
     return (
-        "; ".join(parts)
-        + f"; {report['leader_changes']} preferred-leader change(s), {report['replica_moves']} "
-        f"replica move(s), {report['bytes_moved']} bytes moved (lower bound {bound})"
+        "; ".join(parts) + f"; band: network in up to {report['band_nw_in']:,.0f} B/s, out up to "
+        f"{report['band_nw_out']:,.0f} B/s; {report['leader_changes']} preferred-leader "
+        f"change(s), {report['replica_moves']} replica move(s), {report['bytes_moved']:,} bytes "
+        f"moved (lower bound {'unknown' if bound is None else f'{bound:,}'})"
     )
 
 

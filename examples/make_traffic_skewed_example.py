@@ -1,6 +1,7 @@
 """Write examples/traffic-skewed.json: a snapshot with measured rates (`kreplica snapshot
 --traffic`) of a real 6-broker KRaft sandbox (racks a, b, c: brokers 1-6 in turn) whose traffic
-is skewed: the sample `rebalance --by traffic` plans from in docs/traffic.md. Needs Java 17+
+is skewed: the sample `rebalance --by traffic` plans from in docs/traffic.md. Measured over
+make_traffic_example.py's window (20 s), the way it measures. Needs Java 17+
 and Maven (the sandbox); takes about two minutes. Not deterministic (a real measurement): the
 docs' samples are run against the file it wrote.
 
@@ -15,15 +16,14 @@ The load, in bytes per second of record values (2,000-byte records):
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
+
+from make_traffic_example import snapshot_with_traffic  # beside this script
 
 from kreplica.testing import TopicSpec, create_topics, group_reader, paced_producer, running_cluster
 
 HERE = Path(__file__).resolve().parent
-WINDOW_S = "20"
 RATES = (40_000, 30_000, 20_000, 20_000, *(10_000,) * 4, *(5_000,) * 4)
 TOPICS = (
     TopicSpec("events", assignment={p: [1, 2 + p % 2] for p in range(len(RATES))}),
@@ -44,12 +44,7 @@ def main() -> None:
             group_reader(bootstrap, "billing", "events", commit=True),
         ):
             time.sleep(15)  # the group joins and commits before the window
-            out = HERE / "traffic-skewed.json"
-            command = [sys.executable, "-m", "kreplica", "snapshot", "--bootstrap-server"]
-            command += [bootstrap, "--traffic", WINDOW_S, "-o", str(out)]
-            for topic in TOPICS:
-                command += ["--topic", topic.name]
-            subprocess.run(command, check=True)
+            snapshot_with_traffic(bootstrap, HERE / "traffic-skewed.json", TOPICS)
 
 
 if __name__ == "__main__":

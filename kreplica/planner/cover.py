@@ -26,8 +26,8 @@ def cheapest_cover(items: Sequence[tuple[float, float]], need: float) -> list[in
         return None
     step = need / STEPS
     units = [int(w // step) for w, _ in items]
-    if sum(units) < STEPS:  # the rounding lost what covered: the grid cannot tell, take all
-        return [i for i, (w, _) in enumerate(items) if w > 0]
+    if sum(units) < STEPS:  # items too small for the grid: the cheapest per weight first
+        return _greedy(items, need)
     chosen = _solve(units, [c for _, c in items], STEPS, keep=True)
     assert isinstance(chosen, list)
     return sorted(chosen)
@@ -59,6 +59,19 @@ def fractional_cover(items: Sequence[tuple[float, float]], need: float) -> float
         if need <= 1e-9 * w:
             break
     return spent
+
+
+def _greedy(items: Sequence[tuple[float, float]], need: float) -> list[int]:
+    order = sorted(
+        (i for i, (w, _) in enumerate(items) if w > 0), key=lambda i: items[i][1] / items[i][0]
+    )
+    chosen, carried = [], 0.0
+    for i in order:
+        if carried >= need:
+            break
+        chosen.append(i)
+        carried += items[i][0]
+    return sorted(chosen)
 
 
 def _solve(units: Sequence[int], costs: Sequence[float], target: int, *, keep: bool) -> object:

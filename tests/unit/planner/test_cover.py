@@ -56,3 +56,12 @@ def test_by_hand() -> None:
     assert fractional_cover(items, 50.0) == 600.0
     assert cheapest_cover(items, 171.0) is None and cover_bound(items, 171.0) == math.inf
     assert cheapest_cover(items, 0.0) == [] and cover_bound(items, 0.0) == 0.0
+
+
+def test_items_below_the_grid_are_taken_cheapest_per_weight_first() -> None:
+    # 3,000 items of weight 1 against a need of 1,500: each is under a grid step (1.5)
+    items = [(1.0, float(1 + i % 3)) for i in range(3000)]
+    chosen = cheapest_cover(items, 1500.0)
+    assert chosen is not None and len(chosen) == 1500
+    # the 1,000 at cost 1, then 500 of those at 2 (none at 3)
+    assert sum(items[i][1] for i in chosen) == 1000 * 1 + 500 * 2

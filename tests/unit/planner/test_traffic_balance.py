@@ -123,6 +123,19 @@ def test_the_bound_is_below_the_best_plan_and_the_plan_near_it(seed: int) -> Non
     assert report["bytes_lower_bound"] <= best <= moved <= 1.2 * best
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_budgets_hold(seed: int) -> None:
+    snap = _skewed(seed, brokers=9, partitions=150)
+    free = traffic_rebalance_plan(snap).report["traffic"]
+    assert free["replica_moves"] > 3
+    moves = traffic_rebalance_plan(snap, max_moves=3).report["traffic"]
+    assert moves["replica_moves"] == 3 and moves["brokers_over_band"]
+    cap = free["bytes_moved"] // 2
+    plan = traffic_rebalance_plan(snap, max_bytes=cap)
+    assert 0 < plan.report["traffic"]["bytes_moved"] <= cap
+    assert sum(c.size_bytes for c in plan.changes if c.added) <= cap
+
+
 def test_leader_changes_come_first_and_move_no_data() -> None:
     # two brokers hold all four partitions; broker 1 leads them all, so it sends 8,000 B/s
     # (1,000 B/s x (1 follower + 1 group) each): the band is max(1.05 x 4,000, 4,000 + 2,000)

@@ -56,17 +56,14 @@ def shed_bound(replicas: Iterable[tuple[float, int]], excess: float) -> tuple[in
     on the cheapest cover (cover.cover_bound: whole replicas, never below the fractional
     optimum)."""
     listed = [(r, s) for r, s in replicas if r > 0]
-    if excess <= 0:
-        return 0, 0
+    if excess <= 0 or sum(r for r, _ in listed) < excess:
+        return 0, 0  # nothing to shed, or no plan brings it under: none has to move
     count, carried = 0, 0.0
     for r, _ in sorted(listed, reverse=True):
         if carried >= excess:
             break
         count, carried = count + 1, carried + r
-    bound = cover_bound([(r, float(s)) for r, s in listed], excess)
-    if math.isinf(bound):  # even all of them fall short: moving all is the least
-        bound = float(sum(s for _, s in listed))
-    return count, math.ceil(bound - 1e-6)
+    return count, math.ceil(cover_bound([(r, float(s)) for r, s in listed], excess) - 1e-6)
 
 
 @dataclass

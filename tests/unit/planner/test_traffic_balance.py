@@ -29,6 +29,8 @@ def test_shed_bound_by_hand() -> None:
     assert shed_bound([(40.0, 400), (30.0, 600), (100.0, 5000)], 50.0) == (1, 1000)
     assert shed_bound([(40.0, 400), (30.0, 600)], 50.0) == (2, 1000)
     assert shed_bound([(40.0, 400)], 0.0) == (0, 0)
+    # all of them fall short: no plan brings the broker under, so none has to move anything
+    assert shed_bound([(40.0, 400), (30.0, 600)], 80.0) == (0, 0)
 
 
 def _skewed(seed: int, brokers: int = 6, partitions: int = 60) -> ClusterSnapshot:

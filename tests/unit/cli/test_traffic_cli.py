@@ -167,10 +167,12 @@ def test_rebalance_names_every_by(cli: Any, example: Path) -> None:
     ],
 )
 def test_rebalance_traffic_window_bad_input_before_connecting(
-    cli: Any, args: list[str], words: str
+    cli: Any, args: list[str], words: str, tmp_path: Path
 ) -> None:
     # 127.0.0.1:1 refuses connections: exit 2, not 3, shows nothing was reached
-    _one_line_error(cli(["rebalance", *args]), 2, words)
+    out = tmp_path / "plan.json"
+    _one_line_error(cli(["rebalance", *args, "--out", str(out)]), 2, words)
+    assert not list(tmp_path.iterdir())  # no plan, rollback or plan document written
 
 
 def test_rebalance_traffic_window_with_a_snapshot_is_refused(cli: Any, tmp_path: Path) -> None:

@@ -411,11 +411,11 @@ def _pick(
         got = cheapest_cover([(weight(k), float(size[k])) for k in keys], need)
         return None if got is None else [keys[i] for i in got]
 
+    orders = [(rate, sent, (need_in, need_out)), (sent, rate, (need_out, need_in))]
+    if min(need_in, need_out) <= EPSILON:
+        orders = orders[:1] if need_in > EPSILON else orders[1:]  # one need: one order
     options = []
-    for first, second, needs in (
-        (rate, sent, (need_in, need_out)),
-        (sent, rate, (need_out, need_in)),
-    ):
+    for first, second, needs in orders:
         one = cover(cands, first, needs[0])
         if one is None:
             continue
@@ -430,9 +430,9 @@ def _pick(
 def _destination(
     loads: _Loads, key: Key, src: int, eligible: Sequence[int], tops: tuple[float, float]
 ) -> int | None:
-    """The least loaded eligible broker (its loads over the bands' its replica adds to) that
-    takes the replica within both bands, without losing a rack, holding two replicas of the
-    partition or going over its disk headroom."""
+    """The least full eligible broker (its loads over their bands, in the loads the replica
+    adds to) that takes the replica within both bands, without losing a rack, holding two
+    replicas of the partition or going over its disk headroom."""
     run = loads.run
     rate = loads.rate[key]
     sent = loads.out[key] if loads.leaders.get(key) == src else 0.0

@@ -105,11 +105,12 @@ def main() -> None:
         took = time.perf_counter() - begun
         r = plan.report["traffic"]
         print(f"  --by traffic       {figures(applied(snap, plan.changes))}")
+        bound = r["bytes_lower_bound"] or 0
+        ratio = f"{r['bytes_moved'] / bound:.2f}x" if bound else "-"
         print(
             f"    {took:.1f} s; {r['leader_changes']} leader changes, {r['replica_moves']} moves, "
-            f"{r['bytes_moved'] / 2**30:.1f} GiB moved vs lower bound "
-            f"{(r['bytes_lower_bound'] or 0) / 2**30:.1f} GiB; over the band after: "
-            f"{len(r['brokers_over_band'])}"
+            f"{r['bytes_moved'] / 2**30:.2f} GiB moved vs lower bound {bound / 2**30:.2f} GiB "
+            f"({ratio}); over the band after: {len(r['brokers_over_band'])}"
         )
         if args.no_count:
             continue

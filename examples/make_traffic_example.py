@@ -18,6 +18,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -48,12 +49,16 @@ def main() -> None:
                 stack.enter_context(group_reader(bootstrap, group, "orders", commit=True))
             stack.enter_context(group_reader(bootstrap, "dashboard", "clicks", commit=False))
             time.sleep(15)  # the groups join and commit before the window
-            out = HERE / "traffic.json"
-            command = [sys.executable, "-m", "kreplica", "snapshot", "--bootstrap-server"]
-            command += [bootstrap, "--traffic", WINDOW_S, "-o", str(out)]
-            for topic in TOPICS:
-                command += ["--topic", topic.name]
-            subprocess.run(command, check=True)
+            snapshot_with_traffic(bootstrap, HERE / "traffic.json", TOPICS)
+
+
+def snapshot_with_traffic(bootstrap: str, out: Path, topics: Sequence[TopicSpec]) -> None:
+    """`kreplica snapshot --traffic` of `topics` into `out`, over WINDOW_S seconds."""
+    command = [sys.executable, "-m", "kreplica", "snapshot", "--bootstrap-server", bootstrap]
+    command += ["--traffic", WINDOW_S, "-o", str(out)]
+    for topic in topics:
+        command += ["--topic", topic.name]
+    subprocess.run(command, check=True)
 
 
 if __name__ == "__main__":

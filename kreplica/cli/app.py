@@ -418,7 +418,7 @@ def rebalance(
             "--by",
             metavar="count|bytes|traffic",
             help="Even out replica counts, bytes, or network in/out from measured rates (a "
-            "snapshot taken with `snapshot --traffic`).",
+            "snapshot taken with `snapshot --traffic`, or measured live over --traffic-window).",
         ),
     ] = "count",
     max_moves: Annotated[
@@ -428,6 +428,15 @@ def rebalance(
     max_bytes: Annotated[
         str | None,
         typer.Option("--max-bytes", metavar="SIZE", help="Copy at most SIZE, e.g. 50GB."),
+    ] = None,
+    traffic_window: Annotated[
+        float | None,
+        typer.Option(
+            "--traffic-window",
+            metavar="SECONDS",
+            help="--by traffic on a live cluster: measure the rates over this window first (5 "
+            "or more; default 60). (--window is the apply's daily window.)",
+        ),
     ] = None,
     opts: Options,
 ) -> None:
@@ -439,7 +448,9 @@ def rebalance(
     """
     from kreplica.cli import broker_cmd
 
-    broker_cmd.rebalance(opts, by=by, max_moves=max_moves, max_bytes=max_bytes)
+    broker_cmd.rebalance(
+        opts, by=by, max_moves=max_moves, max_bytes=max_bytes, window_s=traffic_window
+    )
 
 
 @app.command()

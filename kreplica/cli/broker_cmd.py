@@ -12,6 +12,7 @@ from typing import Any
 
 from kreplica.cli import drained
 from kreplica.cli.common import (
+    measure_traffic,
     parse_broker_ids,
     parse_headroom,
     parse_log_dirs_mode,
@@ -123,7 +124,14 @@ def replace(opts: Options, *, broker: int, with_broker: int) -> None:
     show_plan(opts, spec, snap, plan, title, elect_leaders=True)
 
 
-def rebalance(opts: Options, *, by: str, max_moves: int | None, max_bytes: str | None) -> None:
+def rebalance(
+    opts: Options,
+    *,
+    by: str,
+    max_moves: int | None,
+    max_bytes: str | None,
+    window_s: float | None = None,
+) -> None:
     from kreplica.planner.brokers import rebalance_plan
 
     budget = parse_size(max_bytes, "--max-bytes") if max_bytes is not None else None
@@ -132,7 +140,13 @@ def rebalance(opts: Options, *, by: str, max_moves: int | None, max_bytes: str |
     if by not in ("count", "bytes", "traffic"):
         raise UsageError(f"--by {by!r}: use count, bytes or traffic")
     spec = source_spec(opts)
-    snap = read_cluster(spec)
+    snap = _rated(spec, window_s) if by == "traffic" else None
+    if snap is None:
+        if window_s is not None:
+            raise UsageError(
+                f"--traffic-window measures traffic: it goes with --by traffic, not --by {by}"
+            )
+        snap = read_cluster(spec)
 
     def make(o: Any) -> Any:
         if by == "traffic":  # from measured rates (snapshot --traffic): its own module
@@ -147,6 +161,19 @@ def rebalance(opts: Options, *, by: str, max_moves: int | None, max_bytes: str |
     shown = ", ".join(x for x in limits if x)
     title = f"rebalance by {by}" + (f" ({shown})" if shown else "")
     show_plan(opts, spec, snap, plan, title, elect_leaders=True)
+
+
+def _rated(spec: Any, window_s: float | None) -> Any:
+    """--by traffic's cluster with rates: measured live over the window (60 s unless given);
+    None from a snapshot file (it carries its rates, or the planner refuses it)."""
+    if spec.kind == "snapshot":
+        if window_s is not None:
+            raise UsageError(
+                "--traffic-window measures a live cluster; a --snapshot file carries the rates "
+                "it was taken with: drop one of them"
+            )
+        return None
+    return measure_traffic(spec, 60.0 if window_s is None else window_s, None)[0]
 
 
 # --- the brokers remembered as drained (kreplica.cli.drained) --------------------------------

@@ -36,6 +36,12 @@ BROKER = T.StructType(
         T.StructField("replicas", T.LongType()),
         T.StructField("leaders", T.LongType()),
         T.StructField("bytes", T.LongType()),
+        # B/s, from a snapshot with rates (null without): its network in and out, and the
+        # cluster's bands, max(1.05 x mean, mean + the largest single load)
+        T.StructField("nw_in", T.DoubleType()),
+        T.StructField("nw_out", T.DoubleType()),
+        T.StructField("band_in", T.DoubleType()),
+        T.StructField("band_out", T.DoubleType()),
     ]
 )
 TOPIC = T.StructType(

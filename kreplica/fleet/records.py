@@ -195,6 +195,26 @@ def topic_entry(
     }
 
 
+def traffic_entries(snapshot: ClusterSnapshot, cluster: ClusterPolicy) -> dict[int, dict[str, Any]]:
+    """Per listed broker, from a snapshot taken with `snapshot --traffic`: its network in and
+    out (B/s) and the cluster's bands over its live brokers not being drained (what
+    `rebalance --by traffic` brings them within); none without rates."""
+    if snapshot.traffic is None:
+        return {}
+    from kreplica.planner.traffic import bands, broker_traffic
+
+    loads = broker_traffic(snapshot)
+    among = [b.id for b in snapshot.brokers if b.alive and b.id not in cluster.drain]
+    top_in, top_out = bands(snapshot, loads, among)
+    return {
+        b.id: {"nw_in": b.nw_in, "nw_out": b.nw_out, "band_in": top_in, "band_out": top_out}
+        for b in loads
+    }
+
+
+NO_TRAFFIC = dict.fromkeys(("nw_in", "nw_out", "band_in", "band_out"))
+
+
 def broker_entries(
     snapshot: ClusterSnapshot,
     cluster: ClusterPolicy,
@@ -202,9 +222,11 @@ def broker_entries(
     leaders: Mapping[int, int],
     held: Mapping[int, int],
 ) -> list[dict[str, Any]]:
-    """Per broker, its load (replicas, leaders now, bytes: absent counts 0): the listed ones
-    (holding something or not), then any other that replicas name, by id."""
+    """Per broker, its load (replicas, leaders now, bytes: absent counts 0; network in and
+    out with the bands when the snapshot carries rates, else null): the listed ones (holding
+    something or not), then any other that replicas name, by id."""
     listed = {b.id: b for b in snapshot.brokers}
+    traffic = traffic_entries(snapshot, cluster)
     return [
         {
             "id": b,
@@ -215,6 +237,7 @@ def broker_entries(
             "replicas": replicas.get(b, 0),
             "leaders": leaders.get(b, 0),
             "bytes": held.get(b, 0),
+            **traffic.get(b, NO_TRAFFIC),
         }
         for b in [*listed, *sorted(set(replicas) - set(listed))]
     ]

@@ -301,6 +301,7 @@ def broker_findings(frames: Frames) -> DataFrame:
             expected=F.lit(0),
         ),
     )
+    per_broker = per_broker.unionByName(_over_band(load))
     live = load.where(F.col("alive") & ~F.col("draining") & F.col("listed"))
     stats = live.groupBy("cluster_id").agg(
         F.max("replicas").alias("rmax"),
@@ -334,6 +335,34 @@ def broker_findings(frames: Frames) -> DataFrame:
             )
         )
     return per_broker.unionByName(_found(stats, *skews))
+
+
+def _over_band(load: DataFrame) -> DataFrame:
+    """Live brokers not being drained whose network in or out (a snapshot with rates) is
+    over the band `rebalance --by traffic` plans to."""
+    counted = load.where(F.col("alive") & ~F.col("draining") & F.col("listed"))
+    return _found(
+        counted,
+        *(
+            _struct(
+                F.col(f"nw_{what}") > F.col(f"band_{what}"),
+                "warning",
+                "traffic-over-band",
+                F.format_string(
+                    f"broker %d network {what} %.0f B/s is over the band, %.0f B/s (max(1.05 x "
+                    "mean, mean + the largest partition's)); `kreplica rebalance --by traffic` "
+                    "plans the moves",
+                    "broker",
+                    f"nw_{what}",
+                    f"band_{what}",
+                ),
+                broker=F.col("broker"),
+                value=F.round(F.col(f"nw_{what}")),
+                expected=F.round(F.col(f"band_{what}")),
+            )
+            for what in ("in", "out")
+        ),
+    )
 
 
 def max_partitions_per_broker(frames: Frames) -> DataFrame:

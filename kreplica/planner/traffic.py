@@ -19,6 +19,7 @@ from kreplica.errors import InputError, UsageError
 from kreplica.model import ClusterSnapshot, Partition, TrafficWindow
 
 MIN_WINDOW_S = 5.0  # under it, one batch more or less is a large share of the rate
+BAND_FACTOR = 1.05  # the band: max(1.05 x mean, mean + the largest single load)
 
 # why a partition's figures are not plain measurements (PartitionTraffic.notes)
 IDLE = "idle"  # no offset advanced in the window: 0 B/s
@@ -272,6 +273,30 @@ def broker_traffic(
             )
         )
     return out
+
+
+def band(loads: Mapping[int, float], largest: float) -> float:
+    """The most a broker may carry: max(1.05 x mean, mean + the largest single load): a
+    broker can be brought under it by moving whole partitions, where 1.05 x mean alone may
+    be out of reach."""
+    mean = sum(loads.values()) / len(loads) if loads else 0.0
+    return max(BAND_FACTOR * mean, mean + largest)
+
+
+def bands(
+    snapshot: ClusterSnapshot, loads: Iterable[BrokerTraffic], among: Iterable[int]
+) -> tuple[float, float]:
+    """The bands of network in and out over the brokers `among` (their mean), the largest
+    single loads taken over every partition: what `rebalance --by traffic` brings them to."""
+    ids = set(among)
+    listed = [b for b in loads if b.id in ids]
+    parts = [p for t in snapshot.topics for p in t.partitions]
+    largest_in = max((p.bytes_in_per_s or 0.0 for p in parts), default=0.0)
+    largest_out = max((leader_out_load(p) for p in parts), default=0.0)
+    return (
+        band({b.id: b.nw_in for b in listed}, largest_in),
+        band({b.id: b.nw_out for b in listed}, largest_out),
+    )
 
 
 def check_capacities(

@@ -57,8 +57,16 @@ def findings(spark: Any) -> dict[tuple[str, str], list[dict[str, Any]]]:
             {"name": "ignored", "partitions": [_p(0, [1])]},
         ],
     )  # fmt: skip
+    # with rates: broker 1 holds and leads four of six partitions written at 1,000 B/s
+    # (fan-out 1): network in and out 4,000 B/s each, mean 2,000, band 2,000 + 1,000
+    rated = [_p(n, [b], bytes_in_per_s=1000.0, fanout=1) for n, b in enumerate([1, 1, 1, 1, 2, 3])]
+    hot = json.loads(_snap("hot", [{"name": "t", "partitions": rated}], brokers=BROKERS[:3]))
+    hot["traffic"] = {"window_s": 60.0, "measured_at": "2026-11-28T00:00:00Z"}
     texts = spark.createDataFrame(
-        [(f"/x/{n}.json", text) for n, text in (("good", good), ("bad", bad))],
+        [
+            (f"/x/{n}.json", text)
+            for n, text in (("good", good), ("bad", bad), ("hot", json.dumps(hot)))
+        ],
         "file string, text string",
     )
     exploded = explode_snapshots(parse_snapshots(texts, policy))
@@ -110,6 +118,15 @@ def test_racks_dead_and_state(findings: dict[Any, Any]) -> None:
     assert (leader["topic"], leader["partition"]) == ("racks", 1)
     caps = {f["broker"]: f["value"] for f in findings[("bad", "max-partitions-per-broker")]}
     assert caps == {1: 4, 2: 4}  # exempt `ignored` not counted
+
+
+def test_brokers_over_the_traffic_band(findings: dict[Any, Any]) -> None:
+    over = sorted(
+        (f["broker"], f["value"], f["expected"], f["message"].split(" ")[3])
+        for f in findings[("hot", "traffic-over-band")]
+    )
+    assert over == [(1, 4000, 3000, "in"), (1, 4000, 3000, "out")]
+    assert not any(code == "traffic-over-band" for cluster, code in findings if cluster != "hot")
 
 
 def test_summary_and_load(findings: dict[Any, Any]) -> None:

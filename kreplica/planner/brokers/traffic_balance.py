@@ -7,37 +7,37 @@ r to its broker's network in; the partition's leader sends r x (followers + fan-
 per load is max(1.05 x mean, mean + the largest single partition's load): a broker can be
 brought under it by moving whole partitions, where 1.05 x mean alone may be out of reach.
 
+Moves: per broker over the band, the set of its replicas whose rates cover its excess with the
+fewest bytes (a covering knapsack, kreplica.planner.cover), jointly with its excess in network
+out (what a replica it leads sends leaves with it), each to the least loaded broker that takes
+it within the bands and the rules.
+
 Lower bound on the bytes moved: network in does not depend on leadership, so each broker over
-the band in network in must lose replicas whose rates sum to its excess at least, and no
-replica leaves two brokers. Per such broker, the least bytes that can carry its excess is at
-least the fractional knapsack optimum (its replicas by bytes per B/s, cheapest first, the last
-one taken in part); their sum bounds every plan. Network out over the band is left out of the
-bound: leader changes can fix it without moving data.
+the band in network in must lose replicas whose rates add up to its excess at least (more if
+it also gains some), and no replica leaves two brokers. Per such broker, the least bytes of
+whole replicas whose rates cover its excess is at least cover.cover_bound (the covering
+knapsack relaxed: never above the true least); their sum bounds every plan. Network out over
+the band is left out of the bound: leader changes can fix it without moving data.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from kreplica.errors import InputError
 from kreplica.model import ClusterSnapshot, Finding, Partition, Plan
 from kreplica.planner.brokers.run import Key, Run, start_balancing
+from kreplica.planner.cover import cheapest_cover, cover_bound
 from kreplica.planner.options import PlanOptions
-from kreplica.planner.traffic import leader_out_load
+from kreplica.planner.traffic import band, leader_out_load
 
-BAND_FACTOR = 1.05
+EPSILON = 1e-6  # B/s: what float sums may be off by
 
 
 def _rate(p: Partition) -> float:
     return p.bytes_in_per_s or 0.0
-
-
-def band(loads: Mapping[int, float], largest: float) -> float:
-    """The most a broker may carry: max(1.05 x mean, mean + the largest single load)."""
-    mean = sum(loads.values()) / len(loads) if loads else 0.0
-    return max(BAND_FACTOR * mean, mean + largest)
 
 
 def spread_figures(loads: Mapping[int, float]) -> dict[str, float]:
@@ -52,24 +52,18 @@ def spread_figures(loads: Mapping[int, float]) -> dict[str, float]:
 
 def shed_bound(replicas: Iterable[tuple[float, int]], excess: float) -> tuple[int, int]:
     """(fewest replicas, least bytes) that carry `excess` B/s off one broker, given its
-    replicas as (rate, bytes): the count takes the fastest first; the bytes are the
-    fractional knapsack optimum (cheapest bytes per B/s first, the last in part)."""
+    replicas as (rate, bytes): the count takes the fastest first; the bytes are a lower bound
+    on the cheapest cover (cover.cover_bound: whole replicas, never below the fractional
+    optimum)."""
     listed = [(r, s) for r, s in replicas if r > 0]
-    if excess <= 0:
-        return 0, 0
+    if excess <= 0 or sum(r for r, _ in listed) < excess:
+        return 0, 0  # nothing to shed, or no plan brings it under: none has to move
     count, carried = 0, 0.0
     for r, _ in sorted(listed, reverse=True):
         if carried >= excess:
             break
         count, carried = count + 1, carried + r
-    need, spent = excess, 0.0
-    for r, s in sorted(listed, key=lambda x: x[1] / x[0]):
-        take = min(1.0, need / r)
-        spent += take * s
-        need -= take * r
-        if need <= 1e-9:
-            break
-    return count, math.ceil(spent - 1e-6)
+    return count, math.ceil(cover_bound([(r, float(s)) for r, s in listed], excess) - 1e-6)
 
 
 @dataclass
@@ -84,6 +78,8 @@ class _Loads:
     # per partition: its rate, and what its leader sends (fixed: a plan keeps each RF)
     rate: dict[Key, float]
     out: dict[Key, float]
+    size: dict[Key, int]  # bytes a move of one of its replicas copies (0: unknown)
+    led_anew: set[Key] = field(default_factory=set)  # partitions given another leader
 
     @classmethod
     def of(cls, run: Run, brokers: Iterable[int]) -> _Loads:
@@ -93,7 +89,8 @@ class _Loads:
         rate = {k: _rate(p) for k, p in run.parts.items()}
         out = {k: leader_out_load(p, run.work[k]) for k, p in run.parts.items()}
         zero = dict.fromkeys(ids, 0.0)
-        loads = cls(run, {}, dict(zero), dict(zero), dict(zero), rate, out)
+        size = {k: p.size_bytes or 0 for k, p in run.parts.items()}
+        loads = cls(run, {}, dict(zero), dict(zero), dict(zero), rate, out, size)
         for key, p in run.parts.items():
             for b in run.work[key]:
                 loads.nw_in[b] += rate[key]
@@ -116,6 +113,23 @@ class _Loads:
         """`new` leads the partition: first in its replicas (elected after the apply)."""
         self._hand_over(key, self.leaders.get(key), new)
         self.run.reorder(key, new)
+        self.led_anew.add(key)
+
+    def successor(self, key: Key, eligible: Iterable[int], top_out: float) -> int | None:
+        """The in-sync eligible follower of the partition least loaded in network out that
+        can take its leadership within the band (None: none can)."""
+        load = self.out[key]
+        synced = self.run.parts[key].in_sync
+        ok = set(eligible)
+        fits = [
+            b
+            for b in self.run.work[key]
+            if b != self.leaders.get(key)
+            and b in ok
+            and b in synced
+            and self.nw_out[b] + load <= top_out + EPSILON
+        ]
+        return min(fits, key=lambda b: (self.nw_out[b], b), default=None)
 
     def move(self, key: Key, old: int, new: int) -> None:
         self.nw_in[old] -= self.rate[key]
@@ -141,7 +155,9 @@ class _Loads:
             )
 
         hot = [
-            b for b in eligible if self.nw_in[b] > top_in + 1e-6 or self.nw_out[b] > top_out + 1e-6
+            b
+            for b in eligible
+            if self.nw_in[b] > top_in + EPSILON or self.nw_out[b] > top_out + EPSILON
         ]
         return sorted(hot, key=lambda b: (-excess(b), b))
 
@@ -176,10 +192,16 @@ def traffic_rebalance_plan(
         {b: loads.nw_out[b] for b in eligible},
         max((leader_out_load(run.parts[k], run.work[k]) for k in keys), default=0.0),
     )
-    leader_changes = _leaders(loads, keys, eligible, top_out)
+    tops = (top_in, top_out)
+    budget = _Budget(max_moves, max_bytes)
+    _leaders(loads, keys, eligible, top_out)
     held = loads.held(keys)  # leader changes move no replica: the same for both
     bound_moves, bound_bytes = _bound(loads, held, eligible, top_in)
-    moved, copied = _moves(loads, held, eligible, top_in, top_out, max_moves, max_bytes)
+    _shed(loads, held, eligible, tops, budget)
+    _leaders(loads, keys, eligible, top_out)
+    _shed(loads, held, eligible, tops, budget)
+    moved, copied = budget.moves, budget.bytes
+    leader_changes = sum(1 for k in loads.led_anew if loads.leaders.get(k) != _leader_of(run, k))
     after = _figures(loads, eligible)
     run.bound.added = run.bound.removed = bound_moves
     run.bound.bytes = bound_bytes
@@ -237,31 +259,36 @@ def _summary(report: Mapping[str, object]) -> str:
         )
     bound = report["bytes_lower_bound"]
     return (
-        "; ".join(parts)
-        + f"; {report['leader_changes']} preferred-leader change(s), {report['replica_moves']} "
-        f"replica move(s), {report['bytes_moved']} bytes moved (lower bound {bound})"
+        "; ".join(parts) + f"; band: network in up to {report['band_nw_in']:,.0f} B/s, out up to "
+        f"{report['band_nw_out']:,.0f} B/s; {report['leader_changes']} preferred-leader "
+        f"change(s), {report['replica_moves']} replica move(s), {report['bytes_moved']:,} bytes "
+        f"moved (lower bound {'unknown' if bound is None else f'{bound:,}'})"
     )
 
 
-def _leaders(loads: _Loads, keys: Sequence[Key], eligible: Sequence[int], top_out: float) -> int:
+def _leader_of(run: Run, key: Key) -> int | None:
+    return run.parts[key].current_leader
+
+
+def _leaders(loads: _Loads, keys: Sequence[Key], eligible: Sequence[int], top_out: float) -> None:
     """Move leadership off brokers over the network-out band, to an in-sync replica where
-    the pair's larger load drops (no data moves). Returns the changes made."""
+    the pair's larger load drops (no data moves), once per partition."""
+    if not any(loads.nw_out[b] > top_out + EPSILON for b in eligible):
+        return  # nothing over the band: no need to list who leads what
     ok = set(eligible)
     led: dict[int, list[Key]] = {}
     for key in keys:
         leader = loads.leaders.get(key)
         if leader is not None:
             led.setdefault(leader, []).append(key)
-    changes = 0
-    changed: set[Key] = set()
     for _ in range(len(keys) + 1):
-        hot = [b for b in eligible if loads.nw_out[b] > top_out + 1e-6]
+        hot = [b for b in eligible if loads.nw_out[b] > top_out + EPSILON]
         if not hot:
             break
         src = max(hot, key=lambda b: (loads.nw_out[b], -b))
         best: tuple[float, Key, int] | None = None
         for key in led.get(src, []):
-            if key in changed:
+            if key in loads.led_anew:
                 continue  # one change per partition: back and forth helps no one
             load = loads.out[key]
             synced = loads.run.parts[key].in_sync
@@ -269,7 +296,9 @@ def _leaders(loads: _Loads, keys: Sequence[Key], eligible: Sequence[int], top_ou
                 if dst == src or dst not in ok or dst not in synced:
                     continue
                 worst = max(loads.nw_out[src] - load, loads.nw_out[dst] + load)
-                if worst < loads.nw_out[src] - 1e-6 and (best is None or (worst, key, dst) < best):
+                if worst < loads.nw_out[src] - EPSILON and (
+                    best is None or (worst, key, dst) < best
+                ):
                     best = (worst, key, dst)
         if best is None:
             break
@@ -277,9 +306,6 @@ def _leaders(loads: _Loads, keys: Sequence[Key], eligible: Sequence[int], top_ou
         loads.lead(key, dst)
         led[src].remove(key)
         led.setdefault(dst, []).append(key)
-        changed.add(key)
-        changes += 1
-    return changes
 
 
 def _bound(
@@ -291,7 +317,7 @@ def _bound(
     sized = True
     for b in eligible:
         excess = loads.nw_in[b] - top_in
-        if excess <= 1e-6:
+        if excess <= EPSILON:
             continue
         parts = [loads.run.parts[k] for k in held.get(b, [])]
         sized = sized and all(p.size_bytes is not None for p in parts)
@@ -300,78 +326,127 @@ def _bound(
     return moves, total if sized else None
 
 
-def _moves(
+@dataclass
+class _Budget:
+    """--max-moves / --max-bytes, and what the moves so far used of them."""
+
+    max_moves: int | None
+    max_bytes: int | None
+    moves: int = 0
+    bytes: int = 0
+
+    def spent(self) -> bool:
+        return self.max_moves is not None and self.moves >= self.max_moves
+
+    def allows(self, size: int) -> bool:
+        return self.max_bytes is None or self.bytes + size <= self.max_bytes
+
+
+def _shed(
     loads: _Loads,
     held: dict[int, list[Key]],
     eligible: Sequence[int],
-    top_in: float,
-    top_out: float,
-    max_moves: int | None,
-    max_bytes: int | None,
-) -> tuple[int, int]:
-    """Replica moves off the broker furthest over the band, the cheapest bytes per B/s of
-    relief first (one move that clears the excess alone: the smallest such), each to the
-    least loaded eligible broker that stays within the band. Returns (moves, bytes)."""
-    run = loads.run
-    size_of = {k: run.parts[k].size_bytes or 0 for keys in held.values() for k in keys}
-    moved, copied = 0, 0
-    tried: set[tuple[Key, int]] = set()
-    for _ in range(len(size_of) * 2 + 1):
-        hot = loads.over(eligible, top_in, top_out)
-        if not hot or (max_moves is not None and moved >= max_moves):
-            break
-        src = hot[0]
-        excess = max(loads.nw_in[src] - top_in, loads.nw_out[src] - top_out)
-        coolest = sorted(eligible, key=lambda b: (loads.nw_in[b] + loads.nw_out[b], b))
-        best: tuple[tuple[float, float, str, int], Key, int] | None = None
-        for key in held.get(src, []):
-            rate, size = loads.rate[key], size_of[key]
-            if rate <= 0 or (max_bytes is not None and copied + size > max_bytes):
-                continue
-            if tried and (key, src) in tried:
-                continue
-            leads = loads.leaders.get(key) == src
-            relief = max(rate, loads.out[key]) if leads else rate
-            clears = relief >= excess
-            cost = float(size) if clears else size / relief
-            score = (0.0 if clears else 1.0, cost, key[0], key[1])
-            if best is not None and score >= best[0]:
-                continue
-            dst = _destination(loads, key, src, coolest, top_in, top_out, leads)
-            if dst is not None:
-                best = (score, key, dst)
-        if best is None:
-            break
-        _, key, dst = best
-        if not run.fits(key, dst):
-            tried.add((key, src))
+    tops: tuple[float, float],
+    budget: _Budget,
+) -> None:
+    """Replica moves off each broker over the band (network in or out), the furthest over
+    first: per broker, the replicas that cover its excess with the fewest bytes (_pick), each
+    to the least loaded eligible broker that takes it within the bands and the rules; a
+    replica no broker takes is left out and the cover chosen again from the rest."""
+    size = loads.size
+
+    def excess(b: int) -> tuple[float, float]:
+        return loads.nw_in[b] - tops[0], loads.nw_out[b] - tops[1]
+
+    for src in loads.over(eligible, *tops):
+        stuck: set[Key] = set()
+        while max(excess(src)) > EPSILON and not budget.spent():
+            cands = [k for k in held.get(src, []) if k not in stuck and budget.allows(size[k])]
+            pick = _pick(loads, src, cands, size, *excess(src))
+            if not pick:
+                break  # nothing left covers the excess: it stays over (a warning)
+            for key in sorted(pick, key=lambda k: (-loads.rate[k], k)):
+                if budget.spent() or not budget.allows(size[key]):
+                    break
+                dst = _destination(loads, key, src, eligible, tops)
+                if dst is None and loads.leaders.get(key) == src:
+                    # no broker takes what it sends: a follower leads it, then it moves
+                    heir = loads.successor(key, eligible, tops[1])
+                    if heir is not None:
+                        loads.lead(key, heir)
+                        dst = _destination(loads, key, src, eligible, tops)
+                if dst is None:
+                    stuck.add(key)
+                    break  # choose again without it
+                loads.move(key, src, dst)
+                held[src].remove(key)
+                held.setdefault(dst, []).append(key)
+                budget.moves += 1
+                budget.bytes += size[key]
+
+
+def _pick(
+    loads: _Loads,
+    src: int,
+    cands: Sequence[Key],
+    size: Mapping[Key, int],
+    need_in: float,
+    need_out: float,
+) -> list[Key] | None:
+    """The replicas of `cands` to move off `src` so that it sheds `need_in` of network in and
+    `need_out` of network out (what a replica it leads sends goes with it), with the fewest
+    bytes: the cheapest cover of one need, then of what is left of the other, whichever
+    order costs less. None when no order covers both."""
+
+    def sent(k: Key) -> float:
+        return loads.out[k] if loads.leaders.get(k) == src else 0.0
+
+    def rate(k: Key) -> float:
+        return loads.rate[k]
+
+    def cover(keys: Sequence[Key], weight: Callable[[Key], float], need: float) -> list[Key] | None:
+        if need <= EPSILON:
+            return []
+        keys = [k for k in keys if weight(k) > 0]
+        got = cheapest_cover([(weight(k), float(size[k])) for k in keys], need)
+        return None if got is None else [keys[i] for i in got]
+
+    orders = [(rate, sent, (need_in, need_out)), (sent, rate, (need_out, need_in))]
+    if min(need_in, need_out) <= EPSILON:
+        orders = orders[:1] if need_in > EPSILON else orders[1:]  # one need: one order
+    options = []
+    for first, second, needs in orders:
+        one = cover(cands, first, needs[0])
+        if one is None:
             continue
-        loads.move(key, src, dst)
-        held[src].remove(key)
-        held.setdefault(dst, []).append(key)
-        moved += 1
-        copied += size_of[key]
-    return moved, copied
+        taken = set(one)
+        rest = [k for k in cands if k not in taken]
+        two = cover(rest, second, needs[1] - sum(second(k) for k in one))
+        if two is not None:
+            options.append((sum(size[k] for k in one + two), one + two))
+    return min(options)[1] if options else None
 
 
 def _destination(
-    loads: _Loads,
-    key: Key,
-    src: int,
-    coolest: Sequence[int],
-    top_in: float,
-    top_out: float,
-    leads: bool,
+    loads: _Loads, key: Key, src: int, eligible: Sequence[int], tops: tuple[float, float]
 ) -> int | None:
-    """The first of `coolest` (eligible brokers, least loaded first) that takes the replica
-    without going over the band, losing a rack, or holding two replicas of the partition."""
+    """The least full eligible broker (its loads over their bands, in the loads the replica
+    adds to) that takes the replica within both bands, without losing a rack, holding two
+    replicas of the partition or going over its disk headroom."""
     run = loads.run
-    rate, out = loads.rate[key], loads.out[key] if leads else 0.0
-    for dst in coolest:
+    rate = loads.rate[key]
+    sent = loads.out[key] if loads.leaders.get(key) == src else 0.0
+
+    def fullness(b: int) -> float:
+        return loads.nw_in[b] / tops[0] + (loads.nw_out[b] / tops[1] if sent else 0.0)
+
+    for dst in sorted(eligible, key=lambda b: (fullness(b), b)):
         if dst in run.work[key]:
             continue
-        if loads.nw_in[dst] + rate > top_in + 1e-6 or loads.nw_out[dst] + out > top_out + 1e-6:
+        if loads.nw_in[dst] + rate > tops[0] + EPSILON:
             continue
-        if run.rack_ok(key, src, dst):
+        if loads.nw_out[dst] + sent > tops[1] + EPSILON:
+            continue
+        if run.rack_ok(key, src, dst) and run.fits(key, dst):
             return dst
     return None

@@ -151,3 +151,31 @@ def test_rebalance_by_traffic_reports_the_figures(cli: Any, tmp_path: Path) -> N
 def test_rebalance_names_every_by(cli: Any, example: Path) -> None:
     run = cli(["rebalance", "--by", "speed", "--snapshot", str(example)])
     _one_line_error(run, 2, "--by 'speed': use count, bytes or traffic")
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (
+            ["--bootstrap-server", "127.0.0.1:1", "--by", "traffic", "--traffic-window", "4"],
+            "a traffic window of 4s is too short to measure a rate; give 5 seconds or more",
+        ),
+        (
+            ["--bootstrap-server", "127.0.0.1:1", "--traffic-window", "10"],
+            "--traffic-window measures traffic: it goes with --by traffic, not --by count",
+        ),
+    ],
+)
+def test_rebalance_traffic_window_bad_input_before_connecting(
+    cli: Any, args: list[str], words: str, tmp_path: Path
+) -> None:
+    # 127.0.0.1:1 refuses connections: exit 2, not 3, shows nothing was reached
+    out = tmp_path / "plan.json"
+    _one_line_error(cli(["rebalance", *args, "--out", str(out)]), 2, words)
+    assert not list(tmp_path.iterdir())  # no plan, rollback or plan document written
+
+
+def test_rebalance_traffic_window_with_a_snapshot_is_refused(cli: Any, tmp_path: Path) -> None:
+    snap = str(_with_rates(tmp_path))
+    run = cli(["rebalance", "--by", "traffic", "--snapshot", snap, "--traffic-window", "10"])
+    _one_line_error(run, 2, "--traffic-window measures a live cluster; a --snapshot file carries")

@@ -4,14 +4,17 @@ at or above the lower bound."""
 
 from __future__ import annotations
 
+import importlib.util
+import itertools
 import random
+from pathlib import Path
 
 import pytest
 
 from kreplica.errors import InputError
 from kreplica.model import Broker, ClusterSnapshot, Partition, Topic, TrafficWindow
-from kreplica.planner.brokers.traffic_balance import band, shed_bound, traffic_rebalance_plan
-from kreplica.planner.traffic import broker_traffic
+from kreplica.planner.brokers.traffic_balance import shed_bound, traffic_rebalance_plan
+from kreplica.planner.traffic import band, broker_traffic
 
 
 def test_band_is_the_larger_of_five_percent_and_the_largest_single_load() -> None:
@@ -21,10 +24,13 @@ def test_band_is_the_larger_of_five_percent_and_the_largest_single_load() -> Non
 
 def test_shed_bound_by_hand() -> None:
     # excess 50 B/s; replicas (rate, bytes): the cheapest per B/s is (40, 400) at 10 B per
-    # B/s, then (30, 600) at 20: 400 + 10/30 x 600 = 600 bytes; two replicas at least
-    assert shed_bound([(40.0, 400), (30.0, 600), (100.0, 5000)], 50.0) == (1, 600)
-    assert shed_bound([(40.0, 400), (30.0, 600)], 50.0) == (2, 600)
+    # B/s, then (30, 600) at 20; taking a third of the second (600 bytes) is no move: whole
+    # replicas, the least is both (1,000 bytes); the count bound takes the 100 B/s one alone
+    assert shed_bound([(40.0, 400), (30.0, 600), (100.0, 5000)], 50.0) == (1, 1000)
+    assert shed_bound([(40.0, 400), (30.0, 600)], 50.0) == (2, 1000)
     assert shed_bound([(40.0, 400)], 0.0) == (0, 0)
+    # all of them fall short: no plan brings the broker under, so none has to move anything
+    assert shed_bound([(40.0, 400), (30.0, 600)], 80.0) == (0, 0)
 
 
 def _skewed(seed: int, brokers: int = 6, partitions: int = 60) -> ClusterSnapshot:
@@ -78,6 +84,89 @@ def test_every_broker_ends_within_the_band_racks_kept(seed: int) -> None:
     assert after["nw_in"]["cv"] < before["nw_in"]["cv"]
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_bytes_moved_within_a_fifth_of_the_lower_bound(seed: int) -> None:
+    report = traffic_rebalance_plan(_skewed(seed, brokers=9, partitions=150)).report["traffic"]
+    assert report["replica_moves"] > 0 and report["brokers_over_band"] == []
+    assert report["bytes_lower_bound"] <= report["bytes_moved"] <= 1.2 * report["bytes_lower_bound"]
+
+
+def _bench_cluster(partitions: int, brokers: int, seed: int) -> ClusterSnapshot:
+    """bench/bench_traffic_balance.py's skewed cluster (6 racks, RF 3, lognormal rates,
+    fan-out 0-3, a third of the brokers with twice the replicas and most busy leaders)."""
+    path = Path(__file__).resolve().parents[3] / "bench" / "bench_traffic_balance.py"
+    spec = importlib.util.spec_from_file_location("bench_traffic_balance_under_test", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    snap: ClusterSnapshot = module.skewed(partitions, brokers, "lognormal", seed)
+    return snap
+
+
+@pytest.mark.parametrize("seed", [34, 35])
+def test_bytes_moved_within_a_fifth_of_the_bound_on_the_bench_clusters(seed: int) -> None:
+    # the planner before the cheapest covers moved 2.2x its bound on seed 34's cluster
+    snap = _bench_cluster(1200, 12, seed)
+    plan = traffic_rebalance_plan(snap)
+    report = plan.report["traffic"]
+    assert report["brokers_over_band"] == [] and report["replica_moves"] > 0
+    assert report["bytes_lower_bound"] <= report["bytes_moved"] <= 1.2 * report["bytes_lower_bound"]
+    loads = broker_traffic(_applied(snap, plan))
+    assert max(b.nw_in for b in loads) <= report["band_nw_in"] + 1
+    assert max(b.nw_out for b in loads) <= report["band_nw_out"] + 1
+    racks = snap.racks()
+    assert all(len({racks[b] for b in c.after}) == 3 for c in plan.changes)
+
+
+@pytest.mark.parametrize("seed", [5, 6, 7])
+def test_the_bound_is_below_the_best_plan_and_the_plan_near_it(seed: int) -> None:
+    """Every placement of 7 single-replica partitions on 4 brokers (16,384), the cheapest
+    within both bands: the lower bound is at or below it, the plan at or above it and within
+    a fifth of it."""
+    rng = random.Random(seed)
+    rates = [rng.choice([2e3, 5e3, 1e4, 3e4]) * (1 + rng.random()) for _ in range(7)]
+    sizes = [rng.randint(1, 50) * 2**20 for _ in range(7)]
+    fans = [rng.randint(0, 2) for _ in range(7)]
+    start = [1, 1, 1, 1, 2, 3, rng.choice([1, 4])]
+    parts = tuple(
+        Partition("t", n, (start[n],), leader=start[n], size_bytes=sizes[n],
+                  bytes_in_per_s=rates[n], fanout=fans[n])
+        for n in range(7)
+    )  # fmt: skip
+    snap = ClusterSnapshot(
+        tuple(Broker(i) for i in (1, 2, 3, 4)), (Topic("t", parts),), traffic=TrafficWindow(60, "x")
+    )
+    plan = traffic_rebalance_plan(snap)
+    report = plan.report["traffic"]
+    top_in, top_out = report["band_nw_in"] + 0.1, report["band_nw_out"] + 0.1  # rounded to 0.1
+    best = None
+    for placed in itertools.product((1, 2, 3, 4), repeat=7):
+        nw_in, nw_out = dict.fromkeys((1, 2, 3, 4), 0.0), dict.fromkeys((1, 2, 3, 4), 0.0)
+        for n, b in enumerate(placed):
+            nw_in[b] += rates[n]
+            nw_out[b] += rates[n] * fans[n]
+        if max(nw_in.values()) <= top_in and max(nw_out.values()) <= top_out:
+            cost = sum(sizes[n] for n, b in enumerate(placed) if b != start[n])
+            best = cost if best is None else min(best, cost)
+    assert best is not None and report["brokers_over_band"] == []
+    moved = sum(c.size_bytes for c in plan.changes if c.added)
+    assert moved == report["bytes_moved"]
+    assert report["bytes_lower_bound"] <= best <= moved <= 1.2 * best
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_budgets_hold(seed: int) -> None:
+    snap = _skewed(seed, brokers=9, partitions=150)
+    free = traffic_rebalance_plan(snap).report["traffic"]
+    assert free["replica_moves"] > 3
+    moves = traffic_rebalance_plan(snap, max_moves=3).report["traffic"]
+    assert moves["replica_moves"] == 3 and moves["brokers_over_band"]
+    cap = free["bytes_moved"] // 2
+    plan = traffic_rebalance_plan(snap, max_bytes=cap)
+    assert 0 < plan.report["traffic"]["bytes_moved"] <= cap
+    assert sum(c.size_bytes for c in plan.changes if c.added) <= cap
+
+
 def test_leader_changes_come_first_and_move_no_data() -> None:
     # two brokers hold all four partitions; broker 1 leads them all, so it sends 8,000 B/s
     # (1,000 B/s x (1 follower + 1 group) each): the band is max(1.05 x 4,000, 4,000 + 2,000)
@@ -96,6 +185,37 @@ def test_leader_changes_come_first_and_move_no_data() -> None:
     assert [c.after for c in plan.changes] == [(2, 1)]
     assert report["after"]["nw_out"]["max_over_mean"] == 1.5
     assert report["before"]["nw_out"]["max_over_mean"] == 2.0
+
+
+def test_a_follower_takes_the_lead_where_no_broker_takes_what_the_leader_sends() -> None:
+    # broker 1: eight partitions at 10 B/s (100 MiB each) and the leader of `a` (10 B/s to
+    # one follower and four groups: it sends 50 B/s; 1 MiB); brokers 3 and 4 send 60 B/s
+    # each, so neither can lead `a` (the band out is 42.5 + 50 = 92.5), and broker 2 holds
+    # it already. Network in: 90 against a band of 45 + 10: four replicas must leave
+    # broker 1; `a` is the cheapest when broker 2 leads it first
+    mib = 2**20
+
+    def p(topic: str, replicas: tuple[int, ...], fanout: int, size: int) -> Partition:
+        return Partition(topic, 0, replicas, leader=replicas[0], size_bytes=size * mib,
+                         bytes_in_per_s=10.0, fanout=fanout)  # fmt: skip
+
+    parts = [p("a", (1, 2), 4, 1)]
+    parts += [p(f"one-{n}", (1,), 0, 100) for n in range(8)]
+    parts += [p(f"two-{n}", (2,), 0, 100) for n in range(2)]
+    parts += [p(f"out-{b}-{n}", (b,), 2, 100) for b in (3, 4) for n in range(3)]
+    snap = ClusterSnapshot(
+        tuple(Broker(i) for i in (1, 2, 3, 4)),
+        tuple(Topic(x.topic, (x,)) for x in parts),
+        traffic=TrafficWindow(60.0, "x"),
+    )
+    plan = traffic_rebalance_plan(snap)
+    report = plan.report["traffic"]
+    assert (report["band_nw_in"], report["band_nw_out"]) == (55.0, 92.5)
+    assert report["brokers_over_band"] == []
+    (a,) = [c for c in plan.changes if c.topic == "a"]
+    assert a.after[0] == 2 and 1 not in a.after  # led by 2, moved off 1 as a follower
+    assert report["bytes_moved"] == 301 * mib  # `a` and three of broker 1's own
+    assert report["bytes_lower_bound"] == 301 * mib
 
 
 def test_a_snapshot_without_rates_is_refused() -> None:

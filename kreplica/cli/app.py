@@ -23,7 +23,7 @@ try:  # typer >= 0.2x vendors click; older releases use the click package
     from typer._click import exceptions as click_exceptions
 except ImportError:  # pragma: no cover - depends on the installed typer
     from click import exceptions as click_exceptions  # type: ignore[no-redef]
-from kreplica.cli.options import APPLY, OUTPUT, PLAN, SOURCE, Options, shared
+from kreplica.cli.options import APPLY, OUTPUT, PLAN, SOURCE, TRAFFIC_FROM, Options, shared
 from kreplica.errors import ExitCode, KreplicaError, exit_codes_text
 
 
@@ -409,7 +409,7 @@ def replace(
 
 
 @app.command()
-@shared(SOURCE, BROKER_PLAN, APPLY, OUTPUT)
+@shared(SOURCE, BROKER_PLAN, TRAFFIC_FROM, APPLY, OUTPUT)
 def rebalance(
     *,
     by: Annotated[
@@ -486,7 +486,7 @@ def check(
 
 
 @app.command()
-@shared(SOURCE, OUTPUT)
+@shared(SOURCE, TRAFFIC_FROM, OUTPUT)
 def snapshot(
     *,
     out: Annotated[
@@ -521,7 +521,7 @@ def snapshot(
 
 
 @app.command()
-@shared(SOURCE, OUTPUT)
+@shared(SOURCE, TRAFFIC_FROM, OUTPUT)
 def traffic(
     *,
     window: Annotated[

@@ -12,6 +12,7 @@ from typing import Any
 
 from kreplica.cli import drained
 from kreplica.cli.common import (
+    metrics_traffic,
     parse_broker_ids,
     parse_headroom,
     parse_log_dirs_mode,
@@ -20,6 +21,7 @@ from kreplica.cli.common import (
     source_spec,
     topic_names,
     topics_pattern,
+    wants_metrics,
 )
 from kreplica.cli.options import Options
 from kreplica.cli.present import show_plan
@@ -131,8 +133,13 @@ def rebalance(opts: Options, *, by: str, max_moves: int | None, max_bytes: str |
         raise UsageError(f"--max-moves {max_moves}: give 0 or more")
     if by not in ("count", "bytes", "traffic"):
         raise UsageError(f"--by {by!r}: use count, bytes or traffic")
+    from_metrics = wants_metrics(opts)
+    if from_metrics and by != "traffic":
+        raise UsageError(f"--traffic-from gives rates to --by traffic, not --by {by}")
     spec = source_spec(opts)
     snap = read_cluster(spec)
+    if from_metrics:  # the cluster as read, with Prometheus's peak rates
+        snap = metrics_traffic(opts, spec, snap=snap)[0]
 
     def make(o: Any) -> Any:
         if by == "traffic":  # from measured rates (snapshot --traffic): its own module

@@ -28,15 +28,19 @@ NO_SIZE = "no-size"  # the brokers gave no log size: rate not measurable
 FANOUT_UNKNOWN = "fanout-unknown"  # a group is assigned it but committed nothing new
 OFFLINE = "offline"  # no leader to answer for its offsets: not measured
 NOT_MEASURED = "not-measured"  # a snapshot's partition stored without a rate
+NO_SERIES = "no-series"  # metrics (--traffic-from) have no series of it: not measured
+FANOUT_TOPIC = "fanout-topic"  # fan-out from its topic's bytes out / bytes in: an estimate
 
 NOTE_TEXT = {
     IDLE: "idle in the window (0 B/s)",
     COMPACTED: "compacted: bytes per offset is an estimate",
     TIERED: "tiered storage: the local log does not span its offsets, rate not measured",
-    NO_SIZE: "no log size from the brokers (DescribeLogDirs), rate not measured",
+    NO_SIZE: "no log size (DescribeLogDirs, or kafka_log_log_size), rate not measured",
     FANOUT_UNKNOWN: "a consumer group is assigned it but did not commit: fan-out unknown",
     OFFLINE: "no leader (offline): not measured",
     NOT_MEASURED: "stored without a rate (not measurable when measured)",
+    NO_SERIES: "no series in Prometheus over the range: not measured",
+    FANOUT_TOPIC: "fan-out is the topic's bytes out / bytes in (no committed offsets in metrics)",
 }
 
 
@@ -184,6 +188,8 @@ def stored_traffic(snapshot: ClusterSnapshot) -> list[PartitionTraffic]:
                 notes = (COMPACTED,)
             if p.fanout is None and rate:
                 notes += (FANOUT_UNKNOWN,)
+            elif rate and snapshot.traffic is not None and snapshot.traffic.origin is not None:
+                notes += (FANOUT_TOPIC,)  # metrics have no committed offsets
             out.append(PartitionTraffic(p.topic, p.partition, rate, p.fanout, notes))
     return sorted(out, key=lambda m: (m.topic, m.partition))
 

@@ -354,4 +354,6 @@ def metrics_traffic(
         snap = read_cluster(spec, wanted)
     if check is not None:
         check(snap)
-    return read_traffic(opts.traffic_from, range_text, snap, wanted)
+    if opts.timeout is None:
+        return read_traffic(opts.traffic_from, range_text, snap, wanted)
+    return read_traffic(opts.traffic_from, range_text, snap, wanted, timeout_s=opts.timeout)

@@ -44,6 +44,18 @@ NOTE_TEXT = {
 }
 
 
+# Prometheus's duration units (--traffic-range), in seconds
+UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
+
+
+def duration_text(seconds: float) -> str:
+    """`7d`, `5m`, `90s`: the largest unit that divides it."""
+    for unit in ("w", "d", "h", "m", "s"):
+        if seconds >= UNITS[unit] and seconds % UNITS[unit] == 0:
+            return f"{int(seconds // UNITS[unit])}{unit}"
+    return f"{seconds:g}s"
+
+
 def check_window(window_s: float) -> None:
     if not window_s >= MIN_WINDOW_S:
         raise UsageError(

@@ -13,7 +13,13 @@ from rich.table import Table
 from rich.text import Text
 
 from kreplica.model import ClusterSnapshot, Partition
-from kreplica.planner.traffic import NOTE_TEXT, BrokerTraffic, PartitionTraffic, bytes_out_per_s
+from kreplica.planner.traffic import (
+    NOTE_TEXT,
+    BrokerTraffic,
+    PartitionTraffic,
+    bytes_out_per_s,
+    duration_text,
+)
 from kreplica.render.markdown import _cell
 from kreplica.render.text import format_bytes
 
@@ -119,7 +125,8 @@ def _when(data: dict[str, Any]) -> str:
     at = data["measured_at"] or "an unknown time"
     if data.get("traffic_from"):  # peaks of windows over a range, read from metrics
         return (
-            f"peak of {data['peak_of_s']:g}s rates over the {data['window_s']:g}s before {at}, "
+            f"peak of {duration_text(data['peak_of_s'])} rates over the "
+            f"{duration_text(data['window_s'])} before {at}, "
             f"from {data['traffic_from']}"
         )
     window = f" over {data['window_s']:g}s" if data["window_s"] is not None else ""

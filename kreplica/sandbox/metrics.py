@@ -139,9 +139,10 @@ def _unpack_debian_package(binary: Path) -> str:
     target = binary.parents[2]
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        got = subprocess.run(
-            ["apt-get", "download", "prometheus"], cwd=tmp, capture_output=True, text=True
-        )
+        got = _apt_download(tmp)
+        if got.returncode != 0 and os.geteuid() == 0:  # a fresh machine: no package lists yet
+            subprocess.run(["apt-get", "update", "-qq"], capture_output=True, check=False)
+            got = _apt_download(tmp)
         debs = sorted(Path(tmp).glob("prometheus_*.deb"))
         if got.returncode != 0 or not debs:
             last = (got.stderr.strip().splitlines() or ["no output"])[-1]
@@ -157,6 +158,12 @@ def _unpack_debian_package(binary: Path) -> str:
         shutil.rmtree(target, ignore_errors=True)
         unpacked.rename(target)
     return str(binary)
+
+
+def _apt_download(folder: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["apt-get", "download", "prometheus"], cwd=folder, capture_output=True, text=True
+    )
 
 
 def fetch(*, quiet: bool = True) -> MetricsTools:

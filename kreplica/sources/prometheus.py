@@ -44,7 +44,9 @@ from kreplica.planner.traffic import (
     NO_SERIES,
     NO_SIZE,
     TIERED,
+    UNITS,
     PartitionTraffic,
+    duration_text,
     with_traffic,
 )
 from kreplica.sources.assemble import utc_timestamp
@@ -63,7 +65,6 @@ MAX_SAMPLES = 2_000_000  # points of all partitions per answer: fewer, wider win
 DEFAULT_SCRAPE_S = 60.0  # Prometheus's own default, when its targets do not say
 TIMEOUT_S = 60.0
 
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
 _DURATION = re.compile(r"(\d+)(ms|s|m|h|d|w|y)")
 
 Key = tuple[str, int]
@@ -96,18 +97,10 @@ def parse_duration(text: str) -> float:
             f"`traffic_range` {text!r} is not a duration: write a number and a unit, "
             "ms s m h d w y (e.g. 10m, 7d, 1h30m)"
         )
-    seconds = sum(int(n) * _UNITS[u] for n, u in pieces)
+    seconds = sum(int(n) * UNITS[u] for n, u in pieces)
     if not seconds > 0:
         raise UsageError(f"`traffic_range` {text!r} is empty: give a range longer than 0")
     return float(seconds)
-
-
-def duration_text(seconds: float) -> str:
-    """`7d`, `5m`, `90s`: the largest unit that divides it."""
-    for unit in ("w", "d", "h", "m", "s"):
-        if seconds >= _UNITS[unit] and seconds % _UNITS[unit] == 0:
-            return f"{int(seconds // _UNITS[unit])}{unit}"
-    return f"{seconds:g}s"
 
 
 class Prometheus:
@@ -131,6 +124,7 @@ class Prometheus:
             raise SourceError(f"Prometheus at {self.shown} refused {path}: {reason}") from None
         except (urllib.error.URLError, OSError) as exc:
             why = getattr(exc, "reason", None) or exc
+            why = getattr(why, "strerror", None) or why  # "Connection refused", no errno
             raise SourceError(
                 f"cannot reach Prometheus at {self.shown} ({why}); check `traffic_from` and "
                 "that Prometheus runs"
@@ -253,13 +247,13 @@ def read_traffic(
     topics: Sequence[str] | None = None,
     *,
     now: float | None = None,
-    client: Prometheus | None = None,
+    timeout_s: float = TIMEOUT_S,
 ) -> tuple[ClusterSnapshot, list[PartitionTraffic]]:
     """`snapshot` (the cluster's topology, from any source) with each partition's peak rate and
     fan-out over the last `range_text` from the Prometheus at `url`, and the measurements.
     `topics`: the topics asked for (the queries select them; None: every topic)."""
     range_s = parse_duration(range_text)
-    prom = client or Prometheus(url)
+    prom = Prometheus(url, timeout_s)
     keys = sorted((p.topic, p.partition) for t in snapshot.topics for p in t.partitions)
     scrape_s = prom.scrape_interval_s()
     window = plan_windows(range_s, scrape_s, len(keys))

@@ -5,16 +5,18 @@ topic's fan-out. What it reads from a real Prometheus: tests/integration/test_tr
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
-from kreplica.errors import UsageError
-from kreplica.planner.traffic import IDLE, NO_SIZE
+from kreplica.errors import InputError, UsageError
+from kreplica.planner.traffic import IDLE, NO_SIZE, duration_text
 from kreplica.sources.prometheus import (
     MAX_POINTS,
     _selector,
     _series,
     check_range,
-    duration_text,
     parse_duration,
     parse_url,
     peak_rate,
@@ -129,3 +131,26 @@ def test_series_keep_finite_points_of_labelled_partitions() -> None:
 def test_a_topic_selector_matches_names_literally() -> None:
     assert _selector(None) == ""
     assert _selector(["a.b", "c-d"]) == '{topic=~"a\\\\.b|c\\\\-d"}'
+
+
+def test_a_snapshot_keeps_where_its_rates_came_from(tmp_path: Path) -> None:
+    from kreplica.model import Broker, ClusterSnapshot, Partition, Topic, TrafficWindow
+    from kreplica.sources.snapshot import dump_snapshot, load_snapshot
+
+    window = TrafficWindow(604800.0, "2026-11-28T00:00:00Z", 2520.0, "prometheus://p:9090")
+    part = Partition("t", 0, (1,), leader=1, bytes_in_per_s=5.0, fanout=1)
+    snap = ClusterSnapshot((Broker(1),), (Topic("t", (part,)),), traffic=window)
+    path = tmp_path / "s.json"
+    path.write_text(dump_snapshot(snap))
+    assert json.loads(path.read_text())["traffic"] == {
+        "window_s": 604800.0,
+        "measured_at": "2026-11-28T00:00:00Z",
+        "peak_of_s": 2520.0,
+        "from": "prometheus://p:9090",
+    }
+    assert load_snapshot(path).traffic == window
+    data = json.loads(path.read_text())
+    data["traffic"]["peak_of_s"] = "1h"
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputError, match=r"traffic\.peak_of_s"):
+        load_snapshot(path)

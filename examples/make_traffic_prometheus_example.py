@@ -18,11 +18,11 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from kreplica.testing import create_topics, group_reader, paced_producer, running_cluster
+from kreplica.testing import create_topics, paced_producer, running_cluster
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from make_traffic_example import ORDERS, TOPICS  # noqa: E402 (the same load)
+from make_traffic_example import RATES, TOPICS, start_readers  # noqa: E402 (the same load)
 
 BUSY_S, QUIET_S, RANGE = 60, 30, "5m"
 
@@ -33,14 +33,9 @@ def main() -> None:
     ) as info:
         bootstrap = info.bootstrap_servers
         create_topics(bootstrap, TOPICS)
-        rates = {("orders", p): rate for p, rate in enumerate(ORDERS)}
-        rates |= {("clicks", p): 30_000 for p in range(3)}
-        rates |= {("profiles", p): 8_000 for p in range(2)}
         with ExitStack() as stack:
-            for group in ("billing", "audit"):
-                stack.enter_context(group_reader(bootstrap, group, "orders", commit=True))
-            stack.enter_context(group_reader(bootstrap, "dashboard", "clicks", commit=False))
-            with paced_producer(bootstrap, rates):
+            start_readers(stack, bootstrap)
+            with paced_producer(bootstrap, RATES):
                 time.sleep(BUSY_S)
             time.sleep(QUIET_S)
         where = ["--traffic-from", f"prometheus://{info.prometheus}", "--traffic-range", RANGE]

@@ -28,7 +28,7 @@ NO_SIZE = "no-size"  # the brokers gave no log size: rate not measurable
 FANOUT_UNKNOWN = "fanout-unknown"  # a group is assigned it but committed nothing new
 OFFLINE = "offline"  # no leader to answer for its offsets: not measured
 NOT_MEASURED = "not-measured"  # a snapshot's partition stored without a rate
-NO_SERIES = "no-series"  # metrics (--traffic-from) have no series of it: not measured
+NO_SERIES = "no-series"  # metrics (--traffic-from) have no window of it: not measured
 FANOUT_TOPIC = "fanout-topic"  # fan-out from its topic's bytes out / bytes in: an estimate
 
 NOTE_TEXT = {
@@ -39,7 +39,7 @@ NOTE_TEXT = {
     FANOUT_UNKNOWN: "a consumer group is assigned it but did not commit: fan-out unknown",
     OFFLINE: "no leader (offline): not measured",
     NOT_MEASURED: "stored without a rate (not measurable when measured)",
-    NO_SERIES: "no series in Prometheus over the range: not measured",
+    NO_SERIES: "no whole window of it in Prometheus (newer, or not scraped): not measured",
     FANOUT_TOPIC: "fan-out is the topic's bytes out / bytes in (no committed offsets in metrics)",
 }
 

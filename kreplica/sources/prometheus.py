@@ -13,9 +13,13 @@ both come from the exporter's gauges:
     kafka_server_brokertopicmetrics_bytesin_total{topic}    producers' bytes, at the leader
     kafka_server_brokertopicmetrics_bytesout_total{topic}   consumers' bytes (no replication)
 
-The offsets' rate is taken of the highest log end among the replicas (the leader's: a replica
-catching up after a move would look like a burst of writes). Each partition's rate is the
-highest of its rates over windows of 4 scrapes or more across the range; the brokers' loads
+The offsets written in a window are the advance of the highest log end among the replicas (the
+leader's: a replica catching up after a move would look like a burst of writes) from the
+window's start to its end, both read as Prometheus answers an instant (the latest scrape): a
+window is a whole number of scrapes, so both ends are the same phase of the scrape cycle, and
+one value per window and partition is read, however long the window (no `rate()` over every
+sample). Each partition's rate is the highest of its windows' (4 scrapes or more, at most 240
+per range); the brokers' loads
 are then sums of peaks, which may not coincide (an upper bound, as planning wants). What it
 cannot see: which consumer groups read a partition (no committed offsets in the JMX metrics):
 fan-out is the topic's bytes out over its bytes in over the range, an estimate for every
@@ -180,7 +184,7 @@ def plan_windows(range_s: float, scrape_s: float, partitions: int) -> float:
     windows per partition, and fewer when many partitions would make a huge answer."""
     points = max(12, min(MAX_POINTS, MAX_SAMPLES // max(1, partitions)))
     window = max(SCRAPES_PER_WINDOW * scrape_s, range_s / points)
-    return float(math.ceil(window))
+    return math.ceil(window / scrape_s - 1e-9) * scrape_s  # whole scrapes: ends in phase
 
 
 def check_range(range_s: float, window_s: float, range_text: str) -> None:
@@ -199,8 +203,19 @@ def _series(result: Iterable[Any]) -> dict[Key, dict[float, float]]:
         topic, number = labels.get("topic"), labels.get("partition")
         if not isinstance(topic, str) or not isinstance(number, str) or not number.isdigit():
             continue
-        points = {float(t): float(v) for t, v in item.get("values") or []}
+        points = {round(float(t), 3): float(v) for t, v in item.get("values") or []}
         out[(topic, int(number))] = {t: v for t, v in points.items() if math.isfinite(v)}
+    return out
+
+
+def per_second(ends: Mapping[float, float], window_s: float) -> dict[float, float]:
+    """Offsets written per second in each window, at its end: the advance of the log end from
+    the value one window earlier (a fall, a topic deleted and made again, counts as none)."""
+    out = {}
+    for moment, value in ends.items():
+        before = ends.get(round(moment - window_s, 3))  # times to the millisecond
+        if before is not None:
+            out[moment] = max(0.0, value - before) / window_s
     return out
 
 
@@ -258,15 +273,14 @@ def read_traffic(
     scrape_s = prom.scrape_interval_s()
     window = plan_windows(range_s, scrape_s, len(keys))
     check_range(range_s, window, range_text)
-    end = time.time() if now is None else now
+    end = round(time.time() if now is None else now, 3)  # the API's times: milliseconds
     start = end - range_s + window  # the first window starts where the range does
     names = sorted(set(topics or ()))
     sel = _selector(names)
     highest = f"max by (topic, partition) ({LOG_END}{sel})"
-    offsets = _series(
-        prom.query_range(f"rate(({highest})[{window:g}s:{scrape_s:g}s])", start, end, window)
-    )
-    if not offsets:
+    ends = _series(prom.query_range(highest, start - window, end, window))
+    offsets = {key: per_second(points, window) for key, points in ends.items()}
+    if not ends:
         where = f" for topic(s) {', '.join(names)}" if names else ""
         raise SourceError(
             f"Prometheus at {url} has no series {LOG_END}{where} in the last {range_text}: "
@@ -283,7 +297,7 @@ def read_traffic(
     measured = []
     for key in keys:
         topic, number = key
-        if key not in offsets:
+        if not offsets.get(key):  # no series, or none a whole window old
             measured.append(PartitionTraffic(topic, number, None, None, (NO_SERIES,)))
             continue
         tiered = configs[topic].get("remote.storage.enable", "").lower() == "true"

@@ -20,6 +20,7 @@ from kreplica.sources.prometheus import (
     parse_duration,
     parse_url,
     peak_rate,
+    per_second,
     plan_windows,
     topic_fanout,
 )
@@ -84,6 +85,8 @@ def test_a_window_spans_four_scrapes_and_a_week_has_at_most_max_points() -> None
     assert plan_windows(300, 5, 10) == 20  # 4 scrapes of 5 s
     week = plan_windows(604800, 15, 10)
     assert week >= 604800 / MAX_POINTS and 604800 / week <= MAX_POINTS
+    assert week % 15 == 0  # whole scrapes: a window's two ends at the same phase
+    assert plan_windows(1000, 7, 10) % 7 == 0
     # many partitions: fewer, wider windows, so one answer stays bounded
     assert plan_windows(604800, 15, 100_000) > week
 
@@ -92,6 +95,13 @@ def test_a_range_shorter_than_a_window_is_refused_with_the_least_that_works() ->
     check_range(20, 20, "20s")
     with pytest.raises(UsageError, match=r"shorter than 4 of Prometheus's scrapes \(1m\)"):
         check_range(30, 60, "30s")
+
+
+def test_offsets_per_second_are_each_windows_advance() -> None:
+    ends = {100.05: 10.0, 112.05: 70.0, 124.05: 70.0, 136.05: 40.0, 160.05: 100.0}
+    assert per_second(ends, 12.0) == {112.05: 5.0, 124.05: 0.0, 136.05: 0.0}
+    # 136.05: the log end fell (a topic made again): no writes; 160.05: no value a window
+    # before it (148.05 missing), so no window ends there
 
 
 def test_the_peak_is_the_busiest_window_at_its_own_bytes_per_offset() -> None:

@@ -529,7 +529,8 @@ def traffic(
         typer.Option(
             "--window",
             metavar="SECONDS",
-            help="Read offsets this far apart (5 or more); ignored with --snapshot.",
+            help="Read offsets this far apart (5 or more); ignored with --snapshot or "
+            "--traffic-from.",
         ),
     ] = 60.0,
     capacity: Annotated[
@@ -555,7 +556,8 @@ def traffic(
     Two ListOffsets reads --window apart times bytes per offset (log size over offset span);
     fan-out: consumer groups whose committed offset advanced. Network in per broker: the rates
     of the partitions it holds; out: for those it leads, rate x (followers + fan-out). Needs
-    --bootstrap-server, or a --snapshot taken with `snapshot --traffic`. Read-only.
+    --bootstrap-server, or a --snapshot taken with `snapshot --traffic`; or, from any source,
+    --traffic-from prometheus://HOST:PORT: each partition's peak over --traffic-range. Read-only.
     """
     from kreplica.cli import traffic_cmd
 

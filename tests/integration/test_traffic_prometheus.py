@@ -20,9 +20,11 @@ from typing import Any
 
 import pytest
 
+from kreplica import sandbox
 from kreplica.errors import ExitCode
 from kreplica.sandbox import SandboxInfo
 from kreplica.sandbox.metrics import SCRAPE_INTERVAL_S
+from kreplica.sandbox.procs import is_ours
 from kreplica.testing import TopicSpec, create_topics
 from tests.integration.conftest import private_cluster
 from tests.support.cli import run_kreplica
@@ -55,6 +57,7 @@ def cluster() -> Iterator[SandboxInfo]:
     if missing is not None:
         pytest.skip(missing)
     with private_cluster("prom", "kraft", metrics=True) as info:
+        prometheus = [p for p in sandbox.processes(info.name) if p.role == "prometheus"]
         create_topics(
             info.bootstrap_servers,
             [
@@ -63,6 +66,8 @@ def cluster() -> Iterator[SandboxInfo]:
             ],
         )
         yield info
+    assert [p.alive for p in prometheus] == [True]  # it ran, and `down` stopped it:
+    assert not is_ours(prometheus[0].pid, info.state_dir)
 
 
 def _traffic(cluster: SandboxInfo, *args: str) -> Any:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 
 from kreplica.errors import KreplicaError
 from kreplica.sandbox.jars import DEFAULT_KRAFT_VERSION, DEFAULT_ZK_VERSION, fetch, major
@@ -48,15 +47,8 @@ def _fetch_metrics() -> None:
     missing (the tests that need them then skip, saying so), without failing the others."""
     from kreplica.sandbox import metrics
 
-    getters: list[tuple[str, Callable[[], str]]] = [
-        (f"JMX exporter agent {metrics.JMX_EXPORTER_VERSION}", metrics.fetch_agent),
-        ("Prometheus", metrics.prometheus_binary),
-    ]
-    for name, get in getters:
-        try:
-            print(f"{name}: {get()}")
-        except KreplicaError as exc:
-            print(f"{name}: missing, `sandbox up --metrics` cannot run: {exc}")
+    for name, path, missing in metrics.fetch_each():
+        print(f"{name}: {path}" if missing is None else f"{name}: missing, {missing}")
 
 
 if __name__ == "__main__":

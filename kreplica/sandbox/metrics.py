@@ -166,6 +166,21 @@ def _apt_download(folder: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def fetch_each() -> list[tuple[str, str | None, str | None]]:
+    """Each tool `up --metrics` needs, fetched where this machine can: (name, its path or None,
+    why it is missing or None); one missing does not stop the other being fetched."""
+    out: list[tuple[str, str | None, str | None]] = []
+    for name, get in (
+        (f"JMX exporter agent {JMX_EXPORTER_VERSION}", fetch_agent),
+        ("Prometheus", prometheus_binary),
+    ):
+        try:
+            out.append((name, get(), None))
+        except SandboxError as exc:
+            out.append((name, None, str(exc)))
+    return out
+
+
 def fetch(*, quiet: bool = True) -> MetricsTools:
     return MetricsTools(fetch_agent(quiet=quiet), prometheus_binary())
 

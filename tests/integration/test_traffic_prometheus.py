@@ -42,13 +42,10 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cluster.json"
 
 def _metrics_missing() -> str | None:
     """Why `sandbox up --metrics` cannot run on this machine (None: it can)."""
-    from kreplica.sandbox import SandboxError, metrics
+    from kreplica.sandbox import metrics
 
-    try:
-        metrics.fetch()
-    except SandboxError as exc:
-        return f"sandbox --metrics cannot run here: {exc}"
-    return None
+    missing = [why for _, _, why in metrics.fetch_each() if why is not None]
+    return "sandbox --metrics cannot run here: " + "; ".join(missing) if missing else None
 
 
 @pytest.fixture(scope="module")

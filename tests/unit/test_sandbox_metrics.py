@@ -23,6 +23,11 @@ def test_a_machine_without_apt_says_what_to_install(
     message = str(caught.value)
     assert "apt-get and dpkg cannot fetch it" in message
     assert "put `prometheus` on PATH, or set KREPLICA_PROMETHEUS" in message
+    # the test command's fetch names each missing tool, the agent's Maven too
+    agent = f"JMX exporter agent {metrics.JMX_EXPORTER_VERSION}"
+    missing = {name: why for name, path, why in metrics.fetch_each() if path is None}
+    assert set(missing) == {agent, "Prometheus"}
+    assert "Maven (mvn) is not on PATH" in (missing[agent] or "")
 
 
 def test_a_given_binary_wins_and_a_wrong_one_is_named(

@@ -36,18 +36,25 @@ TOPICS = (
 )
 
 
+RATES = {("orders", p): rate for p, rate in enumerate(ORDERS)}
+RATES |= {("clicks", p): 30_000 for p in range(3)}
+RATES |= {("profiles", p): 8_000 for p in range(2)}
+
+
+def start_readers(stack: ExitStack, bootstrap: str) -> None:
+    """The groups of the load: two committing on `orders`, one never committing on `clicks`."""
+    for group in ("billing", "audit"):
+        stack.enter_context(group_reader(bootstrap, group, "orders", commit=True))
+    stack.enter_context(group_reader(bootstrap, "dashboard", "clicks", commit=False))
+
+
 def main() -> None:
     with running_cluster(backend="sandbox", mode="kraft", name="traffic-example") as info:
         bootstrap = info.bootstrap_servers
         create_topics(bootstrap, TOPICS)
-        rates = {("orders", p): rate for p, rate in enumerate(ORDERS)}
-        rates |= {("clicks", p): 30_000 for p in range(3)}
-        rates |= {("profiles", p): 8_000 for p in range(2)}
         with ExitStack() as stack:
-            stack.enter_context(paced_producer(bootstrap, rates))
-            for group in ("billing", "audit"):
-                stack.enter_context(group_reader(bootstrap, group, "orders", commit=True))
-            stack.enter_context(group_reader(bootstrap, "dashboard", "clicks", commit=False))
+            stack.enter_context(paced_producer(bootstrap, RATES))
+            start_readers(stack, bootstrap)
             time.sleep(15)  # the groups join and commit before the window
             snapshot_with_traffic(bootstrap, HERE / "traffic.json", TOPICS)
 

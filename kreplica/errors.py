@@ -38,6 +38,8 @@ FLAGS = {
     "disk_headroom": "--disk-headroom",
     "count": "--sample",  # sample_keys': keys read from a topic
     "traffic_s": "--traffic",  # snapshot's: measure rates over this window
+    "traffic_from": "--traffic-from",  # rates read from Prometheus
+    "traffic_range": "--traffic-range",  # over this much history
     # how to apply
     "resume": "--resume",
     "throttle": "--throttle",

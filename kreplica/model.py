@@ -183,6 +183,10 @@ class TrafficWindow:
 
     window_s: float
     measured_at: str
+    # rates read from metrics (--traffic-from): each the highest of its rates over windows of
+    # this many seconds within window_s (None: one measurement over the whole window)
+    peak_of_s: float | None = None
+    origin: str | None = None  # where they were read (prometheus://HOST:PORT); None: the brokers
 
 
 @dataclass(frozen=True, slots=True)

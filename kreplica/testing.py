@@ -345,13 +345,15 @@ def running_cluster(
     name: str | None = None,
     testcontainers_image: str | None = None,
     log_dirs: int = 1,
+    metrics: bool = False,
 ) -> Iterator[SandboxInfo]:
-    """A running cluster for the duration of the `with` block; always torn down."""
+    """A running cluster for the duration of the `with` block; always torn down. `metrics`:
+    a sandbox with the JMX exporter on each broker and a Prometheus scraping them."""
     if backend not in ("auto", "sandbox", "testcontainers"):
         raise UsageError(
             f"kreplica_backend {backend!r} is unknown: use auto, sandbox or testcontainers"
         )
-    if backend == "testcontainers" or (backend == "auto" and docker_available()):
+    if backend == "testcontainers" or (backend == "auto" and docker_available() and not metrics):
         with _testcontainers_cluster(mode, testcontainers_image) as info:
             yield info
         return
@@ -366,6 +368,7 @@ def running_cluster(
         name=name,
         kafka_version=kafka_version,
         log_dirs=log_dirs,
+        metrics=metrics,
     )
     try:
         yield info

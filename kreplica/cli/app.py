@@ -23,7 +23,7 @@ try:  # typer >= 0.2x vendors click; older releases use the click package
     from typer._click import exceptions as click_exceptions
 except ImportError:  # pragma: no cover - depends on the installed typer
     from click import exceptions as click_exceptions  # type: ignore[no-redef]
-from kreplica.cli.options import APPLY, OUTPUT, PLAN, SOURCE, Options, shared
+from kreplica.cli.options import APPLY, OUTPUT, PLAN, SOURCE, TRAFFIC_FROM, Options, shared
 from kreplica.errors import ExitCode, KreplicaError, exit_codes_text
 
 
@@ -409,7 +409,7 @@ def replace(
 
 
 @app.command()
-@shared(SOURCE, BROKER_PLAN, APPLY, OUTPUT)
+@shared(SOURCE, BROKER_PLAN, TRAFFIC_FROM, APPLY, OUTPUT)
 def rebalance(
     *,
     by: Annotated[
@@ -497,7 +497,7 @@ def check(
 
 
 @app.command()
-@shared(SOURCE, OUTPUT)
+@shared(SOURCE, TRAFFIC_FROM, OUTPUT)
 def snapshot(
     *,
     out: Annotated[
@@ -532,7 +532,7 @@ def snapshot(
 
 
 @app.command()
-@shared(SOURCE, OUTPUT)
+@shared(SOURCE, TRAFFIC_FROM, OUTPUT)
 def traffic(
     *,
     window: Annotated[
@@ -540,7 +540,8 @@ def traffic(
         typer.Option(
             "--window",
             metavar="SECONDS",
-            help="Read offsets this far apart (5 or more); ignored with --snapshot.",
+            help="Read offsets this far apart (5 or more); ignored with --snapshot or "
+            "--traffic-from.",
         ),
     ] = 60.0,
     capacity: Annotated[
@@ -566,7 +567,8 @@ def traffic(
     Two ListOffsets reads --window apart times bytes per offset (log size over offset span);
     fan-out: consumer groups whose committed offset advanced. Network in per broker: the rates
     of the partitions it holds; out: for those it leads, rate x (followers + fan-out). Needs
-    --bootstrap-server, or a --snapshot taken with `snapshot --traffic`. Read-only.
+    --bootstrap-server, or a --snapshot taken with `snapshot --traffic`; or, from any source,
+    --traffic-from prometheus://HOST:PORT: each partition's peak over --traffic-range. Read-only.
     """
     from kreplica.cli import traffic_cmd
 

@@ -13,6 +13,7 @@ from typing import Any
 from kreplica.cli import drained
 from kreplica.cli.common import (
     measure_traffic,
+    metrics_traffic,
     parse_broker_ids,
     parse_headroom,
     parse_log_dirs_mode,
@@ -21,6 +22,7 @@ from kreplica.cli.common import (
     source_spec,
     topic_names,
     topics_pattern,
+    wants_metrics,
 )
 from kreplica.cli.options import Options
 from kreplica.cli.present import show_plan
@@ -139,8 +141,19 @@ def rebalance(
         raise UsageError(f"--max-moves {max_moves}: give 0 or more")
     if by not in ("count", "bytes", "traffic"):
         raise UsageError(f"--by {by!r}: use count, bytes or traffic")
+    from_metrics = wants_metrics(opts)
+    if from_metrics and by != "traffic":
+        raise UsageError(f"--traffic-from gives rates to --by traffic, not --by {by}")
     spec = source_spec(opts)
-    snap = _rated(spec, window_s) if by == "traffic" else None
+    if from_metrics:  # the cluster as read, with Prometheus's peak rates
+        if window_s is not None:
+            raise UsageError(
+                "--traffic-window measures the brokers, --traffic-from reads Prometheus: "
+                "give one of them"
+            )
+        snap = metrics_traffic(opts, spec, snap=read_cluster(spec))[0]
+    else:
+        snap = _rated(spec, window_s) if by == "traffic" else None
     if snap is None:
         if window_s is not None:
             raise UsageError(

@@ -10,6 +10,7 @@ from kreplica.cli.common import (
     console,
     describe_source,
     measure_traffic,
+    metrics_traffic,
     parse_broker_ids,
     parse_headroom,
     parse_log_dirs_mode,
@@ -20,6 +21,7 @@ from kreplica.cli.common import (
     source_spec,
     topic_names,
     topics_pattern,
+    wants_metrics,
 )
 from kreplica.cli.config import SourceSpec
 from kreplica.cli.options import Options, OutputFormat
@@ -268,7 +270,14 @@ def snapshot(
     from kreplica.sources.snapshot import dump_snapshot, snapshot_to_dict
 
     spec = source_spec(opts)
-    if traffic_s is not None:
+    if wants_metrics(opts):
+        if traffic_s is not None:
+            raise UsageError(
+                "give --traffic SECONDS (measured through the brokers) or --traffic-from "
+                "(read from Prometheus), not both"
+            )
+        snap = metrics_traffic(opts, spec, topics)[0]
+    elif traffic_s is not None:
         snap = measure_traffic(spec, traffic_s, list(dict.fromkeys(topics)))[0]
     else:
         snap = read_cluster(spec, list(dict.fromkeys(topics)))

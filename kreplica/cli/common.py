@@ -322,3 +322,38 @@ def measure_traffic(
         return measure(source, window_s, wanted, progress=progress, check=check)
     finally:
         source.close()
+
+
+def wants_metrics(opts: Options) -> bool:
+    """True when rates come from metrics (--traffic-from); --traffic-range alone is refused."""
+    if opts.traffic_range is not None and not opts.traffic_from:
+        raise UsageError(
+            "--traffic-range is how far back Prometheus is read: give --traffic-from "
+            "prometheus://HOST:PORT with it"
+        )
+    return bool(opts.traffic_from)
+
+
+def metrics_traffic(
+    opts: Options,
+    spec: SourceSpec,
+    topics: Sequence[str] = (),
+    check: Any = None,
+    snap: ClusterSnapshot | None = None,
+) -> Any:
+    """(the cluster from `spec`, or `snap`, with each partition's peak rate over
+    --traffic-range read from --traffic-from, the measurements); `check(snapshot)` first."""
+    from kreplica.sources.prometheus import DEFAULT_RANGE, parse_duration, parse_url, read_traffic
+
+    assert opts.traffic_from is not None
+    range_text = opts.traffic_range or DEFAULT_RANGE
+    parse_url(opts.traffic_from)  # before reading the cluster: bad input costs nothing
+    parse_duration(range_text)
+    wanted = list(dict.fromkeys(topics)) or None
+    if snap is None:
+        snap = read_cluster(spec, wanted)
+    if check is not None:
+        check(snap)
+    if opts.timeout is None:
+        return read_traffic(opts.traffic_from, range_text, snap, wanted)
+    return read_traffic(opts.traffic_from, range_text, snap, wanted, timeout_s=opts.timeout)

@@ -84,6 +84,8 @@ class Options:
     stall_timeout: float = 300.0
     resume: bool = False
     via: str | None = None  # None: kafka, or for --resume the way the journal records
+    traffic_from: str | None = None  # prometheus://HOST:PORT: rates from metrics
+    traffic_range: str | None = None  # None: sources.prometheus.DEFAULT_RANGE
 
 
 def _param(name: str, annotation: Any, default: Any) -> inspect.Parameter:
@@ -168,6 +170,38 @@ SOURCE = [
                 metavar="SECONDS",
                 help="Give up on an unreachable cluster after this long (default: the named "
                 "cluster's timeout_s, else 15).",
+                rich_help_panel=SOURCE_PANEL,
+            ),
+        ],
+        None,
+    ),
+]
+
+# where the commands that read rates (traffic, snapshot, rebalance --by traffic) may read them
+TRAFFIC_FROM = [
+    _param(
+        "traffic_from",
+        Annotated[
+            str | None,
+            typer.Option(
+                "--traffic-from",
+                metavar="prometheus://HOST:PORT",
+                help="Read partition rates from Prometheus (the JMX exporter's Kafka names) "
+                "instead of measuring them through the brokers.",
+                rich_help_panel=SOURCE_PANEL,
+            ),
+        ],
+        None,
+    ),
+    _param(
+        "traffic_range",
+        Annotated[
+            str | None,
+            typer.Option(
+                "--traffic-range",
+                metavar="DURATION",
+                help="With --traffic-from: each partition's peak rate over this much history "
+                "(e.g. 7d; default 5m).",
                 rich_help_panel=SOURCE_PANEL,
             ),
         ],

@@ -80,6 +80,9 @@ def _info_lines(info: Any) -> list[str]:
     if any(len(b.log_dirs) > 1 for b in info.brokers):
         lines += ["", "broker  log dirs"]
         lines += [f"{b.id:<6}  {','.join(b.log_dirs)}" for b in info.brokers]
+    if info.prometheus:
+        lines += ["", f"prometheus   http://{info.prometheus} (scrapes each broker's JMX exporter)"]
+        lines.append(f"rates from   --traffic-from prometheus://{info.prometheus}")
     if info.security != "plaintext":
         lines += ["", f"security     {info.security} (users admin and readonly; ACLs)"]
         lines += [
@@ -137,6 +140,14 @@ def up(
             help="Log dirs per broker (JBOD: log.dirs=DIR1,...,DIRN); 1 by default.",
         ),
     ] = 1,
+    metrics: Annotated[
+        bool,
+        typer.Option(
+            "--metrics",
+            help="Also Prometheus's JMX exporter agent on each broker (Kafka example rules) "
+            "and a Prometheus server scraping them: for `--traffic-from prometheus://...`.",
+        ),
+    ] = False,
     output: OutputOpt = Output.table,
 ) -> None:
     """Start a sandbox: ZooKeeper and brokers, or a KRaft quorum.
@@ -154,6 +165,7 @@ def up(
         timeout_s=timeout,
         security=security.value,
         log_dirs=log_dirs,
+        metrics=metrics,
     )
     if output is Output.json:
         _emit("sandbox up", info.to_dict())

@@ -7,7 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from kreplica.cli import output
-from kreplica.cli.common import console, measure_traffic, source_spec
+from kreplica.cli.common import (
+    console,
+    measure_traffic,
+    metrics_traffic,
+    source_spec,
+    wants_metrics,
+)
 from kreplica.cli.options import Options, OutputFormat
 from kreplica.errors import UsageError
 from kreplica.model import ClusterSnapshot
@@ -43,7 +49,9 @@ def traffic(
         if raw_capacity is not None:
             capacities = check_capacities(raw_capacity, snap.broker_ids(), str(capacity))
 
-    if spec.kind == "snapshot":
+    if wants_metrics(opts):  # any source's topology, Prometheus's rates
+        snap, measured = metrics_traffic(opts, spec, topics, check)
+    elif spec.kind == "snapshot":
         assert spec.snapshot is not None
         snap = SnapshotFileSource(spec.snapshot).snapshot(topics or None)
         require_rates(snap, spec.snapshot)

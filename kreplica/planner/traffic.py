@@ -29,16 +29,32 @@ NO_SIZE = "no-size"  # the brokers gave no log size: rate not measurable
 FANOUT_UNKNOWN = "fanout-unknown"  # a group is assigned it but committed nothing new
 OFFLINE = "offline"  # no leader to answer for its offsets: not measured
 NOT_MEASURED = "not-measured"  # a snapshot's partition stored without a rate
+NO_SERIES = "no-series"  # metrics (--traffic-from) have no window of it: not measured
+FANOUT_TOPIC = "fanout-topic"  # fan-out from its topic's bytes out / bytes in: an estimate
 
 NOTE_TEXT = {
     IDLE: "idle in the window (0 B/s)",
     COMPACTED: "compacted: bytes per offset is an estimate",
     TIERED: "tiered storage: the local log does not span its offsets, rate not measured",
-    NO_SIZE: "no log size from the brokers (DescribeLogDirs), rate not measured",
+    NO_SIZE: "no log size (DescribeLogDirs, or kafka_log_log_size), rate not measured",
     FANOUT_UNKNOWN: "a consumer group is assigned it but did not commit: fan-out unknown",
     OFFLINE: "no leader (offline): not measured",
     NOT_MEASURED: "stored without a rate (not measurable when measured)",
+    NO_SERIES: "no whole window of it in Prometheus (newer, or not scraped): not measured",
+    FANOUT_TOPIC: "fan-out is the topic's bytes out / bytes in (no committed offsets in metrics)",
 }
+
+
+# Prometheus's duration units (--traffic-range), in seconds
+UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
+
+
+def duration_text(seconds: float) -> str:
+    """`7d`, `5m`, `90s`: the largest unit that divides it."""
+    for unit in ("w", "d", "h", "m", "s"):
+        if seconds >= UNITS[unit] and seconds % UNITS[unit] == 0:
+            return f"{int(seconds // UNITS[unit])}{unit}"
+    return f"{seconds:g}s"
 
 
 def check_window(window_s: float) -> None:
@@ -185,6 +201,8 @@ def stored_traffic(snapshot: ClusterSnapshot) -> list[PartitionTraffic]:
                 notes = (COMPACTED,)
             if p.fanout is None and rate:
                 notes += (FANOUT_UNKNOWN,)
+            elif rate and snapshot.traffic is not None and snapshot.traffic.origin is not None:
+                notes += (FANOUT_TOPIC,)  # metrics have no committed offsets
             out.append(PartitionTraffic(p.topic, p.partition, rate, p.fanout, notes))
     return sorted(out, key=lambda m: (m.topic, m.partition))
 

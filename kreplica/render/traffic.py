@@ -13,7 +13,13 @@ from rich.table import Table
 from rich.text import Text
 
 from kreplica.model import ClusterSnapshot, Partition
-from kreplica.planner.traffic import NOTE_TEXT, BrokerTraffic, PartitionTraffic, bytes_out_per_s
+from kreplica.planner.traffic import (
+    NOTE_TEXT,
+    BrokerTraffic,
+    PartitionTraffic,
+    bytes_out_per_s,
+    duration_text,
+)
 from kreplica.render.markdown import _cell
 from kreplica.render.text import format_bytes
 
@@ -46,6 +52,8 @@ def traffic_data(
         "cluster_id": snapshot.cluster_id,
         "window_s": window.window_s if window else None,
         "measured_at": window.measured_at if window else None,
+        "peak_of_s": window.peak_of_s if window else None,
+        "traffic_from": window.origin if window else None,
         "partitions": [
             {
                 "topic": m.topic,
@@ -113,14 +121,25 @@ def _broker_rows(data: dict[str, Any]) -> list[list[str]]:
     ]
 
 
+def _when(data: dict[str, Any]) -> str:
+    at = data["measured_at"] or "an unknown time"
+    if data.get("traffic_from"):  # peaks of windows over a range, read from metrics
+        return (
+            f"peak of {duration_text(data['peak_of_s'])} rates over the "
+            f"{duration_text(data['window_s'])} before {at}, "
+            f"from {data['traffic_from']}"
+        )
+    window = f" over {data['window_s']:g}s" if data["window_s"] is not None else ""
+    return f"measured{window} at {at}"
+
+
 def summary_lines(data: dict[str, Any], limit: int) -> list[str]:
     """What the tables leave out, and what was not measurable and why."""
     lines = []
     total = len(data["partitions"])
     if total > limit:
         lines.append(f"{limit} busiest of {total} partitions shown; --output json lists all")
-    window = f" over {data['window_s']:g}s" if data["window_s"] is not None else ""
-    lines.append(f"measured{window} at {data['measured_at'] or 'an unknown time'}")
+    lines.append(_when(data))
     for note, count in data["notes"].items():
         lines.append(f"{count} partition(s): {NOTE_TEXT[note]}")
     if any(b["fanout_unknown"] for b in data["brokers"]):

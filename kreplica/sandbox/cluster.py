@@ -15,6 +15,7 @@ import time
 from collections.abc import Sequence
 
 from kreplica.errors import UsageError
+from kreplica.sandbox import metrics as _metrics
 from kreplica.sandbox import security as _security
 from kreplica.sandbox.jars import (
     SandboxError,
@@ -65,6 +66,7 @@ def up(
     timeout_s: float = 180,
     security: str = "plaintext",
     log_dirs: int = 1,
+    metrics: bool = False,
 ) -> SandboxInfo:
     """Start a sandbox and return once every broker is registered and answers metadata.
 
@@ -74,7 +76,10 @@ def up(
     `log_dirs`: log dirs per broker (JBOD, `log.dirs=DIR1,DIR2,...`), all on this machine's
     temporary storage. KRaft JBOD needs metadata.version 3.7-IV2 or later; `kafka-storage
     format` writes the release's latest production version (Kafka 4.x: far past it) into every
-    dir, the first of which also holds the metadata log."""
+    dir, the first of which also holds the metadata log.
+
+    `metrics`: each broker runs Prometheus's JMX exporter agent and a Prometheus server scrapes
+    them (`SandboxInfo.prometheus`; kreplica.sandbox.metrics)."""
     security = _security.check_mode(security)
     if mode not in ("zk", "kraft"):
         raise UsageError(f"sandbox mode {mode!r} is unknown: use zk or kraft")
@@ -106,6 +111,7 @@ def up(
 
     classpath = fetch(version)
     java = java_binary()
+    tools = _metrics.fetch() if metrics else None
     deadline = time.monotonic() + timeout_s
     for attempt in (1, 2):
         state_dir.mkdir(parents=True)
@@ -120,6 +126,7 @@ def up(
             brokers=brokers,
             security=security,
             log_dirs=log_dirs,
+            metrics=tools,
         )
         try:
             return launcher.start(deadline=deadline, timeout_s=timeout_s)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kreplica.sandbox import cds
+from kreplica.sandbox import metrics as _metrics
 from kreplica.sandbox import security as _security
 from kreplica.sandbox.client import quiet_admin
 from kreplica.sandbox.jars import SandboxError, major
@@ -101,8 +102,11 @@ class Launcher:
         brokers: int,
         security: str = "plaintext",
         log_dirs: int = 1,
+        metrics: _metrics.MetricsTools | None = None,
     ) -> None:
         self.mode = mode
+        self.metrics = metrics
+        self.metrics_ports: dict[int, int] = {}
         self.log_dir_count = log_dirs
         self.security_mode = security
         self.sec = _security.Security(mode="plaintext", dir=state_dir / "security")
@@ -140,15 +144,23 @@ class Launcher:
 
     # -- helpers
 
-    def _java(self, heap: list[str], node_dir: Path, main: str, *args: str) -> list[str]:
+    def _java(
+        self, heap: list[str], node_dir: Path, main: str, *args: str, broker: int | None = None
+    ) -> list[str]:
         shared = self.cds_flags
         if main == "kafka.Kafka" and self.recording:  # the first broker records (cds.py)
             shared, self.recording = self.recording, []
+        agent = []
+        if broker is not None and self.metrics is not None:
+            rules = self.dir / "jmx-exporter.yml"
+            port = self.metrics_ports[broker]
+            agent = [_metrics.agent_flag(self.metrics.agent_jar, port, rules)]
         return [
             self.java,
             *heap,
             *JVM_COMMON,
             *shared,
+            *agent,
             self.log_flag,
             f"-Dkafka.logs.dir={node_dir}",
             "-cp",
@@ -223,6 +235,7 @@ class Launcher:
             self._start_kraft_mode(deadline, timeout_s)
         self._wait_brokers_ready(deadline, timeout_s)
         cluster_id = self._wait_metadata(deadline, timeout_s)
+        self._start_prometheus(deadline, timeout_s)
         self._grant_acls(deadline, timeout_s)
         if self.mode == "zk":
             self.state["cluster_id"] = cluster_id
@@ -231,7 +244,10 @@ class Launcher:
         return info_from_state(self.state)
 
     def _broker_ports(self) -> dict[int, int]:
-        ports = free_ports(self.count)
+        ports = free_ports(self.count * (2 if self.metrics else 1))
+        if self.metrics is not None:  # each broker's JMX exporter listens on one more
+            self.metrics_ports = {i: ports[self.count + i - 1] for i in range(1, self.count + 1)}
+            (self.dir / "jmx-exporter.yml").write_text(_metrics.RULES)
         return {i: ports[i - 1] for i in range(1, self.count + 1)}
 
     def _data_dirs(self, node_dir: Path) -> list[Path]:
@@ -249,6 +265,7 @@ class Launcher:
                 "rack": self.racks[i],
                 "port": ports[i],
                 "log_dirs": [str(d) for d in self._data_dirs(self.dir / f"{node}-{i}")],
+                "metrics_port": self.metrics_ports.get(i),
             }
             for i in range(1, self.count + 1)
         ]
@@ -322,7 +339,7 @@ class Launcher:
                 "broker",
                 i,
                 [ports[i]],
-                self._java(BROKER_HEAP, node_dir, "kafka.Kafka", str(path)),
+                self._java(BROKER_HEAP, node_dir, "kafka.Kafka", str(path), broker=i),
                 self.dir / f"broker-{i}.log",
             )
 
@@ -430,7 +447,7 @@ class Launcher:
                 role,
                 i,
                 node_ports,
-                self._java(BROKER_HEAP, self.dir / f"node-{i}", "kafka.Kafka", str(path)),
+                self._java(BROKER_HEAP, self.dir / f"node-{i}", "kafka.Kafka", str(path), broker=i),
                 self.dir / f"node-{i}.log",
             )
 
@@ -468,6 +485,20 @@ class Launcher:
                     timeout_s, f"metadata to show brokers {want} (last seen {seen or 'none'})"
                 )
             time.sleep(0.3)
+
+    def _start_prometheus(self, deadline: float, timeout_s: float) -> None:
+        """--metrics: a Prometheus scraping every broker's exporter, once it has scraped each."""
+        if self.metrics is None:
+            return
+        (port,) = free_ports(1)
+        (self.dir / "prometheus.yml").write_text(_metrics.prometheus_config(self.metrics_ports))
+        self.state["prometheus"] = f"127.0.0.1:{port}"
+        command = _metrics.prometheus_command(self.metrics.prometheus, self.dir, port)
+        self._spawn("prometheus", None, [port], command, self.dir / "prometheus.log")
+        while not _metrics.wait_scraped(port, self.count, min(deadline, time.monotonic() + 1)):
+            self._check_alive()
+            if time.monotonic() > deadline:
+                raise self._timeout(timeout_s, "Prometheus to scrape every broker's exporter")
 
     def _grant_acls(self, deadline: float, timeout_s: float) -> None:
         """Secured: give `readonly` its ACLs and wait until they are in force."""

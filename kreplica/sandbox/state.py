@@ -41,6 +41,7 @@ class SandboxInfo:
     security: str = "plaintext"
     # user ("admin", "readonly") -> its client properties file (--command-config); secured only
     client_configs: Mapping[str, str] = field(default_factory=dict)
+    prometheus: str | None = None  # HOST:PORT of its Prometheus (up --metrics), else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -57,6 +58,7 @@ class SandboxInfo:
             "state_dir": self.state_dir,
             "security": self.security,
             "client_configs": dict(self.client_configs),
+            "prometheus": self.prometheus,
         }
 
 
@@ -128,6 +130,7 @@ def info_from_state(state: dict[str, Any]) -> SandboxInfo:
         state_dir=state["state_dir"],
         security=state.get("security", "plaintext"),
         client_configs=dict(state.get("client_configs") or {}),
+        prometheus=state.get("prometheus"),
     )
 
 

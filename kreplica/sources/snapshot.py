@@ -248,7 +248,17 @@ def _traffic_window(raw: Any, origin: str) -> TrafficWindow | None:
     if not isinstance(window, int | float) or isinstance(window, bool) or not window > 0:
         raise _fail(origin, "traffic.window_s", f"must be a number of seconds > 0, got {window!r}")
     measured_at = _opt_str(t.get("measured_at"), origin, "traffic.measured_at")
-    return TrafficWindow(float(window), measured_at or "")
+    peak_of = t.get("peak_of_s")
+    if peak_of is not None and (
+        not isinstance(peak_of, int | float) or isinstance(peak_of, bool) or not peak_of > 0
+    ):
+        raise _fail(
+            origin, "traffic.peak_of_s", f"must be a number of seconds > 0, got {peak_of!r}"
+        )
+    read_from = _opt_str(t.get("from"), origin, "traffic.from")
+    return TrafficWindow(
+        float(window), measured_at or "", None if peak_of is None else float(peak_of), read_from
+    )
 
 
 INF = float("inf")
@@ -497,7 +507,10 @@ def snapshot_to_dict(snapshot: ClusterSnapshot) -> dict[str, Any]:
 def _traffic_to_dict(traffic: TrafficWindow | None) -> dict[str, Any]:
     if traffic is None:
         return {}
-    return {"traffic": {"window_s": traffic.window_s, "measured_at": traffic.measured_at}}
+    out: dict[str, Any] = {"window_s": traffic.window_s, "measured_at": traffic.measured_at}
+    if traffic.origin is not None:  # rates from metrics: peaks over a range
+        out.update(peak_of_s=traffic.peak_of_s, **{"from": traffic.origin})
+    return {"traffic": out}
 
 
 def _topic_to_dict(t: Topic) -> dict[str, Any]:

@@ -225,9 +225,11 @@ def wait_broker_dead(info: SandboxInfo, broker_id: int, *, timeout_s: float = 90
 
 
 @contextmanager
-def private_cluster(label: str, mode: str, *, brokers: int = 3) -> Iterator[SandboxInfo]:
+def private_cluster(
+    label: str, mode: str, *, brokers: int = 3, metrics: bool = False
+) -> Iterator[SandboxInfo]:
     """A sandbox of this test session only (named `pytest-LABEL-MODE-PID`, so a later session
-    stops it if this one is killed before its teardown)."""
+    stops it if this one is killed before its teardown); `metrics`: with its Prometheus."""
     from kreplica import sandbox
 
     claim(f"private cluster {label}-{mode}")
@@ -235,7 +237,13 @@ def private_cluster(label: str, mode: str, *, brokers: int = 3) -> Iterator[Sand
     name = f"pytest-{label}-{mode}-{os.getpid()}"
     version = DEFAULT_ZK_VERSION if mode == "zk" else DEFAULT_KRAFT_VERSION
     with running_cluster(
-        backend="sandbox", mode=mode, brokers=brokers, racks=RACKS, kafka_version=version, name=name
+        backend="sandbox",
+        mode=mode,
+        brokers=brokers,
+        racks=RACKS,
+        kafka_version=version,
+        name=name,
+        metrics=metrics,
     ) as info:
         yield info
 

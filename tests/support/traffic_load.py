@@ -10,7 +10,8 @@ next) and took the whole worker down; here a crash fails only the case that used
 
     python -m tests.support.traffic_load BOOTSTRAP READ_TOPIC SILENT_TOPIC GROUP SPEC_JSON
 
-SILENT_TOPIC `-`: none (no silent topic, no group that does not commit).
+SILENT_TOPIC `-`: none (no silent topic, no group that does not commit). The tests start it
+with `traffic_load` (test_traffic_live, test_traffic_plan_live, test_traffic_prometheus).
 """
 
 from __future__ import annotations

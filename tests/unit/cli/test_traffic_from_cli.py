@@ -122,3 +122,16 @@ def test_rebalance_by_traffic_reads_its_rates_from_prometheus(cli: Any, closed_p
     )
     assert run.code == ExitCode.SOURCE  # it went to Prometheus for them, not to the file
     assert "cannot reach Prometheus" in _one_line(run.stderr)
+
+
+def test_a_window_and_prometheus_together_are_refused_before_reading(
+    cli: Any, closed_port: str
+) -> None:
+    """Two sources of rates: a usage error, before Prometheus (closed here) is asked."""
+    run = cli(
+        ["rebalance", "--by", "traffic", "--snapshot", str(EXAMPLE), "--traffic-from",
+         closed_port, "--traffic-window", "10", "--dry-run"]
+    )  # fmt: skip
+    assert run.code == ExitCode.USAGE
+    line = _one_line(run.stderr)
+    assert "--traffic-window" in line and "--traffic-from" in line

@@ -2,7 +2,8 @@
 never above what the replication throttle lets the receiving brokers take (Kafka's first fetch
 of a new replica bursts before the throttle's quota window fills, so bytes over a short time
 overstate the pace), and, for apply, bytes copied over a sliding window rather than since the
-start. The ETA follows from that rate. Pure: the caller brings the clock's readings."""
+start. The ETA follows from that rate, less the rate the partitions being copied are written
+at (kreplica.executor.writerate). Pure: the caller brings the clock's readings."""
 
 from __future__ import annotations
 
@@ -55,10 +56,12 @@ def capped(rate: float | None, cap: float | None) -> float | None:
     return min(rate, cap)
 
 
-def eta_s(left: int, rate: float | None) -> float | None:
-    """Seconds until `left` bytes are copied at `rate` (0 with nothing left; None: no rate)."""
+def eta_s(left: int, rate: float | None, writes: float = 0.0) -> float | None:
+    """Seconds until `left` bytes are copied at `rate` while the partitions being copied are
+    written at `writes` bytes/s (once per new replica: the copy gains on the leader at
+    rate - writes). 0 with nothing left; None: no rate yet, or one that never catches up."""
     if left <= 0:
         return 0.0
-    if not rate or rate <= 0:
+    if not rate or rate <= writes:
         return None
-    return left / rate
+    return left / (rate - writes)

@@ -21,7 +21,9 @@ naming the broker or log dir concerned:
 
 Bytes are those of the new replicas: per new replica the leader's log size is the total and its
 own log size (DescribeLogDirs, as apply measures progress) is what is copied; an in-sync new
-replica counts as fully copied.
+replica counts as fully copied. The ETA counts the bytes written while the copy runs: a new
+replica gains on its leader at its copy rate minus the partition's write rate (the plan's, or
+what its apply measured), so it is left / (rate - writes), and none when it never catches up.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from kreplica.executor.copyrate import eta_s
 from kreplica.render.text import format_bytes as fmt_bytes
 from kreplica.render.text import format_seconds as fmt_seconds
 
@@ -84,6 +87,13 @@ class PartitionFacts:
     isr: tuple[int, ...]
     new_replicas: tuple[ReplicaFacts, ...]
     tiered: bool = False
+    write_rate: float | None = None  # bytes/s written to it (plan or journal); None: unknown
+
+    @property
+    def writes(self) -> float:
+        """Bytes/s its copy must outrun: the write rate once per new replica not in sync."""
+        lagging = sum(1 for r in self.new_replicas if not r.in_sync)
+        return (self.write_rate or 0.0) * lagging
 
 
 @dataclass(frozen=True)
@@ -234,7 +244,7 @@ def partition_status(
     if state == "waiting":  # nothing is being built: a stray log elsewhere copies nothing
         copied, rate = 0, None
     left = total - copied
-    eta = left / rate if rate and rate > 0 and state == "moving" else None
+    eta = eta_s(left, rate, facts.writes) if rate and state == "moving" else None
 
     def out(code: str, detail: str) -> PartitionStatus:
         return PartitionStatus(name, state, copied, total, rate, eta, code, detail)
@@ -268,7 +278,7 @@ def partition_status(
     if bound is not None:
         detail, scale = bound
         rate = rate * scale if rate else rate
-        eta = left / rate if rate else None
+        eta = eta_s(left, rate, facts.writes) if rate else None
         return out("throttle-bound", detail)
     if facts.tiered:
         return out(
@@ -309,7 +319,8 @@ def plan_status(
     copied = sum(r.copied for r in rows)
     total = sum(r.total for r in rows)
     left = sum(r.total - r.copied for r in rows if r.state != "done")
-    eta = left / rate if rate else None
+    writes = sum(f.writes for f in partitions if f.in_flight)
+    eta = eta_s(left, rate, writes) if rate else None
     summary = StatusSummary(
         done=sum(1 for r in rows if r.state == "done"),
         moving=len(moving),

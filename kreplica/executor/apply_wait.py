@@ -23,7 +23,7 @@ from kreplica.executor.apply_base import (
 )
 from kreplica.executor.apply_pace import Pacing
 from kreplica.executor.cancel import cancel_marker
-from kreplica.executor.copyrate import CopyRate, capped, eta_s, throttle_cap
+from kreplica.executor.copyrate import CopyRate, capped, eta_rate, eta_s, throttle_cap
 from kreplica.executor.moves import Move
 from kreplica.executor.writerate import pending_writes
 from kreplica.model import ClusterSnapshot
@@ -124,7 +124,7 @@ class Waiting(Pacing):
             rate = capped(window.rate(), cap)
             synced = {k: parts[k].in_sync for k in pending if k in parts}
             writes = pending_writes(pending, moves, synced, self._rates)
-            eta = eta_s(total - copied, rate, writes)
+            eta = eta_s(total - copied, eta_rate(rate, cap), writes)
             progress: ev.Progress = {
                 "event": "progress",
                 "wave": wave,

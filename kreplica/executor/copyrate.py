@@ -11,6 +11,10 @@ from collections import deque
 from collections.abc import Iterable
 
 WINDOW_S = 20.0  # long enough to hold several polls, short enough to follow a pace change
+# A copy at this share of its throttle or more is throttle-bound: the throttle is an average
+# over Kafka's quota window, and a follower fetches up to 1 MB at a time, so the measured rate
+# hovers around it
+THROTTLE_SHARE = 0.8
 
 
 class CopyRate:
@@ -54,6 +58,15 @@ def capped(rate: float | None, cap: float | None) -> float | None:
     if rate is None or cap is None:
         return rate
     return min(rate, cap)
+
+
+def eta_rate(rate: float | None, cap: float | None) -> float | None:
+    """The rate an ETA counts on: the cap (the receiving brokers' throttles) when the copy is
+    throttle-bound, else the rate measured. Less the writes, a rate read a little under the
+    throttle would swing the ETA widely."""
+    if rate is not None and cap and rate >= THROTTLE_SHARE * cap:
+        return cap
+    return rate
 
 
 def eta_s(left: int, rate: float | None, writes: float = 0.0) -> float | None:

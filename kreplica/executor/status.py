@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kreplica.executor.copyrate import eta_s
+from kreplica.executor.copyrate import THROTTLE_SHARE, eta_s
 from kreplica.render.text import format_bytes as fmt_bytes
 from kreplica.render.text import format_seconds as fmt_seconds
 
@@ -48,10 +48,6 @@ REASONS = (
     "not-submitted",
     "unknown",
 )
-
-# A broker's traffic at this share of its throttle or more is throttle-bound (the throttle is
-# an average over Kafka's quota window, so the measured rate hovers a little under it).
-THROTTLE_SHARE = 0.8
 
 
 @dataclass(frozen=True)
@@ -125,6 +121,7 @@ class StatusSummary:
     total: int
     rate: float | None
     eta_s: float | None
+    writes: float = 0.0  # bytes/s written meanwhile to what is still copying (once per replica)
 
     def line(self) -> str:
         total = self.done + self.moving + self.waiting
@@ -133,8 +130,12 @@ class StatusSummary:
             text += f"; {fmt_bytes(self.copied)} of {fmt_bytes(self.total)} copied"
         if self.rate:
             text += f" at {fmt_bytes(int(self.rate))}/s"
+        if self.writes:
+            text += f", written at {fmt_bytes(int(self.writes))}/s"
         if self.eta_s is not None:
             text += f", ETA {fmt_seconds(self.eta_s)}"
+        elif self.rate and self.writes >= self.rate:
+            text += ", ETA never at this rate"
         return text
 
 
@@ -246,8 +247,14 @@ def partition_status(
     left = total - copied
     eta = eta_s(left, rate, facts.writes) if rate and state == "moving" else None
 
+    written = (
+        f"; written at {fmt_bytes(int(facts.write_rate))}/s"
+        if facts.write_rate and state == "moving"
+        else ""
+    )
+
     def out(code: str, detail: str) -> PartitionStatus:
-        return PartitionStatus(name, state, copied, total, rate, eta, code, detail)
+        return PartitionStatus(name, state, copied, total, rate, eta, code, detail + written)
 
     lagging = [r for r in facts.new_replicas if not r.in_sync]
     for replica in lagging:
@@ -329,6 +336,7 @@ def plan_status(
         total=total,
         rate=rate,
         eta_s=0.0 if all(r.state == "done" for r in rows) else eta,
+        writes=writes,
     )
     return rows, summary
 

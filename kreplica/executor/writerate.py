@@ -40,8 +40,9 @@ class BrokerLoad:
     partitions: tuple[tuple[Key, float], ...]  # (partition, its write rate), busiest first
 
     @property
-    def replicas(self) -> int:
-        return len(self.partitions)
+    def written(self) -> tuple[tuple[Key, float], ...]:
+        """The partitions of `partitions` that are written to (not idle)."""
+        return tuple((key, rate) for key, rate in self.partitions if rate > 0)
 
 
 def leader_of(move: Move, leaders: Mapping[Key, int | None]) -> int | None:
@@ -99,11 +100,18 @@ def broker_loads(
 def overloaded(loads: Iterable[BrokerLoad], throttle: int) -> list[BrokerLoad]:
     """The loads at or above the throttle (their moves never finish), worst first."""
     over = [load for load in loads if load.writes > 0 and load.writes >= throttle]
-    return sorted(over, key=lambda load: (-load.writes, load.wave, load.broker, load.side))
+    return sorted(over, key=_worst_first)
+
+
+def _worst_first(load: BrokerLoad) -> tuple[float, int, bool, int]:
+    # the most writes; on a tie the earlier wave, the receiving side (the one people look
+    # at), the lower broker id
+    return (-load.writes, load.wave, load.side != "follower", load.broker)
 
 
 def busiest(loads: Iterable[BrokerLoad]) -> BrokerLoad | None:
-    return max(loads, key=lambda load: (load.writes, -load.wave, -load.broker), default=None)
+    """The load that takes the largest share of its throttle."""
+    return min(loads, key=_worst_first, default=None)
 
 
 def copy_time_s(loads: Sequence[BrokerLoad], throttle: int) -> float | None:
@@ -137,11 +145,18 @@ def overload_text(over: Sequence[BrokerLoad], throttle: int) -> str:
     verb = "receive" if worst.side == "follower" else "send to"
     others = {(load.broker, load.side) for load in over[1:]} - {(worst.broker, worst.side)}
     besides = f" (and {len(others)} more broker throttle(s))" if others else ""
+    written = worst.written
+    if len(written) == 1:
+        ((t, p), _), *_ = written
+        what = f"the new replica of {t}-{p}, written at {rate_text(worst.writes)}"
+    else:
+        what = (
+            f"{len(written)} new replicas of partitions written at "
+            f"{rate_text(worst.writes)} together ({_named(written)})"
+        )
     return (
-        f"in {where} broker {worst.broker} would {verb} {worst.replicas} new replica(s) of "
-        f"partitions written at {rate_text(worst.writes)} together "
-        f"({_named(worst.partitions)}), at or above its {worst.side} throttle of "
-        f"{rate_text(throttle)}{besides}"
+        f"in {where} broker {worst.broker} would {verb} {what}, at or above its {worst.side} "
+        f"throttle of {rate_text(throttle)}{besides}"
     )
 
 
@@ -152,7 +167,7 @@ def refusal(over: Sequence[BrokerLoad], throttle: int, *, pace: bool) -> str:
     which = "the `pace` floor `throttle`" if pace else "`throttle`"
     fewer = (
         ", move fewer partitions through a broker at once (`max_per_broker`)"
-        if worst.replicas > 1 and worst.partitions[0][1] < throttle
+        if len(worst.written) > 1 and worst.written[0][1] < throttle
         else ""
     )
     return (

@@ -122,8 +122,8 @@ class ProgressPrinter:
         if busiest and throttle:
             share = float(busiest["bytes_in_per_s"]) / int(throttle)
             text += (
-                f"; they take {share:.0%} of broker {busiest['broker']}'s {busiest['side']} "
-                "throttle at most"
+                f"; the writes take {share:.0%} of broker {busiest['broker']}'s "
+                f"{busiest['side']} throttle at most"
             )
         if e.get("copy_s") is not None:
             text += f"; at the throttle the copy takes about {rate_text(1, e['copy_s'])[1]}"

@@ -8,10 +8,6 @@ only the silent group read)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +15,9 @@ import pytest
 
 from kreplica.sandbox import SandboxInfo
 from kreplica.testing import TopicSpec, create_topics
-from tests.support.cli import kreplica_env, run_kreplica
+from tests.support.cli import run_kreplica
 from tests.support.groups import per_mode
+from tests.support.traffic_load import traffic_load
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -28,38 +25,6 @@ RECORD = 2000  # bytes of each record's value (random: incompressible)
 RATES = {0: 64_000, 1: 32_000, 2: 16_000}  # B/s per partition of the read topic; 3 is idle
 SILENT_RATE = 24_000  # B/s to partition 0 of the topic only a non-committing group reads
 WINDOW = "6"
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@contextmanager
-def traffic_load(
-    bootstrap: str, read: str, silent: str, group: str, spec: dict[str, Any]
-) -> Iterator[str]:
-    """tests/support/traffic_load.py's producers and groups, in a process of their own, for the
-    duration of the block, from the moment they are ready; yields the committing group's name.
-    A load process that dies before it is ready (librdkafka's own crash, seen now and then on a
-    KRaft cluster just started: see the module) is started again, with groups of new names (a
-    dead member would hold its partitions until its session times out), twice at most."""
-    for attempt in range(3):
-        name = f"{group}-{attempt}"
-        load = subprocess.Popen(
-            [sys.executable, "-X", "faulthandler", "-m", "tests.support.traffic_load", bootstrap,
-             read, silent, name, json.dumps(spec)],
-            cwd=ROOT, env=kreplica_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        assert load.stdin is not None and load.stdout is not None
-        try:
-            if load.stdout.readline() == "ready\n":
-                yield name
-                return
-        finally:
-            load.stdin.close()
-            try:
-                load.wait(90)
-            except subprocess.TimeoutExpired:
-                load.kill()
-                load.wait()
-    raise AssertionError(f"the traffic load did not start in 3 tries (last exit {load.returncode})")
 
 
 def _rows(document: dict[str, Any], topic: str) -> dict[int, dict[str, Any]]:

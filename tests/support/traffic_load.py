@@ -1,8 +1,10 @@
-"""Known traffic for test_traffic_live, from a process of its own: paced producers on the read
-topic's partitions and on the silent topic, a consumer group committing as it reads one and a
-group that never commits reading the other. It prints `ready` once the committing group has
-offsets on every written partition and the silent group holds its partition, then runs until
-its standard input closes.
+"""Known traffic for the tests that measure it (test_traffic_live, test_apply_write_rate), from a
+process of its own: paced producers on the read topic's partitions and on the silent topic, a
+consumer group committing as it reads one and a group that never commits reading the other. It
+prints `ready` once the committing group has offsets on every written partition and the silent
+group holds its partition, then runs until its standard input closes. A SPEC without "silent"
+is producers only, on the read topic (no group): `ready` once they have written for a second.
+`traffic_load` runs it for the duration of a `with` block.
 
 Its own process, because librdkafka clients with threads of their own in the pytest process
 crashed it now and then (a segfault with no Python frame, after one mode's case and before the
@@ -14,10 +16,49 @@ next) and took the whole worker down; here a crash fails only the case that used
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 from kreplica.testing import group_reader, paced_producer
+from tests.support.cli import kreplica_env
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@contextmanager
+def traffic_load(
+    bootstrap: str, read: str, silent: str, group: str, spec: dict[str, Any]
+) -> Iterator[str]:
+    """tests/support/traffic_load.py's producers and groups, in a process of their own, for the
+    duration of the block, from the moment they are ready; yields the committing group's name.
+    A load process that dies before it is ready (librdkafka's own crash, seen now and then on a
+    KRaft cluster just started: see the module) is started again, with groups of new names (a
+    dead member would hold its partitions until its session times out), twice at most."""
+    for attempt in range(3):
+        name = f"{group}-{attempt}"
+        load = subprocess.Popen(
+            [sys.executable, "-X", "faulthandler", "-m", "tests.support.traffic_load", bootstrap,
+             read, silent, name, json.dumps(spec)],
+            cwd=ROOT, env=kreplica_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert load.stdin is not None and load.stdout is not None
+        try:
+            if load.stdout.readline() == "ready\n":
+                yield name
+                return
+        finally:
+            load.stdin.close()
+            try:
+                load.wait(90)
+            except subprocess.TimeoutExpired:
+                load.kill()
+                load.wait()
+    raise AssertionError(f"the traffic load did not start in 3 tries (last exit {load.returncode})")
 
 
 def committed(bootstrap: str, group: str) -> set[int]:
@@ -63,6 +104,12 @@ def main() -> None:
     bootstrap, read, silent, group, spec = sys.argv[1:6]
     rates = json.loads(spec)  # {"read": {partition: B/s}, "silent": B/s, "record": bytes}
     targets = {(read, int(p)): int(r) for p, r in rates["read"].items()}
+    if "silent" not in rates:  # producers only
+        with paced_producer(bootstrap, targets, record_bytes=int(rates["record"])):
+            time.sleep(1.0)
+            print("ready", flush=True)
+            sys.stdin.read()
+        return
     targets[(silent, 0)] = int(rates["silent"])
     with (
         paced_producer(bootstrap, targets, record_bytes=int(rates["record"])),

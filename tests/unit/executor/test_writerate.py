@@ -14,12 +14,17 @@ import pytest
 from kreplica.errors import ExitCode, ThrottleBelowWriteRate, UsageError
 from kreplica.executor.apply import Applier
 from kreplica.executor.apply_base import _Clock
-from kreplica.executor.copyrate import eta_s
+from kreplica.executor.copyrate import eta_rate, eta_s
 from kreplica.executor.journal import Journal
 from kreplica.executor.moves import Move
 from kreplica.executor.options import ApplyOptions
 from kreplica.executor.planfile import PlanFile, load_plan_file
-from kreplica.executor.status import PartitionFacts, ReplicaFacts, partition_status
+from kreplica.executor.status import (
+    PartitionFacts,
+    ReplicaFacts,
+    partition_status,
+    plan_status,
+)
 from kreplica.executor.writerate import (
     broker_loads,
     copy_time_s,
@@ -44,6 +49,7 @@ Key = tuple[str, int]
 # t-0 and t-1 both get a new replica on broker 3; t-2 one on broker 4
 START = {("t", 0): (1,), ("t", 1): (2,), ("t", 2): (1,)}
 TARGET = {("t", 0): (1, 3), ("t", 1): (2, 3), ("t", 2): (1, 4)}
+TWO_TO_BROKER_3 = "broker 3 would receive 2 new replicas of partitions written at 1.1 KiB/s"
 
 
 def _applier(
@@ -86,7 +92,7 @@ def test_a_receiving_broker_s_throttle_carries_the_writes_of_every_replica_it_bu
     over = overloaded(loads, 1000)
     assert [(o.broker, o.side) for o in over] == [(3, "follower")]
     line = refusal(over, 1000, pace=False)
-    assert "broker 3 would receive 2 new replica(s)" in line
+    assert TWO_TO_BROKER_3 in line
     assert "t-0 at 600 B/s, t-1 at 500 B/s" in line
     assert "follower throttle of 1000 B/s" in line
     assert "`max_per_broker`" in line and "`allow_under_write_rate`" in line
@@ -142,7 +148,7 @@ def test_apply_refuses_a_throttle_below_the_writes_and_writes_nothing(tmp_path: 
     with pytest.raises(ThrottleBelowWriteRate) as refused:
         applier.run()
     assert refused.value.exit_code == ExitCode.INFEASIBLE
-    assert "broker 3 would receive 2 new replica(s)" in refused.value.message
+    assert TWO_TO_BROKER_3 in refused.value.message
     assert cluster.measured == [sorted(TARGET)]  # the moving partitions only
     assert not cluster.submitted and not cluster.configs_set
     assert not (tmp_path / "plan.journal.jsonl").exists()
@@ -263,3 +269,24 @@ def test_a_plan_from_measured_traffic_carries_the_moved_partitions_rates(tmp_pat
     assert load_plan_file(tmp_path / "p.json").write_rates == {}
     no_traffic = plan_files(plan, ClusterSnapshot(snap.brokers, snap.topics, cluster_id="c"))
     assert "write_rates" not in no_traffic["plan_document"]
+
+
+def test_a_throttle_bound_copy_counts_on_the_throttle_for_its_eta() -> None:
+    # a follower fetches up to 1 MB at a time: at 244 KiB/s the rate read over 20 s swings
+    # around the throttle; less 197 KiB/s of writes, the ETA would swing from 15 min to never
+    cap = 250_000.0
+    assert eta_rate(202_000.0, cap) == cap
+    assert eta_rate(150_000.0, cap) == 150_000.0
+    assert eta_rate(None, cap) is None
+    assert eta_rate(150_000.0, None) == 150_000.0
+
+
+def test_status_says_what_the_copy_must_outrun() -> None:
+    replica = ReplicaFacts(broker=2, alive=True, in_sync=False, size=1000, rate=100.0)
+    slow = PartitionFacts(
+        "t", 0, (1, 2), (1, 2), True, 1, True, 3000, (1,), (replica,), write_rate=2048.0
+    )
+    rows, summary = plan_status([slow], {})
+    assert rows[0].eta_s is None and rows[0].detail.endswith("; written at 2.0 KiB/s")
+    assert summary.writes == 2048.0
+    assert summary.line().endswith("at 100 B/s, written at 2.0 KiB/s, ETA never at this rate")

@@ -8,6 +8,7 @@ from `snapshot --traffic`, no wait). With a throttle above the rate the same pla
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,15 @@ def _replicas(bootstrap: str, topic: str) -> list[int]:
     assert shown.returncode == 0, shown.stderr
     (found,) = json.loads(shown.stdout)["topics"]
     return list(found["partitions"][0]["replicas"])
+
+
+def _apply(bootstrap: str, plan: Path, throttle: str) -> subprocess.CompletedProcess[str]:
+    """Apply `plan` (its journal beside it) under `throttle`, measuring for 5 s what the plan
+    has no rate for."""
+    return run_kreplica(
+        "apply", str(plan), "--bootstrap-server", bootstrap, "--throttle", throttle,
+        "--rate-window", "5", cwd=plan.parent,
+    )  # fmt: skip
 
 
 def _unchanged(bootstrap: str, topic: str, before: list[int], plan: Path) -> None:
@@ -60,10 +70,7 @@ def test_a_throttle_below_the_write_rate_is_refused_and_above_it_runs(
     spec = {"read": {"0": RATE}, "record": 2000}
     with traffic_load(bootstrap, topic, "", f"write-rate-{mode}", spec):
         # measured now, on the moving partition only
-        refused = run_kreplica(
-            "apply", str(plan), "--bootstrap-server", bootstrap, "--throttle", LOW,
-            "--rate-window", "5", cwd=tmp_path,
-        )  # fmt: skip
+        refused = _apply(bootstrap, plan, LOW)
         assert refused.returncode == 4, refused.stderr
         assert "measuring the write rates of 1 moving partition: " in refused.stdout
         (line,) = [x for x in refused.stderr.splitlines() if x.strip()]
@@ -89,18 +96,12 @@ def test_a_throttle_below_the_write_rate_is_refused_and_above_it_runs(
         document = json.loads(carried.with_name("carried.kreplica.json").read_text())
         (row,) = document["write_rates"]["partitions"]
         assert abs(row["bytes_in_per_s"] - RATE) <= 0.1 * RATE, row
-        refused = run_kreplica(
-            "apply", str(carried), "--bootstrap-server", bootstrap, "--throttle", LOW,
-            "--rate-window", "5", cwd=tmp_path,
-        )  # fmt: skip
+        refused = _apply(bootstrap, carried, LOW)
         assert refused.returncode == 4, refused.stderr
         assert "measuring" not in refused.stdout  # the plan's rate: no wait
         _unchanged(bootstrap, topic, before, carried)
 
-        applied = run_kreplica(
-            "apply", str(plan), "--bootstrap-server", bootstrap, "--throttle", HIGH,
-            "--rate-window", "5", cwd=tmp_path,
-        )  # fmt: skip
+        applied = _apply(bootstrap, plan, HIGH)
         assert applied.returncode == 0, applied.stderr
         assert "write rates (measured now over 5" in applied.stdout
         assert "at the throttle the copy takes about" in applied.stdout

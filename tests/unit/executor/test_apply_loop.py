@@ -33,12 +33,16 @@ START = {("t", p): (p % 5 + 1,) for p in range(4)}
 TARGET = {k: (v[0], v[0] % 5 + 1) for k, v in START.items()}
 
 
-def _applier(tmp_path: Path, cluster: FakeCluster, **options: Any) -> Applier:
+def _applier(
+    tmp_path: Path, cluster: FakeCluster, *, plan: PlanFile | None = None, **options: Any
+) -> Applier:
+    """An apply of `plan` (default: TARGET from START, and t-4 created) on `cluster`, polling
+    without sleeping; the events it shows kept in `.events`."""
     events: list[dict[str, Any]] = []
     applier = Applier(
         cluster,
         FakeSubmitter(cluster),
-        _plan(tmp_path, TARGET, START),
+        plan or _plan(tmp_path, TARGET, START),
         Journal(tmp_path / "plan.journal.jsonl"),
         ApplyOptions(poll_interval_s=0, **options),
         events.append,

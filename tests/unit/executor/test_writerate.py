@@ -13,7 +13,6 @@ import pytest
 
 from kreplica.errors import ExitCode, ThrottleBelowWriteRate, UsageError
 from kreplica.executor.apply import Applier
-from kreplica.executor.apply_base import _Clock
 from kreplica.executor.copyrate import eta_rate, eta_s
 from kreplica.executor.journal import Journal
 from kreplica.executor.moves import Move
@@ -42,7 +41,8 @@ from kreplica.model import (
     TrafficWindow,
 )
 from kreplica.planner.serialize import plan_files
-from tests.unit.executor.fakes import FakeCluster, FakeSubmitter
+from tests.unit.executor.fakes import FakeCluster
+from tests.unit.executor.test_apply_loop import _applier as apply_with
 
 Key = tuple[str, int]
 
@@ -55,26 +55,10 @@ TWO_TO_BROKER_3 = "broker 3 would receive 2 new replicas of partitions written a
 def _applier(
     tmp_path: Path, cluster: FakeCluster, rates: dict[Key, float] | None = None, **options: Any
 ) -> Applier:
-    events: list[dict[str, Any]] = []
-    plan = PlanFile(
-        tmp_path / "plan.json",
-        TARGET,
-        START,
-        {},
-        {"kreplica_plan": 1, "write_rates": {"measured_at": "T0", "window_s": 20}},
-        write_rates=dict(rates or {}),
-    )
-    applier = Applier(
-        cluster,
-        FakeSubmitter(cluster),
-        plan,
-        Journal(tmp_path / "plan.journal.jsonl"),
-        ApplyOptions(poll_interval_s=0, **options),
-        events.append,
-        _Clock(sleep=lambda s: None),
-    )
-    applier.events = events  # type: ignore[attr-defined]
-    return applier
+    """An apply of TARGET from START whose plan document carries `rates`."""
+    document = {"kreplica_plan": 1, "write_rates": {"measured_at": "T0", "window_s": 20}}
+    plan = PlanFile(tmp_path / "plan.json", TARGET, START, {}, document, write_rates=rates or {})
+    return apply_with(tmp_path, cluster, plan=plan, **options)
 
 
 # -- the check, pure -------------------------------------------------------------------------

@@ -124,7 +124,7 @@ class Waiting(Pacing):
             rate = capped(window.rate(), cap)
             synced = {k: parts[k].in_sync for k in pending if k in parts}
             writes = pending_writes(pending, moves, synced, self._rates)
-            eta = eta_s(total - copied, eta_rate(rate, cap), writes)
+            eta = eta_s(total - copied, eta_rate(rate, cap, writes), writes)
             progress: ev.Progress = {
                 "event": "progress",
                 "wave": wave,

@@ -60,11 +60,11 @@ def capped(rate: float | None, cap: float | None) -> float | None:
     return min(rate, cap)
 
 
-def eta_rate(rate: float | None, cap: float | None) -> float | None:
-    """The rate an ETA counts on: the cap (the receiving brokers' throttles) when the copy is
-    throttle-bound, else the rate measured. Less the writes, a rate read a little under the
-    throttle would swing the ETA widely."""
-    if rate is not None and cap and rate >= THROTTLE_SHARE * cap:
+def eta_rate(rate: float | None, cap: float | None, writes: float = 0.0) -> float | None:
+    """The rate an ETA counts on: with writes to outrun, the cap (the receiving brokers'
+    throttles) when the copy is throttle-bound, since less the writes a rate read a little
+    under the throttle would swing the ETA widely; else the rate measured (the one shown)."""
+    if writes > 0 and rate is not None and cap and rate >= THROTTLE_SHARE * cap:
         return cap
     return rate
 

@@ -258,11 +258,12 @@ def test_a_plan_from_measured_traffic_carries_the_moved_partitions_rates(tmp_pat
 def test_a_throttle_bound_copy_counts_on_the_throttle_for_its_eta() -> None:
     # a follower fetches up to 1 MB at a time: at 244 KiB/s the rate read over 20 s swings
     # around the throttle; less 197 KiB/s of writes, the ETA would swing from 15 min to never
-    cap = 250_000.0
-    assert eta_rate(202_000.0, cap) == cap
-    assert eta_rate(150_000.0, cap) == 150_000.0
-    assert eta_rate(None, cap) is None
-    assert eta_rate(150_000.0, None) == 150_000.0
+    cap, writes = 250_000.0, 200_000.0
+    assert eta_rate(202_000.0, cap, writes) == cap
+    assert eta_rate(150_000.0, cap, writes) == 150_000.0
+    assert eta_rate(None, cap, writes) is None
+    assert eta_rate(150_000.0, None, writes) == 150_000.0
+    assert eta_rate(202_000.0, cap) == 202_000.0  # nothing to outrun: the rate shown
 
 
 def test_status_says_what_the_copy_must_outrun() -> None:

@@ -19,7 +19,7 @@ from typing import IO, Any
 from rich.console import Console
 
 from kreplica.errors import flag_words
-from kreplica.render.text import format_bytes, plural
+from kreplica.render.text import format_bytes, format_seconds, plural
 
 
 def eta_text(copied: int, total: int, elapsed_s: float) -> tuple[str, str]:
@@ -126,7 +126,7 @@ class ProgressPrinter:
                 f"{busiest['side']} throttle at most"
             )
         if e.get("copy_s") is not None:
-            text += f"; at the throttle the copy takes about {rate_text(1, e['copy_s'])[1]}"
+            text += f"; at the throttle the copy takes about {format_seconds(e['copy_s'])}"
         unknown = e.get("unknown") or []
         if unknown:
             shown = ", ".join(unknown[:3]) + (" and more" if len(unknown) > 3 else "")

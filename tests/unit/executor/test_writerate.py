@@ -5,6 +5,7 @@ cluster (the real one: tests/integration/test_apply_write_rate.py)."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,8 @@ from kreplica.model import (
     TrafficWindow,
 )
 from kreplica.planner.serialize import plan_files
+from kreplica.render.console import make_console
+from kreplica.render.progress import ProgressPrinter
 from tests.unit.executor.fakes import FakeCluster
 from tests.unit.executor.test_apply_loop import _applier as apply_with
 
@@ -275,3 +278,45 @@ def test_status_says_what_the_copy_must_outrun() -> None:
     assert rows[0].eta_s is None and rows[0].detail.endswith("; written at 2.0 KiB/s")
     assert summary.writes == 2048.0
     assert summary.line().endswith("at 100 B/s, written at 2.0 KiB/s, ETA never at this rate")
+
+
+def test_the_lines_say_the_rates_and_when_the_copy_cannot_catch_up() -> None:
+    out = io.StringIO()
+    printer = ProgressPrinter(make_console(out, width=300))
+    printer(
+        {
+            "event": "write-rates",
+            "source": "measured",
+            "measured": "measured now over 10 s",
+            "partitions": [
+                {"topic": "t", "partition": 0, "bytes_in_per_s": 204800.0},
+                {"topic": "t", "partition": 1, "bytes_in_per_s": 1024.0},
+            ],
+            "unknown": ["t-2"],
+            "bytes_in_per_s": 205824.0,
+            "throttle": 409600,
+            "busiest": {"broker": 3, "side": "follower", "wave": 1, "bytes_in_per_s": 204800.0},
+            "copy_s": 687.0,
+        }
+    )
+    progress = {
+        "event": "progress",
+        "wave": 1,
+        "done": 0,
+        "total": 1,
+        "bytes_copied": 1024,
+        "bytes_total": 4096,
+        "elapsed_s": 10.0,
+        "rate_bytes_per_s": 102400.0,
+        "eta_s": None,
+        "write_bytes_per_s": 204800.0,
+    }
+    printer(progress)
+    rates, line = out.getvalue().splitlines()
+    assert rates == (
+        "write rates (measured now over 10 s): 2 moving partitions written at 201.0 KiB/s in "
+        "all, the busiest t-0 at 200.0 KiB/s; the writes take 50% of broker 3's follower "
+        "throttle at most; at the throttle the copy takes about 11m27s; 1 without a rate, not "
+        "checked (t-2)"
+    )
+    assert line.endswith("100.0 KiB/s, written at 200.0 KiB/s, ETA never at this rate")

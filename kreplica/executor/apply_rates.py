@@ -6,7 +6,6 @@ finishes), then journalled and counted in the ETA."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Literal
 
 from kreplica.errors import ThrottleBelowWriteRate
 from kreplica.executor import events as ev
@@ -17,6 +16,7 @@ from kreplica.executor.writerate import (
     broker_loads,
     busiest,
     copy_time_s,
+    journalled_rates,
     overload_text,
     overloaded,
     refusal,
@@ -37,6 +37,10 @@ class RateCheck(ApplierState):
         `write-rates` event to journal once the apply starts (None: no rate known)."""
         copying = sorted({m.key for wave in [waiting, *waves] for m in wave if m.added})
         from_plan = {k: self.plan.write_rates[k] for k in copying if k in self.plan.write_rates}
+        # a resume counts what the interrupted run measured: no second wait
+        earlier = journalled_rates(self.journal.read()) if self.options.resume else {}
+        from_journal = {k: earlier[k] for k in copying if k in earlier and k not in from_plan}
+        from_plan.update(from_journal)
         missing = [k for k in copying if k not in from_plan]
         throttle = self.options.throttle
         measured: dict[Key, float | None] = {}
@@ -61,13 +65,18 @@ class RateCheck(ApplierState):
             self._over = over
             if over and not self.options.allow_under_write_rate:
                 raise ThrottleBelowWriteRate(refusal(over, throttle, pace=self.options.pace))
-        how: Literal["plan", "measured", "plan and measured"] = (
-            "plan" if not measured else "measured" if not from_plan else "plan and measured"
-        )
+        had = set(from_plan) - set(from_journal)
+        how = [
+            name
+            for name, used in (("plan", had), ("journal", from_journal), ("measured", measured))
+            if used
+        ]
         source: ev.WriteRates = {
             "event": "write-rates",
-            "source": how,
-            "measured": self._measured_text(bool(from_plan), window.window_s if window else None),
+            "source": " and ".join(how),
+            "measured": self._measured_text(
+                bool(had), bool(from_journal), window.window_s if window else None
+            ),
             "partitions": rate_rows(rates),
             "unknown": [_key_text(k) for k in copying if k not in rates],
             "bytes_in_per_s": round(sum(rates.values()), 1),
@@ -92,10 +101,12 @@ class RateCheck(ApplierState):
             }
         )
 
-    def _measured_text(self, planned: bool, window_s: float | None) -> str:
+    def _measured_text(self, planned: bool, journalled: bool, window_s: float | None) -> str:
         parts = []
         if planned:
             parts.append(f"from the plan, measured {self.plan.rates_measured}")
+        if journalled:
+            parts.append("as the interrupted apply measured them")
         if window_s is not None:
             parts.append(f"measured now over {window_s:g} s")
         return "; ".join(parts)

@@ -81,7 +81,7 @@ class WriteRates(TypedDict):
     from the plan document, measured before starting, or both; `status` reads them back."""
 
     event: Literal["write-rates"]
-    source: Literal["plan", "measured", "plan and measured"]
+    source: str  # where they come from: "plan", "journal" (a resume), "measured", joined by " and "
     measured: str  # when and over how long, in words
     partitions: list[dict[str, Any]]  # {topic, partition, bytes_in_per_s}, known rates only
     unknown: list[str]  # "topic-p" of the moving partitions without a rate (not checked)

@@ -34,15 +34,13 @@ def _write_rates(journal_path: Path, plan: Any) -> dict[tuple[str, int], float]:
     """Partition -> bytes/s written to it: the plan document's rates, updated by those the
     journal's applies counted (their last `write-rates`), for the ETA."""
     from kreplica.executor.journal import Journal
-    from kreplica.planner.serialize import parse_rate_rows
+    from kreplica.executor.writerate import journalled_rates
 
-    rates = dict(getattr(plan, "write_rates", {}))
     journal = Journal(journal_path)
-    if journal.exists():
-        for event in journal.read():
-            if event.get("event") == "write-rates":
-                rates.update(parse_rate_rows(event.get("partitions")))
-    return rates
+    return {
+        **getattr(plan, "write_rates", {}),
+        **(journalled_rates(journal.read()) if journal.exists() else {}),
+    }
 
 
 def _disks(snap: Any) -> dict[int, tuple[Any, ...]]:

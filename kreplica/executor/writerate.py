@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kreplica.executor.moves import Move
+from kreplica.planner.serialize import parse_rate_rows
 from kreplica.render.text import format_bytes
 
 Key = tuple[str, int]
@@ -175,6 +176,16 @@ def refusal(over: Sequence[BrokerLoad], throttle: int, *, pace: bool) -> str:
         f"{rate_text(worst.writes)}{fewer}, or pass `allow_under_write_rate` to apply anyway "
         "(nothing was written)"
     )
+
+
+def journalled_rates(events: Iterable[Mapping[str, object]]) -> dict[Key, float]:
+    """The write rates a plan's journal recorded (each apply's `write-rates`, the last one
+    winning), for a resume and for `status`."""
+    rates: dict[Key, float] = {}
+    for event in events:
+        if event.get("event") == "write-rates":
+            rates.update(parse_rate_rows(event.get("partitions")))
+    return rates
 
 
 def pending_writes(

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from kreplica.errors import ExitCode, ThrottleBelowWriteRate, UsageError
+from kreplica.errors import ExitCode, ThrottleBelowWriteRate, UsageError, flag_words
 from kreplica.executor.apply import Applier
+from kreplica.executor.apply_base import _Clock
 from kreplica.executor.copyrate import eta_rate, eta_s
 from kreplica.executor.journal import Journal
 from kreplica.executor.moves import Move
@@ -320,3 +321,40 @@ def test_the_lines_say_the_rates_and_when_the_copy_cannot_catch_up() -> None:
         "checked (t-2)"
     )
     assert line.endswith("100.0 KiB/s, written at 200.0 KiB/s, ETA never at this rate")
+
+
+def test_a_resume_counts_what_the_interrupted_run_measured(tmp_path: Path) -> None:
+    cluster = FakeCluster(START, polls=1000)
+    cluster.rates = {("t", 0): 600.0, ("t", 1): 500.0}
+    applier = _applier(tmp_path, cluster, throttle=2000, max_partitions=1)
+    sleeps = {"n": 0}
+
+    def crash(seconds: float) -> None:  # the process dies while the first wave moves
+        sleeps["n"] += 1
+        if sleeps["n"] == 2:
+            raise KeyboardInterrupt
+
+    applier.clock = _Clock(sleep=crash)
+    with pytest.raises(KeyboardInterrupt):
+        applier.run()
+    assert cluster.measured == [sorted(TARGET)]
+    for state in cluster.moving.values():
+        state[1] = 1  # the first wave finishes meanwhile
+    cluster.rates = {}  # a second measurement would find them idle
+    # resumed with a throttle under what broker 3 carries for t-1: refused, from the journal
+    with pytest.raises(ThrottleBelowWriteRate, match="the new replica of t-1, written at 500"):
+        _applier(tmp_path, cluster, resume=True, throttle=400, max_partitions=1).run()
+    resumed = _applier(tmp_path, cluster, resume=True, throttle=2000, max_partitions=1)
+    resumed.run()
+    assert all(cluster.assignment[k] == v for k, v in TARGET.items())
+    assert cluster.measured == [sorted(TARGET)]  # measured once, by the first run
+    shown = next(e for e in resumed.events if e["event"] == "write-rates")  # type: ignore[attr-defined]
+    assert shown["source"] == "journal"
+    assert shown["measured"] == "as the interrupted apply measured them"
+
+
+def test_under_pace_the_refusal_asks_for_a_higher_floor() -> None:
+    move = Move("t", 0, (1,), (1, 2), 100)
+    over = overloaded(broker_loads([[move]], {("t", 0): 5000.0}, {}), 1000)
+    line = flag_words(refusal(over, 1000, pace=True), {"throttle": "--throttle-min"})
+    assert "raise the --pace auto floor --throttle-min above 4.9 KiB/s" in line

@@ -231,6 +231,7 @@ def run_apply(
         "dir_moved": [f"{t}-{p}@{b}" for t, p, b in result.dir_moved],
         "completed_while_down": [f"{t}-{p}" for t, p in result.completed_meanwhile],
         "pace": result.pace,
+        "write_rates": result.write_rates,
     }
     if result.election is not None:
         data["election"] = {

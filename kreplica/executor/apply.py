@@ -208,6 +208,8 @@ class Applier(Waiting, DirMoves, RateCheck):
         self._started = True
         self._journal_complete(meanwhile)
         self._journal_write_rates(rates)
+        if rates is not None:
+            result.write_rates = {k: v for k, v in rates.items() if k != "event"}
         result.bytes_total = self._bytes_total([*waiting, *check.todo])
         self._report_leftovers("start", {})
         if check.todo and not waiting:  # nothing of ours moves yet: no throttle while waiting

@@ -142,6 +142,9 @@ class ApplyResult:
     # submitted by an earlier run, found done on resume (they finished while no kreplica ran)
     completed_meanwhile: list[Key] = field(default_factory=list)
     pace: dict[str, Any] | None = None  # --pace auto: rates, changes, canary figures
+    # the moving partitions' write rates and what they take of the throttle (the journal's
+    # `write-rates` without its kind; None: no rate known)
+    write_rates: dict[str, Any] | None = None
     election: Election | None = None  # the leader election after the moves, when asked for
 
 

@@ -146,8 +146,9 @@ def test_apply_runs_with_a_throttle_above_the_writes_and_journals_them(tmp_path:
     cluster = FakeCluster(START)
     cluster.rates = {("t", 0): 600.0, ("t", 1): 500.0}
     applier = _applier(tmp_path, cluster, throttle=2000)
-    applier.run()
+    result = applier.run()
     assert all(cluster.assignment[k] == v for k, v in TARGET.items())
+    assert result.write_rates is not None and result.write_rates["throttle"] == 2000
     journalled = Journal(tmp_path / "plan.journal.jsonl").read()
     rates = next(e for e in journalled if e["event"] == "write-rates")
     assert rates["source"] == "measured" and rates["throttle"] == 2000

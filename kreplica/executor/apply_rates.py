@@ -40,8 +40,8 @@ class RateCheck(ApplierState):
         # a resume counts what the interrupted run measured: no second wait
         earlier = journalled_rates(self.journal.read()) if self.options.resume else {}
         from_journal = {k: earlier[k] for k in copying if k in earlier and k not in from_plan}
-        from_plan.update(from_journal)
-        missing = [k for k in copying if k not in from_plan]
+        known = {**from_plan, **from_journal}
+        missing = [k for k in copying if k not in known]
         throttle = self.options.throttle
         measured: dict[Key, float | None] = {}
         window = None
@@ -49,7 +49,7 @@ class RateCheck(ApplierState):
             measured, window = self.cluster.write_rates(
                 missing, self.options.rate_window_s, self._measuring(len(missing))
             )
-        rates = {**from_plan, **{k: r for k, r in measured.items() if r is not None}}
+        rates = {**known, **{k: r for k, r in measured.items() if r is not None}}
         if not rates:
             if measured:
                 self._unknown_note(missing)
@@ -65,17 +65,20 @@ class RateCheck(ApplierState):
             self._over = over
             if over and not self.options.allow_under_write_rate:
                 raise ThrottleBelowWriteRate(refusal(over, throttle, pace=self.options.pace))
-        had = set(from_plan) - set(from_journal)
         how = [
             name
-            for name, used in (("plan", had), ("journal", from_journal), ("measured", measured))
+            for name, used in (
+                ("plan", from_plan),
+                ("journal", from_journal),
+                ("measured", measured),
+            )
             if used
         ]
         source: ev.WriteRates = {
             "event": "write-rates",
             "source": " and ".join(how),
             "measured": self._measured_text(
-                bool(had), bool(from_journal), window.window_s if window else None
+                bool(from_plan), bool(from_journal), window.window_s if window else None
             ),
             "partitions": rate_rows(rates),
             "unknown": [_key_text(k) for k in copying if k not in rates],

@@ -14,7 +14,6 @@ import pytest
 
 from kreplica.errors import ExitCode, ThrottleBelowWriteRate, UsageError, flag_words
 from kreplica.executor.apply import Applier
-from kreplica.executor.apply_base import _Clock
 from kreplica.executor.copyrate import eta_rate, eta_s
 from kreplica.executor.journal import Journal
 from kreplica.executor.moves import Move
@@ -47,6 +46,7 @@ from kreplica.render.console import make_console
 from kreplica.render.progress import ProgressPrinter
 from tests.unit.executor.fakes import FakeCluster
 from tests.unit.executor.test_apply_loop import _applier as apply_with
+from tests.unit.executor.test_apply_loop import dies_while_moving
 
 Key = tuple[str, int]
 
@@ -327,17 +327,7 @@ def test_the_lines_say_the_rates_and_when_the_copy_cannot_catch_up() -> None:
 def test_a_resume_counts_what_the_interrupted_run_measured(tmp_path: Path) -> None:
     cluster = FakeCluster(START, polls=1000)
     cluster.rates = {("t", 0): 600.0, ("t", 1): 500.0}
-    applier = _applier(tmp_path, cluster, throttle=2000, max_partitions=1)
-    sleeps = {"n": 0}
-
-    def crash(seconds: float) -> None:  # the process dies while the first wave moves
-        sleeps["n"] += 1
-        if sleeps["n"] == 2:
-            raise KeyboardInterrupt
-
-    applier.clock = _Clock(sleep=crash)
-    with pytest.raises(KeyboardInterrupt):
-        applier.run()
+    dies_while_moving(_applier(tmp_path, cluster, throttle=2000, max_partitions=1))
     assert cluster.measured == [sorted(TARGET)]
     for state in cluster.moving.values():
         state[1] = 1  # the first wave finishes meanwhile

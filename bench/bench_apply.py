@@ -134,9 +134,11 @@ def main() -> None:
             size = {p["partition"]: int(p.get("size_bytes") or 0) for p in parts}
 
             started = time.perf_counter()
+            # --rate-window 0: the topic is idle, and the figures stay comparable with those
+            # before apply measured write rates (10 s before the journal's start)
             proc = kreplica(
                 cwd, "expand", "-t", TOPIC, "--rf", "2", "--yes", "--out", "plan.json",
-                "--throttle", args.throttle, *source,
+                "--throttle", args.throttle, "--rate-window", "0", *source,
             )  # fmt: skip
             wall = time.perf_counter() - started
             if proc.returncode:

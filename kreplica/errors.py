@@ -55,6 +55,8 @@ FLAGS = {
     "additional": "--additional",
     "allow_under_min_isr": "--allow-under-min-isr",
     "allow_under_replicated": "--allow-under-replicated",
+    "allow_under_write_rate": "--allow-under-write-rate",
+    "rate_window_s": "--rate-window",
     "controller_settle_s": "--controller-settle",
     "window": "--window",
     "window_tz": "--window-tz",
@@ -86,7 +88,9 @@ class ExitCode(IntEnum):
     ERROR = 1  # a bug: rerun with --debug and report it
     USAGE = 2  # bad option, bad input file (a malformed snapshot, plan or config), two sources
     SOURCE = 3  # cannot read the cluster: unreachable, authentication, unknown topic
-    INFEASIBLE = 4  # the request cannot be met (RF above eligible brokers, fewer partitions, ...)
+    # the request cannot be met (RF above eligible brokers, fewer partitions, ...; apply: a
+    # throttle below the write rate of the partitions it carries)
+    INFEASIBLE = 4
     STALE_PLAN = 5  # the plan was made for another cluster or the cluster drifted since
     IN_PROGRESS = 6  # a reassignment is already in flight
     VERIFY_FAILED = 7  # verification after apply, or `check` found error-level problems
@@ -159,6 +163,14 @@ class UnknownTopicError(SourceError):
 class PlanInfeasible(KreplicaError):
     exit_code = ExitCode.INFEASIBLE
     code = "infeasible"
+
+
+class ThrottleBelowWriteRate(PlanInfeasible):
+    """Apply refused before writing anything: partitions of the plan are written faster than
+    the throttle that would carry their moves (kreplica.executor.writerate), which then never
+    finish."""
+
+    code = "throttle-below-write-rate"
 
 
 class StalePlan(KreplicaError):

@@ -52,6 +52,9 @@ def _deterministic_terminal(
     # catching up; tests/integration/test_pace.py turns them back on where it tests them.
     monkeypatch.setenv("KREPLICA_CONTROLLER_SETTLE", "0")
     monkeypatch.setenv("KREPLICA_ALLOW_UNDER_REPLICATED", "1")
+    # No write-rate measurement before a throttled apply (10 s each): the sandboxes' topics
+    # are idle; tests/integration/test_apply_write_rate.py measures where it tests it.
+    monkeypatch.setenv("KREPLICA_RATE_WINDOW", "0")
 
 
 # --------------------------------------------------------------------------- marks by directory

@@ -101,7 +101,11 @@ def cancel(
 ) -> None:
     plan = facade.load_plan(plan_path)
     roll_back = (
-        ApplyOptions(poll_interval_s=float(os.environ.get("KREPLICA_POLL_INTERVAL", "2")))
+        # the rollback's write rates: those its plan document carries, none measured (its
+        # apply's check passed with the same partitions and rate)
+        ApplyOptions(
+            poll_interval_s=float(os.environ.get("KREPLICA_POLL_INTERVAL", "2")), rate_window_s=0
+        )
         if rollback_finished
         else None
     )

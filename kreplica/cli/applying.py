@@ -160,6 +160,8 @@ def apply_options(opts: Options) -> ApplyOptions:
             allow_under_min_isr=opts.allow_under_min_isr,
             allow_under_replicated=opts.allow_under_replicated,
             controller_settle_s=opts.controller_settle,
+            rate_window_s=opts.rate_window,
+            allow_under_write_rate=opts.allow_under_write_rate,
             stall_timeout_s=opts.stall_timeout,
             poll_interval_s=float(os.environ.get("KREPLICA_POLL_INTERVAL", "2")),
             resume=opts.resume,
@@ -182,6 +184,8 @@ def run_apply(
 
     options = apply_options(opts)  # bad flags fail before anything connects
     options = dataclasses.replace(options, elect_leaders=elect_leaders)
+    if options.pace:  # the floor an error asks to raise is what --throttle-min gave
+        output.state().flag_names.setdefault("throttle", "--throttle-min")
     # before connecting: an empty plan is refused with nothing touched
     plan = facade.load_plan_to_apply(plan_path)
     journal_path = plan.paths["journal"]
@@ -227,6 +231,7 @@ def run_apply(
         "dir_moved": [f"{t}-{p}@{b}" for t, p, b in result.dir_moved],
         "completed_while_down": [f"{t}-{p}" for t, p in result.completed_meanwhile],
         "pace": result.pace,
+        "write_rates": result.write_rates,
     }
     if result.election is not None:
         data["election"] = {

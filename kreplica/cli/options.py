@@ -72,6 +72,8 @@ class Options:
     allow_under_min_isr: bool = False
     allow_under_replicated: bool = False
     controller_settle: float = 60.0
+    rate_window: float = 10.0
+    allow_under_write_rate: bool = False
     pace: str | None = None
     throttle_min: str | None = None
     throttle_max: str | None = None
@@ -696,6 +698,34 @@ APPLY = [
             ),
         ],
         60.0,
+    ),
+    _param(
+        "rate_window",
+        Annotated[
+            float,
+            typer.Option(
+                "--rate-window",
+                metavar="SECONDS",
+                help="With a throttle, measure the write rates of the moving partitions the "
+                "plan has none for over SECONDS before starting (0: do not measure).",
+                envvar="KREPLICA_RATE_WINDOW",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        10.0,
+    ),
+    _param(
+        "allow_under_write_rate",
+        Annotated[
+            bool,
+            typer.Option(
+                "--allow-under-write-rate",
+                help="Start although partitions are written faster than the throttle that "
+                "carries their moves (which then finish only once the writes slow down).",
+                rich_help_panel=APPLY_PANEL,
+            ),
+        ],
+        False,
     ),
     _param(
         "stall_timeout",

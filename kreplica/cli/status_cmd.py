@@ -48,6 +48,7 @@ def status(opts: Options, spec: SourceSpec, plan_path: Path, *, interval: float)
                     "total_bytes": summary.total,
                     "rate_bytes_per_s": round(summary.rate, 1) if summary.rate else None,
                     "eta_s": round(summary.eta_s, 1) if summary.eta_s is not None else None,
+                    "write_bytes_per_s": round(summary.writes, 1),
                     "line": summary.line(),
                 },
             }

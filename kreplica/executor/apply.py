@@ -1,7 +1,9 @@
 """Apply a plan safely: preflight, throttles, waves, progress, journal, and the way back.
 
     snapshot, in flight, journal  ->  preflight (refuse with nothing written)
-    journal "start"
+    write rates of the moving partitions (the plan's, else measured now): a throttle below
+               what it would carry in a wave is refused, nothing written (apply_rates)
+    journal "start", then the rates ("write-rates")
     throttles: Kafka's lists for the moving partitions, merged with what is set; the previous
                values go to the journal first ("throttle-set"), so they can always be restored;
                then every broker must report the rate kreplica set ("throttle-confirmed") or
@@ -18,9 +20,10 @@ Interrupted (Ctrl-C, a crash, kill -9): whatever was submitted keeps moving in t
 the throttles stay (removing them would unthrottle a running move) and `--resume` picks up from
 the journal without submitting anything twice. `cancel` stops the moves and restores throttles.
 
-The Applier's rooms: apply_base (its ports, result and state), apply_pace (windows, the byte
-budget, --pace auto), apply_wait (waiting for a wave, progress, stalls), apply_dirs (moves
-between log dirs), cancel (cancel and its marker); this module runs them in order.
+The Applier's rooms: apply_base (its ports, result and state), apply_rates (the moving
+partitions' write rates against the throttle), apply_pace (windows, the byte budget, --pace
+auto), apply_wait (waiting for a wave, progress, stalls), apply_dirs (moves between log dirs),
+cancel (cancel and its marker); this module runs them in order.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from kreplica.executor.apply_base import (
     _key_text,
 )
 from kreplica.executor.apply_dirs import DirMoves
+from kreplica.executor.apply_rates import RateCheck
 from kreplica.executor.apply_wait import Waiting
 from kreplica.executor.authz import CLUSTER, Need, apply_needs, throttle_needs
 from kreplica.executor.canary import CANARY_TOPIC, canary_assignment
@@ -75,7 +79,7 @@ from kreplica.executor.waves import expand_steps, plan_waves
 from kreplica.model import ClusterSnapshot
 
 
-class Applier(Waiting, DirMoves):
+class Applier(Waiting, DirMoves, RateCheck):
     """One apply (or resume) of one plan on one cluster."""
 
     # -- the whole run -----------------------------------------------------------------------
@@ -166,6 +170,25 @@ class Applier(Waiting, DirMoves):
             return result
         self._safe_start(in_flight)  # refused: nothing written, no journal
         self._require_permissions(check, dir_todo)  # refused: nothing written, no journal
+        sizes = {(t.name, p.partition): p.size_bytes for t in snapshot.topics for p in t.partitions}
+        waiting = [  # what the journal says was submitted, as it was submitted
+            Move(
+                k[0],
+                k[1],
+                tuple(submits[k].get("before") or ()),
+                tuple(submits[k]["after"]),
+                sizes.get(k),
+            )
+            for k in check.waiting
+        ]
+        waves = plan_waves(
+            self._steps(check.todo),
+            max_partitions=self.options.max_partitions,
+            max_per_broker=self.options.max_per_broker,
+            order=self.options.order,
+        )
+        # refused when a throttle is below the writes it carries: nothing written, no journal
+        rates = self._check_write_rates(snapshot, waiting, waves)
         start: ev.Start = {
             "event": "start",
             "plan": str(self.plan.path),
@@ -184,17 +207,9 @@ class Applier(Waiting, DirMoves):
         self.journal.append(start)
         self._started = True
         self._journal_complete(meanwhile)
-        sizes = {(t.name, p.partition): p.size_bytes for t in snapshot.topics for p in t.partitions}
-        waiting = [  # what the journal says was submitted, as it was submitted
-            Move(
-                k[0],
-                k[1],
-                tuple(submits[k].get("before") or ()),
-                tuple(submits[k]["after"]),
-                sizes.get(k),
-            )
-            for k in check.waiting
-        ]
+        self._journal_write_rates(rates)
+        if rates is not None:
+            result.write_rates = {k: v for k, v in rates.items() if k != "event"}
         result.bytes_total = self._bytes_total([*waiting, *check.todo])
         self._report_leftovers("start", {})
         if check.todo and not waiting:  # nothing of ours moves yet: no throttle while waiting
@@ -206,12 +221,7 @@ class Applier(Waiting, DirMoves):
             self._wait({m.key: m.after for m in waiting}, {m.key: m for m in waiting}, wave=0)
             result.moved += check.waiting
         wave_number = 0
-        for wave in plan_waves(
-            self._steps(check.todo),
-            max_partitions=self.options.max_partitions,
-            max_per_broker=self.options.max_per_broker,
-            order=self.options.order,
-        ):
+        for wave in waves:
             wave_number += 1
             self._wait_for_window(wave_number, wave)
             self._waves_started.append((self.clock.wall(), self._bytes_total(wave) or 0))

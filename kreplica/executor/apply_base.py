@@ -31,7 +31,8 @@ from kreplica.executor.safestart import ControllerFacts
 from kreplica.executor.throttle_confirm import broker_order, describe_missing, wait_applied
 from kreplica.executor.throttle_records import journal_throttles
 from kreplica.executor.throttles import one_less
-from kreplica.model import ClusterSnapshot
+from kreplica.executor.writerate import BrokerLoad
+from kreplica.model import ClusterSnapshot, TrafficWindow
 
 Key = tuple[str, int]
 MISMATCH_GRACE_S = 5.0  # how long a finished move may show other replicas (metadata lag)
@@ -85,6 +86,14 @@ class Cluster(Protocol):
     def alter_replica_log_dirs(
         self, targets: Mapping[DirKey, str], *, missing_ok: bool = False
     ) -> None: ...
+    # bytes/s written to each of `keys` over `window_s` (None: not measurable), and the window
+    # as measured; `progress` told (seconds waited, seconds to wait) while it waits
+    def write_rates(
+        self,
+        keys: Collection[Key],
+        window_s: float,
+        progress: Callable[[float, float], None] | None = None,
+    ) -> tuple[dict[Key, float | None], TrafficWindow]: ...
 
 
 @runtime_checkable
@@ -133,6 +142,9 @@ class ApplyResult:
     # submitted by an earlier run, found done on resume (they finished while no kreplica ran)
     completed_meanwhile: list[Key] = field(default_factory=list)
     pace: dict[str, Any] | None = None  # --pace auto: rates, changes, canary figures
+    # the moving partitions' write rates and what they take of the throttle (the journal's
+    # `write-rates` without its kind; None: no rate known)
+    write_rates: dict[str, Any] | None = None
     election: Election | None = None  # the leader election after the moves, when asked for
 
 
@@ -193,6 +205,11 @@ class ApplierState:
         self._pace_sizes: dict[tuple[Key, int], int] = {}  # new replica -> bytes, last sample
         self._pace_log: dict[str, Any] = {}
         self._waves_started: list[tuple[float, int]] = []  # (wall time, bytes) for the budget
+        # the moving partitions' write rates (apply_rates), counted in the ETA, and the broker
+        # throttles they overload (kreplica.executor.writerate), let pass by
+        # `allow_under_write_rate`
+        self._rates: dict[Key, float] = {}
+        self._over: list[BrokerLoad] = []
 
     def _bytes_total(self, moves: Sequence[Move]) -> int | None:
         total = 0

@@ -1,6 +1,7 @@
 """Waiting for a wave: poll until every partition has its target replicas and nothing of it
-is in flight, journal each completion, show progress (bytes copied, rate), and report a
-stall: a new replica whose log has stopped growing."""
+is in flight, journal each completion, show progress (bytes copied, rate, and the ETA less
+the writes the copy must outrun), and report a stall: a new replica whose log has stopped
+growing."""
 
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ from kreplica.executor.apply_base import (
 )
 from kreplica.executor.apply_pace import Pacing
 from kreplica.executor.cancel import cancel_marker
-from kreplica.executor.copyrate import CopyRate, capped, eta_s, throttle_cap
+from kreplica.executor.copyrate import CopyRate, capped, eta_rate, eta_s, throttle_cap
 from kreplica.executor.moves import Move
+from kreplica.executor.writerate import pending_writes
 from kreplica.model import ClusterSnapshot
 
 
@@ -120,20 +122,23 @@ class Waiting(Pacing):
             window.add(now, copied)
             cap = self._receiving_cap(pending, moves, parts) or cap
             rate = capped(window.rate(), cap)
-            eta = eta_s(total - copied, rate)
-            self.emit(
-                {
-                    "event": "progress",
-                    "wave": wave,
-                    "done": done,
-                    "total": len(targets),
-                    "bytes_copied": copied,
-                    "bytes_total": total,
-                    "elapsed_s": round(now - started, 3),
-                    "rate_bytes_per_s": None if rate is None else round(rate, 1),
-                    "eta_s": None if eta is None else round(eta, 1),
-                }
-            )
+            synced = {k: parts[k].in_sync for k in pending if k in parts}
+            writes = pending_writes(pending, moves, synced, self._rates)
+            eta = eta_s(total - copied, eta_rate(rate, cap, writes), writes)
+            progress: ev.Progress = {
+                "event": "progress",
+                "wave": wave,
+                "done": done,
+                "total": len(targets),
+                "bytes_copied": copied,
+                "bytes_total": total,
+                "elapsed_s": round(now - started, 3),
+                "rate_bytes_per_s": None if rate is None else round(rate, 1),
+                "eta_s": None if eta is None else round(eta, 1),
+            }
+            if self._rates:
+                progress["write_bytes_per_s"] = round(writes, 1)
+            self.emit(progress)
             if pending and not sizes and now - last_progress >= self.options.stall_timeout_s:
                 stall = self._stall_event(pending, snapshot, now - last_progress)
                 if stalled_reported != stall["down"]:  # new, or its cause changed: say so

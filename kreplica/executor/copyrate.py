@@ -2,7 +2,8 @@
 never above what the replication throttle lets the receiving brokers take (Kafka's first fetch
 of a new replica bursts before the throttle's quota window fills, so bytes over a short time
 overstate the pace), and, for apply, bytes copied over a sliding window rather than since the
-start. The ETA follows from that rate. Pure: the caller brings the clock's readings."""
+start. The ETA follows from that rate, less the rate the partitions being copied are written
+at (kreplica.executor.writerate). Pure: the caller brings the clock's readings."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ from collections import deque
 from collections.abc import Iterable
 
 WINDOW_S = 20.0  # long enough to hold several polls, short enough to follow a pace change
+# A copy at this share of its throttle or more is throttle-bound: the throttle is an average
+# over Kafka's quota window, and a follower fetches up to 1 MB at a time, so the measured rate
+# hovers around it
+THROTTLE_SHARE = 0.8
 
 
 class CopyRate:
@@ -55,10 +60,21 @@ def capped(rate: float | None, cap: float | None) -> float | None:
     return min(rate, cap)
 
 
-def eta_s(left: int, rate: float | None) -> float | None:
-    """Seconds until `left` bytes are copied at `rate` (0 with nothing left; None: no rate)."""
+def eta_rate(rate: float | None, cap: float | None, writes: float = 0.0) -> float | None:
+    """The rate an ETA counts on: with writes to outrun, the cap (the receiving brokers'
+    throttles) when the copy is throttle-bound, since less the writes a rate read a little
+    under the throttle would swing the ETA widely; else the rate measured (the one shown)."""
+    if writes > 0 and rate is not None and cap and rate >= THROTTLE_SHARE * cap:
+        return cap
+    return rate
+
+
+def eta_s(left: int, rate: float | None, writes: float = 0.0) -> float | None:
+    """Seconds until `left` bytes are copied at `rate` while the partitions being copied are
+    written at `writes` bytes/s (once per new replica: the copy gains on the leader at
+    rate - writes). 0 with nothing left; None: no rate yet, or one that never catches up."""
     if left <= 0:
         return 0.0
-    if not rate or rate <= 0:
+    if not rate or rate <= writes:
         return None
-    return left / rate
+    return left / (rate - writes)

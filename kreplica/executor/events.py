@@ -76,6 +76,21 @@ class ThrottleConfirmed(TypedDict):
     down: NotRequired[list[int]]  # not asked: down (a broker reads its configs when it starts)
 
 
+class WriteRates(TypedDict):
+    """The write rates of the moving partitions apply counted (kreplica.executor.writerate):
+    from the plan document, measured before starting, or both; `status` reads them back."""
+
+    event: Literal["write-rates"]
+    source: str  # where they come from: "plan", "journal" (a resume), "measured", joined by " and "
+    measured: str  # when and over how long, in words
+    partitions: list[dict[str, Any]]  # {topic, partition, bytes_in_per_s}, known rates only
+    unknown: list[str]  # "topic-p" of the moving partitions without a rate (not checked)
+    bytes_in_per_s: float  # all of them together
+    throttle: int | None  # the throttle they were checked against (None: none set)
+    busiest: NotRequired[dict[str, Any]]  # {broker, side, wave, bytes_in_per_s}: the most load
+    copy_s: NotRequired[float]  # the copy at the throttle, counting the writes meanwhile
+
+
 class Elect(TypedDict):
     event: Literal["elect"]
     elected: list[str]  # "topic-p"
@@ -183,6 +198,15 @@ class Error(TypedDict):
 # -- shown -------------------------------------------------------------------------------------
 
 
+class RateMeasuring(TypedDict):
+    """Measuring the moving partitions' write rates before starting: so far, of how long."""
+
+    event: Literal["rate-measuring"]
+    waited_s: float
+    window_s: float
+    partitions: int
+
+
 class Warning(TypedDict):
     event: Literal["warning"]
     message: str
@@ -221,6 +245,9 @@ class Progress(TypedDict):
     # the ETA from it (kreplica.executor.copyrate); None: not measured yet
     rate_bytes_per_s: NotRequired[float | None]
     eta_s: NotRequired[float | None]
+    # bytes/s written meanwhile to the partitions still copying, once per new replica not in
+    # sync (the ETA counts the copy at rate - writes); only when their write rates are known
+    write_bytes_per_s: NotRequired[float]
 
 
 class Stall(TypedDict):
@@ -279,6 +306,7 @@ _Both = (
     | LeftoverThrottles
     | Elect
     | ThrottleConfirmed
+    | WriteRates
 )
 Record = (
     _Both
@@ -297,6 +325,7 @@ Record = (
 )
 Shown = (
     _Both
+    | RateMeasuring
     | Warning
     | Note
     | NothingToDo

@@ -87,6 +87,7 @@ EventKind = Literal[
     "nothing-to-do",
     "pace",
     "pace-start",
+    "rate-measuring",
     "partition-done",
     "progress",
     "resume-wait",
@@ -102,6 +103,7 @@ EventKind = Literal[
     "wave-start",
     "window-open",
     "window-wait",
+    "write-rates",
 ]
 EVENT_KINDS: tuple[EventKind, ...] = get_args(EventKind)
 

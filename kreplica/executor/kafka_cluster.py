@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kreplica.errors import KreplicaError, ReassignmentInProgress, SourceError
 from kreplica.executor.safestart import MIGRATION_FLAG
 from kreplica.executor.throttles import BROKER_KEYS, TOPIC_KEYS
-from kreplica.model import ClusterSnapshot
+from kreplica.model import ClusterSnapshot, TrafficWindow
 
 Key = tuple[str, int]
 FIRST_EPOCH = 1  # the first controller's epoch, ZooKeeper's and a KRaft quorum's
@@ -600,6 +600,32 @@ class KafkaCluster:
         admin = self.source.confluent_admin()
         for future in admin.delete_topics([topic], request_timeout=self.source.timeout_s).values():
             self.source.call(future, f"delete topic {topic}")
+
+    def write_rates(
+        self,
+        keys: Collection[Key],
+        window_s: float,
+        progress: Callable[[float, float], None] | None = None,
+    ) -> tuple[dict[Key, float | None], TrafficWindow]:
+        """Bytes/s written to each of `keys` (kreplica.sources.traffic: two ListOffsets reads
+        `window_s` apart times bytes per offset; no consumer group read)."""
+        from kreplica.sources.traffic import measure
+
+        wanted = set(keys)
+        snap, measured = measure(
+            self.source,
+            window_s,
+            sorted({topic for topic, _ in wanted}),
+            progress=progress,
+            partitions=wanted,
+            fanout=False,
+        )
+        rates = {
+            (m.topic, m.partition): m.bytes_in_per_s
+            for m in measured
+            if (m.topic, m.partition) in wanted
+        }
+        return rates, snap.traffic or TrafficWindow(window_s, "")
 
     def out_of_isr(self, exclude: Collection[Key] = ()) -> int:
         """Partitions with a replica out of the ISR now, cluster-wide (one Metadata request),

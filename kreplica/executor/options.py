@@ -8,6 +8,7 @@ from typing import Literal, get_args
 
 from kreplica.errors import UsageError
 from kreplica.executor.window import Window
+from kreplica.planner.traffic import MIN_WINDOW_S
 
 # the order moves start in; what a partition that changed since the plan does; the way a plan
 # is submitted (KIP-455 AlterPartitionReassignments or the /admin/reassign_partitions znode)
@@ -54,6 +55,12 @@ class ApplyOptions:
     window_tz: tzinfo | None = None
     window_floor: bool = False
     max_bytes_per_hour: int | None = None
+    # the write rates of the moving partitions (kreplica.executor.writerate): those the plan
+    # does not carry are measured over `rate_window_s` seconds before anything is written
+    # (0: not measured), when a `throttle` is set; a throttle under them is refused unless
+    # `allow_under_write_rate`
+    rate_window_s: float = 10.0
+    allow_under_write_rate: bool = False
     # after the moves, a preferred leader election for the plan's partitions led off their
     # first replica (drain, replace, rebalance); journalled, so a resume runs it too
     elect_leaders: bool = False
@@ -84,6 +91,11 @@ def options_problem(o: ApplyOptions) -> str | None:
             return f"`{name}` {rate}: give more than 0"
     if o.controller_settle_s < 0:
         return f"`controller_settle_s` {o.controller_settle_s:g}: give seconds >= 0 (0: no check)"
+    if o.rate_window_s != 0 and not o.rate_window_s >= MIN_WINDOW_S:
+        return (
+            f"`rate_window_s` {o.rate_window_s:g}: give 0 (no measurement) or "
+            f"{MIN_WINDOW_S:g} seconds or more (a shorter window is too short to measure a rate)"
+        )
     if o.stall_timeout_s <= 0:
         return f"`stall_timeout_s` {o.stall_timeout_s:g}: give a number of seconds > 0"
     if o.pace:

@@ -18,6 +18,7 @@ from kreplica.planner.serialize import (
     parse_log_dirs,
     parse_new_partitions,
     parse_plan_before,
+    parse_rate_rows,
     parse_reassignment_json,
 )
 from kreplica.userfiles import decode_json, read_user_file
@@ -56,6 +57,19 @@ class PlanFile:
     dirs: dict[tuple[str, int, int], str] = field(default_factory=dict)
     # (topic, partition, broker) -> its dir when the plan was made (plan document's before_dirs)
     before_dirs: dict[tuple[str, int, int], str] = field(default_factory=dict)
+    # partition -> bytes/s written to it, when the plan was made from measured traffic
+    # (the plan document's `write_rates`; {} for older plans and plans made without rates)
+    write_rates: dict[Key, float] = field(default_factory=dict)
+
+    @property
+    def rates_measured(self) -> str | None:
+        """When and over how long the plan's write rates were measured, in words."""
+        rates = (self.document or {}).get("write_rates")
+        if not isinstance(rates, dict):
+            return None
+        window = rates.get("window_s")
+        over = f" over {window:g} s" if isinstance(window, int | float) else ""
+        return f"{rates.get('measured_at') or 'at an unknown time'}{over}"
 
     @property
     def paths(self) -> dict[str, Path]:
@@ -147,7 +161,9 @@ def load_plan_file(path: Path) -> PlanFile:
 
     dirs = dir_targets(targets, parse_log_dirs(data))
     before_dirs = _before_dirs(document)
-    return PlanFile(path, targets, before, new, document, dirs, before_dirs)
+    written = (document or {}).get("write_rates")
+    rates = parse_rate_rows(written.get("partitions") if isinstance(written, dict) else None)
+    return PlanFile(path, targets, before, new, document, dirs, before_dirs, rates)
 
 
 def _before_dirs(document: dict[str, Any] | None) -> dict[tuple[str, int, int], str]:

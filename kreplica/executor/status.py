@@ -21,7 +21,9 @@ naming the broker or log dir concerned:
 
 Bytes are those of the new replicas: per new replica the leader's log size is the total and its
 own log size (DescribeLogDirs, as apply measures progress) is what is copied; an in-sync new
-replica counts as fully copied.
+replica counts as fully copied. The ETA counts the bytes written while the copy runs: a new
+replica gains on its leader at its copy rate minus the partition's write rate (the plan's, or
+what its apply measured), so it is left / (rate - writes), and none when it never catches up.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from kreplica.executor.copyrate import THROTTLE_SHARE, eta_s
 from kreplica.render.text import format_bytes as fmt_bytes
 from kreplica.render.text import format_seconds as fmt_seconds
 
@@ -45,10 +48,6 @@ REASONS = (
     "not-submitted",
     "unknown",
 )
-
-# A broker's traffic at this share of its throttle or more is throttle-bound (the throttle is
-# an average over Kafka's quota window, so the measured rate hovers a little under it).
-THROTTLE_SHARE = 0.8
 
 
 @dataclass(frozen=True)
@@ -84,6 +83,13 @@ class PartitionFacts:
     isr: tuple[int, ...]
     new_replicas: tuple[ReplicaFacts, ...]
     tiered: bool = False
+    write_rate: float | None = None  # bytes/s written to it (plan or journal); None: unknown
+
+    @property
+    def writes(self) -> float:
+        """Bytes/s its copy must outrun: the write rate once per new replica not in sync."""
+        lagging = sum(1 for r in self.new_replicas if not r.in_sync)
+        return (self.write_rate or 0.0) * lagging
 
 
 @dataclass(frozen=True)
@@ -115,6 +121,7 @@ class StatusSummary:
     total: int
     rate: float | None
     eta_s: float | None
+    writes: float = 0.0  # bytes/s written meanwhile to what is still copying (once per replica)
 
     def line(self) -> str:
         total = self.done + self.moving + self.waiting
@@ -123,8 +130,12 @@ class StatusSummary:
             text += f"; {fmt_bytes(self.copied)} of {fmt_bytes(self.total)} copied"
         if self.rate:
             text += f" at {fmt_bytes(int(self.rate))}/s"
+        if self.writes:
+            text += f", written at {fmt_bytes(int(self.writes))}/s"
         if self.eta_s is not None:
             text += f", ETA {fmt_seconds(self.eta_s)}"
+        elif self.rate and self.writes >= self.rate:
+            text += ", ETA never at this rate"
         return text
 
 
@@ -234,10 +245,16 @@ def partition_status(
     if state == "waiting":  # nothing is being built: a stray log elsewhere copies nothing
         copied, rate = 0, None
     left = total - copied
-    eta = left / rate if rate and rate > 0 and state == "moving" else None
+    eta = eta_s(left, rate, facts.writes) if rate and state == "moving" else None
+
+    written = (
+        f"; written at {fmt_bytes(int(facts.write_rate))}/s"
+        if facts.write_rate and state == "moving"
+        else ""
+    )
 
     def out(code: str, detail: str) -> PartitionStatus:
-        return PartitionStatus(name, state, copied, total, rate, eta, code, detail)
+        return PartitionStatus(name, state, copied, total, rate, eta, code, detail + written)
 
     lagging = [r for r in facts.new_replicas if not r.in_sync]
     for replica in lagging:
@@ -268,7 +285,7 @@ def partition_status(
     if bound is not None:
         detail, scale = bound
         rate = rate * scale if rate else rate
-        eta = left / rate if rate else None
+        eta = eta_s(left, rate, facts.writes) if rate else None
         return out("throttle-bound", detail)
     if facts.tiered:
         return out(
@@ -309,7 +326,8 @@ def plan_status(
     copied = sum(r.copied for r in rows)
     total = sum(r.total for r in rows)
     left = sum(r.total - r.copied for r in rows if r.state != "done")
-    eta = left / rate if rate else None
+    writes = sum(f.writes for f in partitions if f.in_flight)
+    eta = eta_s(left, rate, writes) if rate else None
     summary = StatusSummary(
         done=sum(1 for r in rows if r.state == "done"),
         moving=len(moving),
@@ -318,6 +336,7 @@ def plan_status(
         total=total,
         rate=rate,
         eta_s=0.0 if all(r.state == "done" for r in rows) else eta,
+        writes=writes,
     )
     return rows, summary
 

@@ -30,6 +30,19 @@ def _submitted_at(journal_path: Path) -> dict[tuple[str, int], float]:
     return out
 
 
+def _write_rates(journal_path: Path, plan: Any) -> dict[tuple[str, int], float]:
+    """Partition -> bytes/s written to it: the plan document's rates, updated by those the
+    journal's applies counted (their last `write-rates`), for the ETA."""
+    from kreplica.executor.journal import Journal
+    from kreplica.executor.writerate import journalled_rates
+
+    journal = Journal(journal_path)
+    return {
+        **getattr(plan, "write_rates", {}),
+        **(journalled_rates(journal.read()) if journal.exists() else {}),
+    }
+
+
 def _disks(snap: Any) -> dict[int, tuple[Any, ...]]:
     """Broker -> its log dirs as DirFacts. DescribeLogDirs gives an offline dir no figures;
     when no dir has figures (Kafka < 3.3) none is called offline."""
@@ -53,8 +66,9 @@ def _disks(snap: Any) -> dict[int, tuple[Any, ...]]:
 
 def gather(cluster: Any, plan: Any, interval_s: float, journal_path: Path) -> tuple[Any, ...]:
     """The raw facts status decides from: two DescribeLogDirs reads `interval_s` apart (the
-    growth of each new replica, as apply measures progress), the in-flight list, the brokers'
-    throttles and the journal's submit times (rates averaged since the submit)."""
+        growth of each new replica, as apply measures progress), the in-flight list, the brokers'
+        throttles, the journal's submit times (rates averaged since the submit) and the write rates
+    the plan or its apply knew (the ETA counts the bytes written meanwhile)."""
     from kreplica.executor.status import (
         PartitionFacts,
         ReplicaFacts,
@@ -74,6 +88,7 @@ def gather(cluster: Any, plan: Any, interval_s: float, journal_path: Path) -> tu
     snap = cluster.snapshot(topics)  # a topic this cluster lacks: one line, exit 3
     live = snap.live_broker_ids()
     submitted = _submitted_at(journal_path)
+    written = _write_rates(journal_path, plan)
     in_flight = cluster.in_flight()
     first = cluster.replica_bytes(topics, live)
     started = time.monotonic()
@@ -140,6 +155,7 @@ def gather(cluster: Any, plan: Any, interval_s: float, journal_path: Path) -> tu
                 isr=isr,
                 new_replicas=tuple(replicas),
                 tiered=key[0] in tiered,
+                write_rate=written.get(key),
             )
         )
     names = [str(b.id) for b in snap.brokers]

@@ -123,6 +123,8 @@ def rollback_document(
             "findings": [],
         }
     )
+    if "write_rates" in document:  # the same partitions move back: the same writes
+        out["write_rates"] = document["write_rates"]
     return out
 
 
@@ -142,7 +144,7 @@ def plan_document(
         before = _lazy(plan, after=False, log_dirs=False)
     else:
         before = _rows([(c.topic, c.partition, c.before or ()) for c in plan.reassignments])
-    return {
+    out: dict[str, Any] = {
         "kreplica_plan": PLAN_FORMAT_VERSION,
         "cluster_id": plan.cluster_id if plan.cluster_id is not None else snapshot.cluster_id,
         "snapshot_fingerprint": plan.snapshot_fingerprint,
@@ -154,6 +156,59 @@ def plan_document(
         "report": json.loads(json.dumps(dict(plan.report), sort_keys=True)),
         "findings": findings_json(plan.findings),
     }
+    rates = write_rates_json(plan, snapshot)
+    if rates is not None:
+        out["write_rates"] = rates
+    return out
+
+
+def write_rates_json(plan: Plan, snapshot: ClusterSnapshot) -> dict[str, Any] | None:
+    """The write rates of the partitions the plan copies (a replica added), from a snapshot
+    that carries measured traffic (None: it carries none): apply checks them against its
+    throttle and counts them in its ETA. Partitions measured without a rate are left out."""
+    if snapshot.traffic is None:
+        return None
+    moved = {(c.topic, c.partition) for c in plan.reassignments if c.added}
+    rates = {
+        (p.topic, p.partition): p.bytes_in_per_s
+        for t in snapshot.topics
+        for p in t.partitions
+        if (p.topic, p.partition) in moved
+    }
+    return {
+        "window_s": snapshot.traffic.window_s,
+        "measured_at": snapshot.traffic.measured_at,
+        "partitions": rate_rows(rates),
+    }
+
+
+def rate_rows(rates: Mapping[tuple[str, int], float | None]) -> list[dict[str, Any]]:
+    """Write rates as the plan document and apply's journal hold them, sorted; unknown ones
+    (None) left out."""
+    return [
+        {"topic": t, "partition": p, "bytes_in_per_s": round(rate, 1)}
+        for (t, p), rate in sorted(rates.items())
+        if rate is not None
+    ]
+
+
+def parse_rate_rows(rows: Any) -> dict[tuple[str, int], float]:
+    """(topic, partition) -> bytes/s from `rate_rows`' rows; a malformed row is left out (a
+    partition without a rate is measured, or not checked, as one the plan has no rate for)."""
+    out: dict[tuple[str, int], float] = {}
+    for row in rows if isinstance(rows, list) else []:
+        if not isinstance(row, dict):
+            continue
+        topic, partition, rate = row.get("topic"), row.get("partition"), row.get("bytes_in_per_s")
+        if (
+            isinstance(topic, str)
+            and isinstance(partition, int)
+            and isinstance(rate, int | float)
+            and not isinstance(rate, bool)
+            and rate >= 0
+        ):
+            out[(topic, partition)] = float(rate)
+    return out
 
 
 def _rows(rows: list[tuple[str, int, tuple[int, ...]]]) -> list[dict[str, Any]]:

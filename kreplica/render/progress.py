@@ -19,7 +19,7 @@ from typing import IO, Any
 from rich.console import Console
 
 from kreplica.errors import flag_words
-from kreplica.render.text import format_bytes, plural
+from kreplica.render.text import format_bytes, format_seconds, plural
 
 
 def eta_text(copied: int, total: int, elapsed_s: float) -> tuple[str, str]:
@@ -98,6 +98,40 @@ class ProgressPrinter:
             "every one",
             "warning",
         )
+
+    def _on_rate_measuring(self, e: dict[str, Any]) -> None:
+        self._print(
+            f"measuring the write rates of {plural(int(e['partitions']), 'moving partition')}: "
+            f"{float(e['waited_s']):.0f}s of {float(e['window_s']):g}s",
+            "muted",
+        )
+
+    def _on_write_rates(self, e: dict[str, Any]) -> None:
+        rows = e.get("partitions") or []
+        top = max(rows, key=lambda r: float(r["bytes_in_per_s"]), default=None)
+        text = (
+            f"write rates ({e['measured']}): {plural(len(rows), 'moving partition')} written "
+            f"at {format_bytes(int(e['bytes_in_per_s']))}/s in all"
+        )
+        if top is not None:
+            text += (
+                f", the busiest {top['topic']}-{top['partition']} at "
+                f"{format_bytes(int(top['bytes_in_per_s']))}/s"
+            )
+        busiest, throttle = e.get("busiest"), e.get("throttle")
+        if busiest and throttle:
+            share = float(busiest["bytes_in_per_s"]) / int(throttle)
+            text += (
+                f"; the writes take {share:.0%} of broker {busiest['broker']}'s "
+                f"{busiest['side']} throttle at most"
+            )
+        if e.get("copy_s") is not None:
+            text += f"; at the throttle the copy takes about {format_seconds(e['copy_s'])}"
+        unknown = e.get("unknown") or []
+        if unknown:
+            shown = ", ".join(unknown[:3]) + (" and more" if len(unknown) > 3 else "")
+            text += f"; {len(unknown)} without a rate, not checked ({shown})"
+        self._print(text)
 
     def _on_pace_start(self, e: dict[str, Any]) -> None:
         base = e.get("baseline_p99_ms")
@@ -181,9 +215,13 @@ class ProgressPrinter:
         else:
             rate, eta = eta_text(copied, size, float(e["elapsed_s"]))
         label = f"wave {e['wave']}" if e["wave"] else "resumed moves"
+        writes = float(e.get("write_bytes_per_s") or 0.0)
+        written = f", written at {format_bytes(int(writes))}/s" if writes else ""
+        if writes and e.get("eta_s") is None and (e.get("rate_bytes_per_s") or 0) > 0:
+            eta = "never at this rate"  # copied no faster than written
         line = (
             f"{label}: {done}/{total} partitions, {format_bytes(copied)} of "
-            f"{format_bytes(size)} copied, {rate}, ETA {eta}"
+            f"{format_bytes(size)} copied, {rate}{written}, ETA {eta}"
         )
         if self._status is not None:
             self._status.update(line)

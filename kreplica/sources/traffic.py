@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -174,20 +174,29 @@ def measure(
     progress: Progress | None = None,
     progress_every_s: float = 5.0,
     check: Callable[[ClusterSnapshot], None] | None = None,
+    partitions: Collection[Key] | None = None,
+    fanout: bool = True,
 ) -> tuple[ClusterSnapshot, list[PartitionTraffic]]:
     """Read the cluster, wait `window_s`, read again: the snapshot at the window's end with
     each partition's rate and fan-out in it, and the measurements with their notes. `check`
-    is given the first read, before the wait (bad input fails without waiting)."""
+    is given the first read, before the wait (bad input fails without waiting).
+    `partitions`: only these of the topics are measured (apply's moving ones); `fanout`
+    False: no consumer group is read (fan-out 0)."""
     check_window(window_s)
     admin = _admin_of(source)
     wanted = list(topics) if topics else None
     first = source.snapshot(wanted)
     if check is not None:
         check(first)
-    listed = {(p.topic, p.partition): p for t in first.topics for p in t.partitions}
+    listed = {
+        (p.topic, p.partition): p
+        for t in first.topics
+        for p in t.partitions
+        if partitions is None or (p.topic, p.partition) in partitions
+    }
     # a partition without a leader answers no ListOffsets: it is reported, not read
     keys = {key for key, p in listed.items() if p.current_leader is not None}
-    groups = _group_ids(admin)
+    groups = _group_ids(admin) if fanout else []
     commits_before = _commits(admin, groups, keys)
     ends_before, began = _timed(lambda: _latest(admin, keys))
     _wait(window_s, progress, progress_every_s)

@@ -10,8 +10,9 @@ next) and took the whole worker down; here a crash fails only the case that used
 
     python -m tests.support.traffic_load BOOTSTRAP READ_TOPIC SILENT_TOPIC GROUP SPEC_JSON
 
-SILENT_TOPIC `-`: none (no silent topic, no group that does not commit). The tests start it
-with `traffic_load` (test_traffic_live, test_traffic_plan_live, test_traffic_prometheus).
+SILENT_TOPIC `-`: none (no silent topic, no group that does not commit); SPEC_JSON without
+"silent": producers only (no group). The tests start it with `traffic_load` (test_traffic_live,
+test_traffic_plan_live, test_traffic_prometheus, test_apply_write_rate).
 """
 
 from __future__ import annotations
@@ -106,6 +107,12 @@ def main() -> None:
     bootstrap, read, silent, group, spec = sys.argv[1:6]
     rates = json.loads(spec)  # {"read": {partition: B/s}, "silent": B/s, "record": bytes}
     targets = {(read, int(p)): int(r) for p, r in rates["read"].items()}
+    if "silent" not in rates:  # producers only: no group at all
+        with paced_producer(bootstrap, targets, record_bytes=int(rates["record"])):
+            time.sleep(1.0)
+            print("ready", flush=True)
+            sys.stdin.read()
+        return
     quiet = silent == "-"  # no silent topic, no group that does not commit
     if not quiet:
         targets[(silent, 0)] = int(rates["silent"])

@@ -3,22 +3,24 @@ tested on the sandboxes in tests/integration), and a submitter for it."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from kreplica.executor.authz import Need
 from kreplica.executor.dirmoves import DirKey, ReplicaLog
 from kreplica.executor.safestart import ControllerFacts
-from kreplica.model import Broker, ClusterSnapshot, Partition, Topic
+from kreplica.model import Broker, ClusterSnapshot, Partition, Topic, TrafficWindow
 
 Key = tuple[str, int]
+MEASURED_AT = "2026-11-28T00:00:00Z"
 
 
 class FakeCluster:
     """The executor's unit tests' in-memory cluster: the whole port apply, resume and cancel
     use (kreplica.executor.apply_base.Cluster). Brokers 1-5 (`down` ones not alive); a
     reassignment finishes `polls` snapshots after it is submitted; configs kept as written;
-    what `require` was asked kept in `required` (everything is allowed)."""
+    what `require` was asked kept in `required` (everything is allowed); write rates from
+    `rates`, each measurement's partitions kept in `measured`."""
 
     last_path: str | None = None
 
@@ -31,6 +33,8 @@ class FakeCluster:
         self.created: list[tuple[str, int]] = []
         self.down: set[int] = set()
         self.required: list[Need] = []
+        self.rates: dict[Key, float | None] = {}  # what write_rates measures (default 0 B/s)
+        self.measured: list[list[Key]] = []  # the partitions each write_rates call measured
 
     def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
         for key in list(self.moving):
@@ -101,6 +105,17 @@ class FakeCluster:
                 self.moving.pop(key, None)  # cancelled: back to the old replicas
             else:
                 self.moving[key] = [tuple(target), self.polls, self.assignment[key]]
+
+    def write_rates(
+        self,
+        keys: Collection[Key],
+        window_s: float,
+        progress: Callable[[float, float], None] | None = None,
+    ) -> tuple[dict[Key, float | None], TrafficWindow]:
+        self.measured.append(sorted(keys))
+        if progress is not None:
+            progress(0.0, window_s)
+        return {k: self.rates.get(k, 0.0) for k in keys}, TrafficWindow(window_s, MEASURED_AT)
 
     def create_partitions(self, topic: str, total: int, new: Sequence[Sequence[int]]) -> None:
         have = sum(1 for t, _ in self.assignment if t == topic)

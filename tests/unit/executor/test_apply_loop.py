@@ -33,12 +33,16 @@ START = {("t", p): (p % 5 + 1,) for p in range(4)}
 TARGET = {k: (v[0], v[0] % 5 + 1) for k, v in START.items()}
 
 
-def _applier(tmp_path: Path, cluster: FakeCluster, **options: Any) -> Applier:
+def _applier(
+    tmp_path: Path, cluster: FakeCluster, *, plan: PlanFile | None = None, **options: Any
+) -> Applier:
+    """An apply of `plan` (default: TARGET from START, and t-4 created) on `cluster`, polling
+    without sleeping; the events it shows kept in `.events`."""
     events: list[dict[str, Any]] = []
     applier = Applier(
         cluster,
         FakeSubmitter(cluster),
-        _plan(tmp_path, TARGET, START),
+        plan or _plan(tmp_path, TARGET, START),
         Journal(tmp_path / "plan.journal.jsonl"),
         ApplyOptions(poll_interval_s=0, **options),
         events.append,
@@ -46,6 +50,21 @@ def _applier(tmp_path: Path, cluster: FakeCluster, **options: Any) -> Applier:
     )
     applier.events = events  # type: ignore[attr-defined]
     return applier
+
+
+def dies_while_moving(applier: Applier) -> None:
+    """Run `applier` until its process dies (Ctrl-C) at its second poll: while the first wave
+    moves."""
+    calls = {"n": 0}
+
+    def crash(seconds: float) -> None:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+
+    applier.clock = _Clock(sleep=crash)
+    with pytest.raises(KeyboardInterrupt):
+        applier.run()
 
 
 def test_waves_journal_throttles_and_new_partitions(tmp_path: Path) -> None:
@@ -66,17 +85,7 @@ def test_waves_journal_throttles_and_new_partitions(tmp_path: Path) -> None:
 
 def test_resume_waits_for_what_was_submitted_and_never_submits_it_twice(tmp_path: Path) -> None:
     cluster = FakeCluster(START, polls=1000)
-    applier = _applier(tmp_path, cluster, throttle=1000, max_partitions=2)
-    calls = {"n": 0}
-
-    def crash(seconds: float) -> None:  # the process dies while the first wave moves
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-
-    applier.clock = _Clock(sleep=crash)
-    with pytest.raises(KeyboardInterrupt):
-        applier.run()
+    dies_while_moving(_applier(tmp_path, cluster, throttle=1000, max_partitions=2))
     assert len(cluster.submitted) == 2 and cluster.configs_set  # throttles stay while moving
     with pytest.raises(UsageError, match="`resume`"):
         _applier(tmp_path, cluster).run()
@@ -148,17 +157,7 @@ def test_a_refused_apply_leaves_no_lock_file(tmp_path: Path) -> None:
 
 def test_resume_journals_what_finished_while_kreplica_was_down(tmp_path: Path) -> None:
     cluster = FakeCluster(START, polls=1000)
-    applier = _applier(tmp_path, cluster, max_partitions=2)
-    calls = {"n": 0}
-
-    def crash(seconds: float) -> None:
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-
-    applier.clock = _Clock(sleep=crash)
-    with pytest.raises(KeyboardInterrupt):
-        applier.run()
+    dies_while_moving(_applier(tmp_path, cluster, max_partitions=2))
     first_wave = sorted(cluster.moving)
     for state in cluster.moving.values():  # they finish while no kreplica runs
         state[1] = 0

@@ -33,6 +33,8 @@ REFUSED: list[tuple[dict[str, Any], str]] = [
     ({"max_bytes_per_hour": 0}, "`max_bytes_per_hour` 0: give more than 0"),
     ({"window_floor": True}, "`window_tz` and `window_floor` go with `window`"),
     ({"window": parse_window("01:00-05:00"), "window_floor": True}, "`window_floor` drops"),
+    ({"rate_window_s": 3.0}, "`rate_window_s` 3: give 0 (no measurement) or 5 seconds or more"),
+    ({"rate_window_s": -1.0}, "`rate_window_s` -1: give 0"),
 ]
 
 
@@ -74,6 +76,11 @@ def test_the_cli_says_the_same_refusal_with_its_flags() -> None:
     [
         (["--max-partitions", "0"], "error: --max-partitions 0: give 1 or more"),
         (["--order", "random"], "error: --order 'random': use plan, largest or smallest"),
+        (
+            ["--rate-window", "2"],
+            "error: --rate-window 2: give 0 (no measurement) or 5 seconds or more (a shorter "
+            "window is too short to measure a rate)",
+        ),
         (
             ["--pace", "auto", "--throttle-min", "2MB/s", "--throttle-max", "1MB/s"],
             "error: --throttle-min 2000000 is above --throttle-max 1000000; give a floor at or "

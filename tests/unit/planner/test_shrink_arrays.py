@@ -21,7 +21,7 @@ import itertools
 import random
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_arrays import columnar, random_cluster
 
@@ -194,6 +194,11 @@ def _one_dead(snap: ClusterSnapshot, rng: random.Random) -> ClusterSnapshot:
     return ClusterSnapshot(brokers, tuple(topics), "c")
 
 
+def _but_imbalance(findings):
+    return [f for f in findings if f.code != "imbalance"]
+
+
+@example(seed=98, rf=2, racks=4)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 100_000), rf=st.integers(1, 3), racks=st.integers(2, 4))
 def test_raising_rf_around_a_dead_broker_on_arrays_matches_the_object_planners_figures(
@@ -216,7 +221,11 @@ def test_raising_rf_around_a_dead_broker_on_arrays_matches_the_object_planners_f
         assert plan.report[key] == expected.report[key], key
     for name, value in plan.report["topic_spread_after"].items():
         assert value <= expected.report["topic_spread_after"][name], name
-    assert plan.findings == expected.findings
+    # the imbalance note names the worst spread, which the arrays may leave lower (seed 98,
+    # racks 4: 2 against 3); it is there only where the object planner's is
+    assert _but_imbalance(plan.findings) == _but_imbalance(expected.findings)
+    codes = {f.code for f in expected.findings}
+    assert "imbalance" not in {f.code for f in plan.findings} - codes
     alive = {b.id for b in snap.brokers if b.alive}
     racks_of = snap.racks()
     parts = {(t.name, p.partition): p for t in snap.topics for p in t.partitions}

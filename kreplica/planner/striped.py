@@ -26,9 +26,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import cmp_to_key
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from kreplica.kafka import java_compare_strings
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 __all__ = ["StripedMatch", "match_striped"]
 
@@ -431,8 +434,14 @@ def match_striped(
     for b in universe:
         members.setdefault(rack_of[b], []).append(b)
     best: StripedMatch | None = None
+    first_cycle: set[int] | None = None  # the same for every length that holds all of them
     for length in dict.fromkeys([len(universe), len(used)]):
-        fits = _Matcher(parts, rack_of, members, length).run()
+        if _one_cycle(parts, length):
+            if first_cycle is None:
+                first_cycle = _first_cycle_fits(parts, rack_of, members)
+            fits = first_cycle
+        else:
+            fits = _Matcher(parts, rack_of, members, length).run()
         match = StripedMatch(
             fitting=tuple(sorted(fits)),
             nonconforming=tuple(sorted(set(parts) - fits)),
@@ -444,3 +453,113 @@ def match_striped(
     if best is None or not best.fitting:
         return None
     return best
+
+
+# -- every partition in the first cycle: no search ------------------------------------------
+
+
+def _one_cycle(parts: Mapping[int, Sequence[int]], length: int) -> bool:
+    """Whether every partition falls in the first cycle (ids 0..length-1), where the search
+    has nothing to branch on (see `_first_cycle_fits`)."""
+    return min(parts) >= 0 and (length <= 1 or max(parts) < length)
+
+
+def _first_cycle_fits(
+    parts: Mapping[int, Sequence[int]],
+    rack_of: Mapping[int, _Rack],
+    members: Mapping[_Rack, list[int]],
+) -> set[int]:
+    """`_Matcher.run`'s answer when every partition is in the first cycle, without the search.
+
+    There every epoch is new, so each rack gives a broker at a partition's first visit (the
+    quirk of a rack that gave all its brokers one cycle earlier cannot arise), and the rings
+    are rotations of known orders: a partition's walk has no branch, and it pins the rack
+    ring's rotation (by its leader) and each used rack's broker rotation (position =
+    partitions before it on that rack, plus brokers it took there already, plus 1 but at
+    partition 0). Pins only agree
+    or clash, so the exact search fits all partitions exactly when their walks agree, and the
+    vote (each ring's most voted rotation, the lowest on a tie) keeps the partitions whose
+    walk needs only the winning rotations: both computed here for all partitions at once.
+    """
+    import numpy as np
+
+    rack_names = sorted(members, key=_rack_sort_key)
+    r = len(rack_names)
+    rack_index = {k: i for i, k in enumerate(rack_names)}
+    size = np.array([len(members[k]) for k in rack_names], dtype=np.int64)
+    position = {b: i for k in rack_names for i, b in enumerate(sorted(members[k]))}
+    ids = sorted(parts)
+    width = max(len(parts[p]) for p in ids)
+    n = len(ids)
+    rack = np.full((n, max(width, 1)), -1, dtype=np.int64)
+    pos = np.zeros((n, max(width, 1)), dtype=np.int64)
+    for row, p in enumerate(ids):
+        for j, b in enumerate(parts[p]):
+            rack[row, j] = rack_index[rack_of[b]]
+            pos[row, j] = position[b]
+    length = np.array([len(parts[p]) for p in ids], dtype=np.int64)
+    # walkable as _Matcher.walkable says: replicas, none twice (all brokers are known here)
+    ordered = np.sort(np.where(rack >= 0, rack * (1 << 32) + pos, -1), axis=1)
+    twice = ((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)).any(axis=1)
+    ok = (length > 0) & ~twice
+    p_arr = np.array(ids, dtype=np.int64)
+    # A rack's next position: one further per partition that used it (_states_before's
+    # bumps), and one more at this partition's first take, except for partition 0, whose
+    # epoch is the one every rack starts in.
+    uses = np.zeros((n, r), dtype=np.int64)
+    rows = np.repeat(np.arange(n), max(width, 1))
+    flat = rack.ravel()
+    uses[rows[flat >= 0], flat[flat >= 0]] = 1
+    uses[p_arr == 0] = 0
+    bumps = np.cumsum(uses, axis=0) - uses + (p_arr != 0)[:, None]
+    every = np.arange(n)
+    rack_base = (rack[:, 0] - p_arr % r) % r
+    taken = np.zeros((n, r), dtype=np.int64)
+    broker_base = np.full((n, r), -1, dtype=np.int64)
+
+    def take(live: npt.NDArray[np.bool_], j: npt.NDArray[np.int64]) -> None:
+        """Replica j of the live rows from its rack: its broker must sit at the rack's next
+        position (ring rotation agreeing with the walk's earlier pins of that rack)."""
+        at = every[live]
+        k = rack[at, j[at]]
+        b = (pos[at, j[at]] - (bumps[at, k] + taken[at, k])) % size[k]
+        before = broker_base[at, k]
+        ok[at] &= (before < 0) | (before == b)
+        broker_base[at, k] = b
+        taken[at, k] += 1
+
+    take(ok.copy(), np.zeros(n, dtype=np.int64))
+    i = np.ones(n, dtype=np.int64)  # the next replica to place
+    idx = p_arr % r  # the rack position visited
+    first = idx.copy()  # the leader's position, skipped once (-1 once skipped)
+    idle = np.zeros(n, dtype=np.int64)
+    while True:
+        live = ok & (i < length)
+        if not live.any():
+            break
+        ok &= ~(live & (idle > 2 * r + 1))  # no rack gives a broker
+        live &= ok
+        skip = live & (idx == first)
+        first[skip] = -1
+        step = live & ~skip
+        here = (rack_base + idx) % r
+        gives = taken[every, here] < size[here]
+        want = rack[every, np.minimum(i, width - 1)]
+        placing = step & gives
+        ok &= ~(placing & (here != want))
+        placing &= ok
+        take(placing, i)
+        i[placing] += 1
+        idle = np.where(placing, 0, np.where(live, idle + 1, idle))
+        idx = np.where(live, (idx + 1) % r, idx)
+    if not ok.any():
+        return set()
+    # the vote: rack ring by its rotation, each used rack's broker ring by its rotation
+    winner = np.argmax(np.bincount(rack_base[ok], minlength=r))
+    fits = ok & (rack_base == winner)
+    for k in range(r):
+        voted = ok & (broker_base[:, k] >= 0)
+        if voted.any():
+            best = np.argmax(np.bincount(broker_base[voted, k], minlength=int(size[k])))
+            fits &= (broker_base[:, k] < 0) | (broker_base[:, k] == best)
+    return {ids[row] for row in np.flatnonzero(fits).tolist()}

@@ -314,29 +314,44 @@ def _creation_over(
         ).reshape(len(chosen), shifts, rf)
         zero = lookup[columns.replicas[first_rows, :rf]]
         candidates = (pairs == zero[:, None, :]).all(axis=2)
-        for j, t in enumerate(group):
-            lo, hi = int(columns.start[t]), int(columns.start[t + 1])
-            p = columns.partition[lo:hi]
-            observed = lookup[columns.replicas[lo:hi, :rf]]
-            for shift in np.flatnonzero(candidates[j]).tolist():
-                expected = aware_replicas(
-                    order_arr,
-                    rack,
-                    len(names),
-                    rf,
-                    (p + int(start[j])) % n,
-                    (shift + p // n) % shifts,
-                )
-                if bool((expected == observed).all()):
-                    out[t] = KafkaLayout(
-                        tuple(order),
-                        int(start[j]),
-                        shift,
-                        True,
-                        tuple(range(hi - lo)),
-                        (),
-                        (),
-                        broker_racks,
-                    )
-                    break
+        # every topic's k-th candidate shift (ascending), all topics at once; the first that
+        # reproduces every partition is the one the search stops at
+        ranked = np.argsort(~candidates, axis=1, kind="stable")
+        tried = candidates.sum(axis=1)
+        found = np.full(len(chosen), -1, dtype=np.int64)
+        counts = np.diff(columns.start)[chosen]
+        for k in range(int(tried.max(initial=0))):
+            active = np.flatnonzero((tried > k) & (found < 0))
+            if not active.size:
+                break
+            lengths = counts[active]
+            owner = np.repeat(np.arange(len(active)), lengths)
+            offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+            rows = columns.start[chosen[active]][owner] + np.arange(int(lengths.sum()))
+            rows -= np.repeat(offsets, lengths)
+            p = columns.partition[rows]
+            shift = ranked[active, k]
+            expected = aware_replicas(
+                order_arr,
+                rack,
+                len(names),
+                rf,
+                (p + start[active][owner]) % n,
+                (shift[owner] + p // n) % shifts,
+            )
+            wrong = (expected != lookup[columns.replicas[rows, :rf]]).any(axis=1)
+            misses = np.bincount(owner[wrong], minlength=len(active))
+            found[active[misses == 0]] = shift[misses == 0]
+        for j in np.flatnonzero(found >= 0).tolist():
+            t = int(chosen[j])
+            out[t] = KafkaLayout(
+                tuple(order),
+                int(start[j]),
+                int(found[j]),
+                True,
+                tuple(range(int(counts[j]))),
+                (),
+                (),
+                broker_racks,
+            )
     return out

@@ -528,19 +528,21 @@ def first_cycle_rows(
     # A rack's next position: one further per partition of the topic that used it before
     # (_states_before's bumps), and one more at this partition's first take, except for
     # partition 0, whose epoch is the one every rack starts in.
-    uses = np.zeros((n, r), dtype=np.int64)
-    rows = np.repeat(np.arange(n), width)
+    uses = np.zeros((n, r), dtype=np.int32)  # (rows x racks) arrays in int32: 4 MB a
+    rows = np.repeat(np.arange(n), width)  # million rows and rack
     flat = rack.ravel()
     uses[rows[flat >= 0], flat[flat >= 0]] = 1
+    del rows, flat
     uses[pids == 0] = 0
-    before = np.cumsum(uses, axis=0) - uses
-    before -= np.concatenate([np.zeros((1, r), dtype=np.int64), np.cumsum(uses, axis=0)])[
-        start[topic]
-    ]
-    bumps = before + (pids != 0)[:, None]
+    bumps = np.cumsum(uses, axis=0, dtype=np.int32)
+    bumps -= uses
+    firsts = start[:-1][np.diff(start) > 0]
+    bumps -= np.repeat(bumps[firsts], np.diff(start)[np.diff(start) > 0], axis=0)
+    del uses
+    bumps += (pids != 0).astype(np.int32)[:, None]
     every = np.arange(n)
     rack_base = (rack[:, 0] - pids % r) % r
-    taken = np.zeros((n, r), dtype=np.int64)
+    taken = np.zeros((n, r), dtype=np.int32)
     broker_base = np.full((n, r), -1, dtype=np.int64)
 
     def take(live: npt.NDArray[np.bool_], j: npt.NDArray[np.int64]) -> None:

@@ -21,6 +21,7 @@ _BLOCK = 8 << 20
 _OPEN_OBJECT, _OPEN_ARRAY, _CLOSE_OBJECT, _CLOSE_ARRAY = map(ord, "{[}]")
 _QUOTE = ord('"')
 _TOPICS_KEY = re.compile(rb'"topics"[ \t\r\n]*:[ \t\r\n]*\Z')
+_ROOT = re.compile(rb"[ \t\r\n]*\{")  # the root is an object
 _BLANK = re.compile(rb"[ \t\r\n]*\Z")
 _COMMA = re.compile(rb"[ \t\r\n]*,[ \t\r\n]*\Z")
 
@@ -65,7 +66,7 @@ def topic_spans(raw: bytes) -> tuple[int, int, list[tuple[int, int]]] | None:
         starts += at[(before == 2) & (chars == _OPEN_OBJECT)].tolist()
         ends += at[(after == 2) & (chars == _CLOSE_OBJECT)].tolist()
         nested_arrays += at[(before == 2) & (chars == _OPEN_ARRAY)].tolist()
-    if inside or depth or raw.lstrip()[:1] != b"{":
+    if inside or depth or not _ROOT.match(raw):
         return None
     named = [a for a in arrays if _TOPICS_KEY.search(raw, max(0, a - 64), a)]
     if len(named) != 1:

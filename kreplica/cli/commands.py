@@ -174,9 +174,11 @@ def explain(opts: Options, *, topics: list[str]) -> None:
     spec = source_spec(opts)
     wanted = list(dict.fromkeys(topics))
     # only what is asked for, and no sizes (an explanation shows none): cheap on a large
-    # cluster; a whole snapshot file in columns (explained from its arrays)
-    whole_file = spec.kind == "snapshot" and not wanted
-    snap = read_cluster(spec, wanted, columnar=whole_file, sizes=whole_file)
+    # cluster; a snapshot file is read whole, in columns (explained from its arrays)
+    in_file = spec.kind == "snapshot"
+    snap = read_cluster(spec, None if in_file else wanted, columnar=in_file, sizes=in_file)
+    if in_file and wanted:
+        require_topics(snap, wanted)
     names = wanted or topic_list(snap)
     results = explain_topics(snap, names)
     if not results:

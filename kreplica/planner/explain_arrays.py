@@ -64,8 +64,10 @@ def explain_columns(
     dense = np.where(valid, slot, -1)
     del reps, slot
     measures = _Measures(snapshot, columns, ids, dense)
-    zk = aware_creation_layouts(columns, brokers)
-    striped = _striped_first_cycle(snapshot, columns, ids, dense)
+    asked = np.zeros(len(columns.topics), dtype=np.bool_)
+    asked[[index[name] for name in names]] = True
+    zk = aware_creation_layouts(columns, brokers, asked)
+    striped = _striped_first_cycle(snapshot, columns, ids, dense, asked)
     out = []
     for name in names:
         i = index[name]
@@ -104,11 +106,15 @@ def _searched(
 
 
 def _striped_first_cycle(
-    snapshot: ClusterSnapshot, columns: PartitionColumns, ids: I64, dense: I64
+    snapshot: ClusterSnapshot,
+    columns: PartitionColumns,
+    ids: I64,
+    dense: I64,
+    asked: npt.NDArray[np.bool_],
 ) -> dict[int, StripedMatch | None]:
-    """`match_striped`'s answer for the topics whose partitions all fall in the first cycle
-    for both cycle lengths it tries (all brokers, and those the topic uses), every such topic
-    at once (striped.first_cycle_rows)."""
+    """`match_striped`'s answer for the `asked` topics whose partitions all fall in the first
+    cycle for both cycle lengths it tries (all brokers, and those the topic uses), every such
+    topic at once (striped.first_cycle_rows)."""
     racks = snapshot.racks()
     rack_names = sorted({racks[b] for b in ids.tolist()}, key=rack_sort_key)
     rank = {r: k for k, r in enumerate(rack_names)}
@@ -134,7 +140,7 @@ def _striped_first_cycle(
     users = used.sum(axis=1)
     one_cycle = (n <= 1) | (top < n)
     one_cycle &= (users <= 1) | (top < users)
-    one_cycle &= nonempty & (first_ids >= 0)
+    one_cycle &= nonempty & (first_ids >= 0) & asked
     chosen = np.flatnonzero(one_cycle)
     if not chosen.size:
         return {}

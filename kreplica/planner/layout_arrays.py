@@ -197,7 +197,7 @@ def aware_replicas(order: I64, rack: I64, racks: int, rf: int, first: I64, shift
 
 
 def aware_creation_layouts(
-    columns: PartitionColumns, brokers: Sequence[Broker]
+    columns: PartitionColumns, brokers: Sequence[Broker], asked: Mask | None = None
 ) -> dict[int, KafkaLayout]:
     """The layouts `infer_layout` finds for the topics (by index in `columns.topics`) that
     ZooKeeper-mode Kafka's rack-aware creation placement reproduces in full over the brokers
@@ -207,7 +207,8 @@ def aware_creation_layouts(
     start and the lowest shift reproducing every partition (what `infer_layout`'s prefix
     search stops at; nothing beats a full match over the topic's own brokers but one over
     the whole cluster's list, so a topic some partition of which that list cannot explain,
-    neither by creation nor by an add-partitions call, is answered here, the others not)."""
+    neither by creation nor by an add-partitions call, is answered here, the others not).
+    `asked`: the topics to look at (default: all)."""
     found: dict[int, KafkaLayout] = {}
     ids_list = sorted(b.id for b in brokers)
     racks = {b.id: b.rack for b in brokers}
@@ -216,6 +217,8 @@ def aware_creation_layouts(
     ids = np.asarray(ids_list, dtype=np.int64)
     topic_of = columns.topic_of_rows()
     plain = _plain_topics(columns, topic_of, ids)
+    if asked is not None:
+        plain &= asked
     if not plain.any():
         return found
     nb = len(ids)

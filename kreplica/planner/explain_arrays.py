@@ -127,9 +127,12 @@ def _striped_first_cycle(
         within[members] = np.arange(len(members))
     nt = len(columns.topics)
     topic_of = columns.topic_of_rows()
-    used = np.zeros((nt, len(ids)), dtype=np.bool_)
     cells = dense >= 0
-    used[np.broadcast_to(topic_of[:, None], dense.shape)[cells], dense[cells]] = True
+    pairs = np.unique(
+        np.broadcast_to(topic_of[:, None], dense.shape)[cells] * len(ids) + dense[cells]
+    )
+    users = np.bincount(pairs // len(ids), minlength=nt)  # brokers each topic uses
+    del pairs
     counts = np.diff(columns.start)
     top = np.full(nt, -1, dtype=np.int64)
     nonempty = counts > 0
@@ -137,7 +140,6 @@ def _striped_first_cycle(
     first_ids = np.zeros(nt, dtype=np.int64)
     first_ids[nonempty] = columns.partition[columns.start[:-1][nonempty]]
     n = len(ids)
-    users = used.sum(axis=1)
     one_cycle = (n <= 1) | (top < n)
     one_cycle &= (users <= 1) | (top < users)
     one_cycle &= nonempty & (first_ids >= 0) & asked
@@ -164,13 +166,13 @@ def _striped_first_cycle(
 
 class _Measures:
     """Replicas and leaders per broker, rack violations and racks per partition, and
-    replication factors of every topic, from bincounts over all rows."""
+    replication factors of each topic, by bincount over its rows (nothing per topic and
+    broker is kept: a cluster of many topics on many brokers stays small)."""
 
     def __init__(
         self, snapshot: ClusterSnapshot, columns: PartitionColumns, ids: I64, dense: I64
     ) -> None:
         nb = len(ids)
-        nt = len(columns.topics)
         self.columns = columns
         self.ids = ids.tolist()
         racks = snapshot.racks()
@@ -178,15 +180,8 @@ class _Measures:
         self.alive = np.asarray(
             [b.alive for b in sorted(snapshot.brokers, key=lambda b: b.id)], dtype=np.bool_
         )
-        topic_of = columns.topic_of_rows()
-        cells = dense >= 0
-        where = np.broadcast_to(topic_of[:, None], dense.shape)[cells] * nb + dense[cells]
-        self.replicas = np.bincount(where, minlength=nt * nb).reshape(nt, nb)
-        leader = dense[:, 0]
-        has = leader >= 0
-        self.leaders = np.bincount(topic_of[has] * nb + leader[has], minlength=nt * nb).reshape(
-            nt, nb
-        )
+        self.dense = dense
+        self.nb = nb
         # a rackless broker is a rack of its own (evaluate.rack_key)
         names = sorted({r for r in racks.values() if r is not None})
         code = {r: k for k, r in enumerate(names)}
@@ -212,11 +207,14 @@ class _Measures:
         `explain_topic` measures them over the live brokers and those the topic uses."""
         columns = self.columns
         lo, hi = int(columns.start[i]), int(columns.start[i + 1])
-        counts = self.replicas[i]
+        block = self.dense[lo:hi]
+        counts = np.bincount(block[block >= 0], minlength=self.nb)
+        first = block[:, 0]
+        led = np.bincount(first[first >= 0], minlength=self.nb)
         scope = np.flatnonzero(self.alive | (counts > 0)).tolist()
         ids = self.ids
         per_broker = dict(zip([ids[b] for b in scope], counts[scope].tolist(), strict=True))
-        leaders = dict(zip([ids[b] for b in scope], self.leaders[i][scope].tolist(), strict=True))
+        leaders = dict(zip([ids[b] for b in scope], led[scope].tolist(), strict=True))
         rf_values, rf_counts = np.unique(columns.rf[lo:hi], return_counts=True)
         rfs = dict(
             sorted(

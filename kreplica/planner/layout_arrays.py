@@ -293,8 +293,14 @@ def _creation_over(
     rank = {name: i for i, name in enumerate(names)}
     rack = np.asarray([rank[rack_of[b]] for b in order], dtype=np.int64)
     order_arr = np.asarray(order, dtype=np.int64)
-    lookup = np.full(max(members) + 1, -1, dtype=np.int64)
-    lookup[order_arr] = np.arange(n)
+    ids = np.asarray(sorted(members), dtype=np.int64)
+    place = np.argsort(order_arr)  # sorted id k sits at order position place[k]
+
+    def lookup(brokers: npt.NDArray[np.int32]) -> I64:
+        """Positions in `order` of broker ids (all members here)."""
+        out: I64 = place[np.searchsorted(ids, brokers)]
+        return out
+
     out: dict[int, KafkaLayout] = {}
     by_rf: dict[int, list[int]] = {}
     for t in topics.tolist():
@@ -305,7 +311,7 @@ def _creation_over(
             continue
         chosen = np.asarray(group, dtype=np.int64)
         first_rows = columns.start[chosen]
-        start = lookup[columns.replicas[first_rows, 0]]
+        start = lookup(columns.replicas[first_rows, 0])
         # partition 0 (its first index is the start) against every shift
         pairs = aware_replicas(
             order_arr,
@@ -315,7 +321,7 @@ def _creation_over(
             np.repeat(start, shifts),
             np.tile(np.arange(shifts), len(chosen)),
         ).reshape(len(chosen), shifts, rf)
-        zero = lookup[columns.replicas[first_rows, :rf]]
+        zero = lookup(columns.replicas[first_rows, :rf])
         candidates = (pairs == zero[:, None, :]).all(axis=2)
         # every topic's k-th candidate shift (ascending), all topics at once; the first that
         # reproduces every partition is the one the search stops at
@@ -342,7 +348,7 @@ def _creation_over(
                 (p + start[active][owner]) % n,
                 (shift[owner] + p // n) % shifts,
             )
-            wrong = (expected != lookup[columns.replicas[rows, :rf]]).any(axis=1)
+            wrong = (expected != lookup(columns.replicas[rows, :rf])).any(axis=1)
             misses = np.bincount(owner[wrong], minlength=len(active))
             found[active[misses == 0]] = shift[misses == 0]
         for j in np.flatnonzero(found >= 0).tolist():

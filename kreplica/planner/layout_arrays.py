@@ -28,9 +28,9 @@ from kreplica.model import Broker
 Mask = npt.NDArray[np.bool_]
 I64 = npt.NDArray[np.int64]
 
-# Rack-aware tables are built one replica list at a time (the rack skipping is sequential):
-# above this many brokers (n x (n - 1) lists) the topics go to the search instead.
-MAX_RACK_AWARE_BROKERS = 256
+# A rack-aware table holds n x (n - 1) replica lists (built at once, `aware_replicas`):
+# above this many brokers the topics go to the search instead.
+MAX_RACK_AWARE_BROKERS = 1024
 
 
 def zookeeper_default_topics(columns: PartitionColumns, brokers: Sequence[Broker]) -> Mask:
@@ -98,11 +98,23 @@ def _table(order: Sequence[int], rack_of: dict[int, str] | None, rf: int) -> I64
         at = np.concatenate([np.broadcast_to(first, (n, shifts, 1)), follower], axis=2)
         unaware: I64 = np.asarray(order, dtype=np.int64)[at]
         return unaware
-    racks = len(set(rack_of.values()))
-    return np.asarray(
-        [[zk_replicas(order, rack_of, racks, rf, f, s) for s in range(shifts)] for f in range(n)],
-        dtype=np.int64,
-    ).reshape(n, shifts, rf)
+    names = sorted(set(rack_of.values()))
+    if len(names) > 62:  # more racks than bits in a mask: one list at a time
+        return np.asarray(
+            [
+                [zk_replicas(order, rack_of, len(names), rf, f, s) for s in range(shifts)]
+                for f in range(n)
+            ],
+            dtype=np.int64,
+        ).reshape(n, shifts, rf)
+    rank = {name: i for i, name in enumerate(names)}
+    order_arr = np.asarray(order, dtype=np.int64)
+    rack = np.asarray([rank[rack_of[b]] for b in order], dtype=np.int64)
+    first = np.repeat(np.arange(n, dtype=np.int64), shifts)
+    shift = np.tile(np.arange(shifts, dtype=np.int64), n)
+    at = aware_replicas(order_arr, rack, len(names), rf, first, shift)
+    aware: I64 = order_arr[at].reshape(n, shifts, rf)
+    return aware
 
 
 def _placed_over(

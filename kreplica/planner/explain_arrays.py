@@ -2,7 +2,7 @@
 
 `explain_topic` builds a topic's objects and searches its layout; at a million partitions
 that is minutes and gigabytes. Here the measures (replicas and leaders per broker, racks per
-partition, replication factors) are bincounts over all rows at once, and the two layout
+partition, replication factors) are bincounts over each topic's rows, and the two layout
 searches are skipped where their answer is known without them: ZooKeeper mode's rack-aware
 creation placement reproducing a topic in full (layout_arrays.aware_creation_layouts), and
 KRaft's striped placement for topics whose partitions all fall in its first cycle
@@ -50,16 +50,19 @@ def explain_columns(
     snapshot: ClusterSnapshot, columns: PartitionColumns, names: Sequence[str]
 ) -> list[dict[str, Any]] | None:
     """The explanations of `names` (topics of `columns`, in that order), or None when a
-    replica sits on a broker the snapshot does not list (the object path handles that)."""
+    replica sits on a broker the snapshot does not list, or it lists none (the object path
+    handles those)."""
     index = {t.name: i for i, t in enumerate(columns.topics)}
     if any(name not in index for name in names):
         return None
     brokers = snapshot.brokers
+    if not brokers:
+        return None
     ids = np.asarray(sorted(b.id for b in brokers), dtype=np.int64)
     reps = columns.replicas.astype(np.int64)
-    slot = np.clip(np.searchsorted(ids, reps), 0, max(len(ids) - 1, 0))
+    slot = np.clip(np.searchsorted(ids, reps), 0, len(ids) - 1)
     valid = reps != PAD
-    if not len(ids) or bool((valid & (ids[slot] != reps)).any()):
+    if bool((valid & (ids[slot] != reps)).any()):
         return None
     dense = np.where(valid, slot, -1)
     del reps, slot

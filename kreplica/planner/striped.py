@@ -1,4 +1,5 @@
-"""Recognise KRaft's ``StripedReplicaPlacer`` in a topic's assignment (pure, standard library).
+"""Recognise KRaft's ``StripedReplicaPlacer`` in a topic's assignment (pure, standard library;
+numpy, imported when first needed, for topics whose partitions all fall in the first cycle).
 
 Kafka's striped placer (see :func:`kreplica.kafka.striped_place`) draws its randomness once per
 topic creation: a start offset into the racks, a start offset into each rack's brokers, and,
@@ -18,6 +19,8 @@ replica must come from, including the placer's quirks: a rack that gave all its 
 same epoch number one cycle earlier gives nothing) and checks that positions map one-to-one to
 racks and brokers, per cycle. Every layout the placer produces is accepted; a hand-made layout
 rarely fits more than a few partitions. Fenced brokers at creation time are not modelled.
+When every partition falls in the first cycle there is nothing to search (`first_cycle_rows`
+computes the search's answer directly, for many topics at once).
 """
 
 from __future__ import annotations

@@ -42,12 +42,10 @@ def topic_spans(raw: bytes) -> tuple[int, int, list[tuple[int, int]]] | None:
     for offset in range(0, len(view), _BLOCK):
         block = view[offset : offset + _BLOCK]
         quotes = np.flatnonzero(block == _QUOTE)
-        where = np.flatnonzero(
-            (block == _OPEN_OBJECT)
-            | (block == _OPEN_ARRAY)
-            | (block == _CLOSE_OBJECT)
-            | (block == _CLOSE_ARRAY)
-        )
+        # `[` and `{` differ in bit 0x20 only, as `]` and `}` do, and no other byte becomes
+        # one of them with it set: two comparisons find all four
+        folded = block | 0x20
+        where = np.flatnonzero((folded == _OPEN_OBJECT) | (folded == _CLOSE_OBJECT))
         # a bracket is in a string when an odd number of quotes (and the carry) precede it
         where = where[((np.searchsorted(quotes, where) + inside) & 1) == 0]
         inside = (inside + len(quotes)) & 1

@@ -273,6 +273,57 @@ def _build(topics: Sequence[tuple[Topic, Any]]) -> PartitionColumns | None:
     )
 
 
+def concat_columns(parts: Sequence[PartitionColumns]) -> PartitionColumns | None:
+    """The columns of several disjoint sets of topics (a snapshot read a chunk of topics at
+    a time) as one, rows in (topic name, partition id) order; None when a topic name comes
+    twice or a part has per-replica sizes (those stay with their JSON: the caller reads the
+    file whole)."""
+    if any(p.copy_size is not None for p in parts):
+        return None
+    shells = [t for p in parts for t in p.topics]
+    names = [t.name for t in shells]
+    if len(set(names)) != len(names):
+        return None
+    offsets = np.cumsum([0] + [p.rows for p in parts])
+    # each topic's first row and row count in the parts laid end to end
+    first = np.concatenate(
+        [p.start[:-1] + off for p, off in zip(parts, offsets[:-1].tolist(), strict=True)]
+        or [np.zeros(0, dtype=np.int64)]
+    )
+    count = np.concatenate([np.diff(p.start) for p in parts] or [np.zeros(0, dtype=np.int64)])
+    order = sorted(range(len(shells)), key=names.__getitem__)
+    lengths = count[order]
+    starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    rows = np.repeat(first[order] - starts[:-1], lengths) + np.arange(int(starts[-1]))
+    width = max((p.replicas.shape[1] for p in parts), default=1)
+    replicas = np.full((int(offsets[-1]), width), PAD, dtype=np.int32)
+    for p, off in zip(parts, offsets[:-1].tolist(), strict=True):
+        replicas[off : off + p.rows, : p.replicas.shape[1]] = p.replicas
+    new_row = np.empty(len(rows), dtype=np.int64)
+    new_row[rows] = np.arange(len(rows))
+    isr_other = {
+        int(new_row[off + r]): v
+        for p, off in zip(parts, offsets[:-1].tolist(), strict=True)
+        for r, v in p.isr_other.items()
+    }
+
+    def joined(field: str) -> npt.NDArray[Any]:
+        out: npt.NDArray[Any] = np.concatenate([getattr(p, field) for p in parts])[rows]
+        return out
+
+    return PartitionColumns(
+        topics=tuple(shells[i] for i in order),
+        start=starts,
+        partition=joined("partition"),
+        replicas=replicas[rows],
+        rf=joined("rf"),
+        leader=joined("leader"),
+        isr_kind=joined("isr_kind"),
+        isr_other=isr_other,
+        size=joined("size"),
+    )
+
+
 def _per_replica_ok(reps: list[Any], dirs: list[Any], sizes: list[Any]) -> bool:
     """Every replica_dirs / replica_sizes entry as the object parser accepts it: null, or
     one entry per replica, a non-empty path / a size >= 0 or null (anything else: the

@@ -28,8 +28,8 @@ def plan_client_impact(
 
     counts: dict[str, tuple[int, int]] = {}
     for change in plan.new_partitions:
-        old = len(snap.topic(change.topic).partitions)
-        _, new = counts.get(change.topic, (old, old))
+        # the topic looked up once, not once per new partition (a search by name each time)
+        old, new = counts.get(change.topic) or (len(snap.topic(change.topic).partitions),) * 2
         counts[change.topic] = (old, max(new, change.partition + 1))
     measured = {}
     if keys_file is not None:

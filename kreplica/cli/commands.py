@@ -19,6 +19,7 @@ from kreplica.cli.common import (
     require_topics,
     rf_ranges,
     source_spec,
+    topic_list,
     topic_names,
     topics_pattern,
     wants_metrics,
@@ -170,14 +171,18 @@ def _sizes_not_read(plan: Plan) -> Plan:
 
 
 def explain(opts: Options, *, topics: list[str]) -> None:
-    from kreplica.planner import explain_topic
+    from kreplica.planner.explain_arrays import explain_topics
 
     spec = source_spec(opts)
     wanted = list(dict.fromkeys(topics))
-    # only what is asked for, and no sizes (an explanation shows none): cheap on a large cluster
-    snap = read_cluster(spec, wanted, sizes=False)
-    names = wanted or [t.name for t in snap.topics]
-    results = [explain_topic(snap, name) for name in names]
+    # only what is asked for, and no sizes (an explanation shows none): cheap on a large
+    # cluster; a snapshot file is read whole, in columns (explained from its arrays)
+    in_file = spec.kind == "snapshot"
+    snap = read_cluster(spec, None if in_file else wanted, columnar=in_file, sizes=in_file)
+    if in_file and wanted:
+        require_topics(snap, wanted)
+    names = wanted or topic_list(snap)
+    results = explain_topics(snap, names)
     if not results:
         # an empty cluster (or a selection that matched nothing) says so instead of nothing
         note = (

@@ -27,7 +27,7 @@ ZOOKEEPER = "zookeeper"
 KRAFT_STRIPED = "kraft-striped"
 
 
-def _added_partitions(layout: KafkaLayout, assignment: dict[int, tuple[int, ...]]) -> list[int]:
+def added_partitions(layout: KafkaLayout, assignment: dict[int, tuple[int, ...]]) -> list[int]:
     """Partitions that only a later ZK add-partitions call explains.
 
     A partition the creation layout also reproduces is not claimed: the topic could as well
@@ -53,7 +53,6 @@ def _layout_doc(
 ) -> dict[str, Any]:
     """`inferred`: ZooKeeper mode's layout when the caller has inferred it already."""
     assignment = t.assignment()
-    ids = sorted(assignment)
     racks = snapshot.racks()
     if inferred is not None:
         zk = inferred[0]
@@ -62,13 +61,21 @@ def _layout_doc(
     striped: StripedMatch | None = (
         match_striped(assignment, snapshot.broker_ids(), racks) if assignment else None
     )
+    zk_added = added_partitions(zk, assignment) if zk is not None else []
+    return layout_fields(sorted(assignment), zk, striped, zk_added)
+
+
+def layout_fields(
+    ids: list[int], zk: KafkaLayout | None, striped: StripedMatch | None, zk_added: list[int]
+) -> dict[str, Any]:
+    """The layout part of an explanation, from the two placements' fits: `ids` the topic's
+    partition ids, `zk_added` the partitions only a later add-partitions call explains."""
     fits = {
         ZOOKEEPER: len(zk.conforming) if zk is not None else 0,
         KRAFT_STRIPED: len(striped.fitting) if striped is not None else 0,
     }
     # Ties go to ZooKeeper mode (its layout has parameters the kafka strategy can extend),
     # unless it needs add-partitions calls the striped placement does without.
-    zk_added = _added_partitions(zk, assignment) if zk is not None else []
     closest: str | None = None
     if fits[ZOOKEEPER] or fits[KRAFT_STRIPED]:
         zk_first = (fits[ZOOKEEPER], not zk_added) >= (fits[KRAFT_STRIPED], True)
@@ -112,7 +119,7 @@ def layout_verdict(snapshot: ClusterSnapshot, t: Topic) -> tuple[bool, str | Non
     and the striped placement (the costlier search) cannot change the verdict."""
     assignment = t.assignment()
     zk = infer_layout(assignment, snapshot.broker_ids(), snapshot.racks()) if assignment else None
-    if zk is not None and not zk.nonconforming and not _added_partitions(zk, assignment):
+    if zk is not None and not zk.nonconforming and not added_partitions(zk, assignment):
         return True, ZOOKEEPER
     doc = _layout_doc(snapshot, t, (zk,))
     placement = doc["placement"] or doc["closest_placement"]
@@ -151,20 +158,45 @@ def explain_topic(snapshot: ClusterSnapshot, topic: str) -> dict[str, Any]:
         if has_rack_violation(racks, reps, available)
     ]
     racks_min = min((distinct_racks(racks, reps) for reps in assignment.values()), default=0)
-    layout_doc = _layout_doc(snapshot, t)
-    rfs = _replication_factors(t)
-    has_racks = any(racks.get(b) is not None for b in scope)
-    summary = _summary(t, layout_doc, rfs, spread(per_broker), violations, has_racks)
+    return topic_doc(
+        t.name,
+        len(t.partitions),
+        t.replication_factor,
+        _layout_doc(snapshot, t),
+        _replication_factors(t),
+        per_broker,
+        leaders_per_broker(assignment, scope),
+        violations,
+        racks_min,
+        any(racks.get(b) is not None for b in scope),
+    )
+
+
+def topic_doc(
+    name: str,
+    partitions: int,
+    replication_factor: int,
+    layout_doc: dict[str, Any],
+    rfs: dict[int, int],
+    per_broker: dict[int, int],
+    leaders: dict[int, int],
+    violations: list[int],
+    racks_min: int,
+    has_racks: bool,
+) -> dict[str, Any]:
+    """One topic's explanation from its measures (`replication_factor`: as Kafka reports
+    it, partition 0's replica count)."""
+    summary = _summary(name, partitions, layout_doc, rfs, spread(per_broker), violations, has_racks)
     return {
-        "topic": t.name,
-        "partitions": len(t.partitions),
-        "replication_factor": t.replication_factor,
+        "topic": name,
+        "partitions": partitions,
+        "replication_factor": replication_factor,
         "replication_factors": rfs,
         "mixed_rf": len(rfs) > 1,
         "layout": layout_doc,
         "balance": {
             "replicas_per_broker": per_broker,
-            "leaders_per_broker": leaders_per_broker(assignment, scope),
+            "leaders_per_broker": leaders,
             "spread": spread(per_broker),
         },
         "racks": {"violations": violations, "racks_per_partition_min": racks_min},
@@ -187,7 +219,8 @@ def placement_words(layout: dict[str, Any]) -> str:
 
 
 def _summary(
-    topic: Topic,
+    name: str,
+    total: int,
     layout: dict[str, Any],
     rfs: dict[int, int],
     balance_spread: int,
@@ -196,7 +229,6 @@ def _summary(
 ) -> str:
     parts: list[str] = []
     odd = layout["nonconforming_partitions"]
-    total = len(topic.partitions)
     if layout["placement"] is not None and not odd:
         parts.append(f"Kafka's default layout, {placement_words(layout)}")
     elif layout["placement"] is not None:
@@ -222,4 +254,4 @@ def _summary(
             if violations
             else "every partition spans as many racks as it can"
         )
-    return f"topic {topic.name!r}: " + "; ".join(parts) + "."
+    return f"topic {name!r}: " + "; ".join(parts) + "."

@@ -1,4 +1,5 @@
-"""Recognise KRaft's ``StripedReplicaPlacer`` in a topic's assignment (pure, standard library).
+"""Recognise KRaft's ``StripedReplicaPlacer`` in a topic's assignment (pure, standard library;
+numpy, imported when first needed, for topics whose partitions all fall in the first cycle).
 
 Kafka's striped placer (see :func:`kreplica.kafka.striped_place`) draws its randomness once per
 topic creation: a start offset into the racks, a start offset into each rack's brokers, and,
@@ -18,6 +19,8 @@ replica must come from, including the placer's quirks: a rack that gave all its 
 same epoch number one cycle earlier gives nothing) and checks that positions map one-to-one to
 racks and brokers, per cycle. Every layout the placer produces is accepted; a hand-made layout
 rarely fits more than a few partitions. Fenced brokers at creation time are not modelled.
+When every partition falls in the first cycle there is nothing to search (`first_cycle_rows`
+computes the search's answer directly, for many topics at once).
 """
 
 from __future__ import annotations
@@ -26,9 +29,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import cmp_to_key
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from kreplica.kafka import java_compare_strings
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["StripedMatch", "match_striped"]
 
@@ -60,7 +67,7 @@ class StripedMatch:
     racks: tuple[_Rack, ...]
 
 
-def _rack_sort_key(rack: _Rack) -> tuple[bool, object]:
+def rack_sort_key(rack: _Rack) -> tuple[bool, object]:
     return (rack is not None, cmp_to_key(java_compare_strings)(rack or ""))
 
 
@@ -179,7 +186,7 @@ class _Matcher:
         self.parts = parts
         self.rack_of = rack_of
         self.members = members
-        self.rack_names = sorted(members, key=_rack_sort_key)
+        self.rack_names = sorted(members, key=rack_sort_key)
         self.r = len(self.rack_names)
         self.size = {k: len(v) for k, v in members.items()}
         self.u = cycle_length
@@ -431,16 +438,157 @@ def match_striped(
     for b in universe:
         members.setdefault(rack_of[b], []).append(b)
     best: StripedMatch | None = None
+    first_cycle: set[int] | None = None  # the same for every length that holds all of them
     for length in dict.fromkeys([len(universe), len(used)]):
-        fits = _Matcher(parts, rack_of, members, length).run()
+        if _one_cycle(parts, length):
+            if first_cycle is None:
+                first_cycle = _first_cycle_fits(parts, rack_of, members)
+            fits = first_cycle
+        else:
+            fits = _Matcher(parts, rack_of, members, length).run()
         match = StripedMatch(
             fitting=tuple(sorted(fits)),
             nonconforming=tuple(sorted(set(parts) - fits)),
             cycle_length=length,
-            racks=tuple(sorted(members, key=_rack_sort_key)),
+            racks=tuple(sorted(members, key=rack_sort_key)),
         )
         if best is None or len(match.fitting) > len(best.fitting):
             best = match
     if best is None or not best.fitting:
         return None
     return best
+
+
+# -- every partition in the first cycle: no search ------------------------------------------
+
+
+def _one_cycle(parts: Mapping[int, Sequence[int]], length: int) -> bool:
+    """Whether every partition falls in the first cycle (ids 0..length-1), where the search
+    has nothing to branch on (see `_first_cycle_fits`)."""
+    return min(parts) >= 0 and (length <= 1 or max(parts) < length)
+
+
+def _first_cycle_fits(
+    parts: Mapping[int, Sequence[int]],
+    rack_of: Mapping[int, _Rack],
+    members: Mapping[_Rack, list[int]],
+) -> set[int]:
+    """`_Matcher.run`'s answer when every partition is in the first cycle, without the search
+    (`first_cycle_rows` for one topic)."""
+    import numpy as np
+
+    rack_names = sorted(members, key=rack_sort_key)
+    rack_index = {k: i for i, k in enumerate(rack_names)}
+    position = {b: i for k in rack_names for i, b in enumerate(sorted(members[k]))}
+    ids = sorted(parts)
+    width = max(1, max(len(parts[p]) for p in ids))
+    rack = np.full((len(ids), width), -1, dtype=np.int64)
+    pos = np.zeros((len(ids), width), dtype=np.int64)
+    for row, p in enumerate(ids):
+        for j, b in enumerate(parts[p]):
+            rack[row, j] = rack_index[rack_of[b]]
+            pos[row, j] = position[b]
+    sizes = np.array([len(members[k]) for k in rack_names], dtype=np.int64)
+    pids = np.array(ids, dtype=np.int64)
+    fits = first_cycle_rows(rack, pos, pids, np.array([0, len(ids)], dtype=np.int64), sizes)
+    return {ids[row] for row in np.flatnonzero(fits).tolist()}
+
+
+def first_cycle_rows(
+    rack: npt.NDArray[np.int64],
+    pos: npt.NDArray[np.int64],
+    pids: npt.NDArray[np.int64],
+    start: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+) -> npt.NDArray[np.bool_]:
+    """Which partitions KRaft's striped placement fits, for topics whose partitions all fall
+    in its first cycle (as `match_striped`'s search finds them), every topic at once.
+
+    Rows are partitions, topic t's are start[t]:start[t+1], by partition id (`pids`);
+    `rack`: each replica's rack (index into the racks in Kafka's sorted order; -1 pads),
+    `pos`: its position among its rack's brokers (by id); `sizes`: brokers per rack.
+
+    In the first cycle every epoch is new, so each rack gives a broker at a partition's first
+    visit (the quirk of a rack that gave all its brokers one cycle earlier cannot arise), and
+    the rings are rotations of known orders: a partition's walk has no branch, and it pins
+    the rack ring's rotation (by its leader) and each used rack's broker rotation (position =
+    partitions before it on that rack, plus brokers it took there already, plus 1 but at
+    partition 0). Pins only agree or clash, so the exact search fits all partitions exactly
+    when their walks agree, and the vote (each ring's most voted rotation, the lowest on a
+    tie) keeps the partitions whose walk needs only the winning rotations.
+    """
+    import numpy as np
+
+    n, width = rack.shape
+    r = len(sizes)
+    topics = len(start) - 1
+    topic = np.repeat(np.arange(topics), np.diff(start))
+    length = (rack >= 0).sum(axis=1)
+    # walkable as _Matcher.walkable says: replicas, none twice (all brokers are known here)
+    ordered = np.sort(np.where(rack >= 0, rack * (1 << 32) + pos, -1), axis=1)
+    twice = ((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)).any(axis=1)
+    ok = (length > 0) & ~twice
+    # A rack's next position: one further per partition of the topic that used it before
+    # (_states_before's bumps), and one more at this partition's first take, except for
+    # partition 0, whose epoch is the one every rack starts in.
+    uses = np.zeros((n, r), dtype=np.int32)  # (rows x racks) arrays in int32: 4 MB a
+    rows = np.repeat(np.arange(n), width)  # million rows and rack
+    flat = rack.ravel()
+    uses[rows[flat >= 0], flat[flat >= 0]] = 1
+    del rows, flat
+    uses[pids == 0] = 0
+    bumps = np.cumsum(uses, axis=0, dtype=np.int32)
+    bumps -= uses
+    firsts = start[:-1][np.diff(start) > 0]
+    bumps -= np.repeat(bumps[firsts], np.diff(start)[np.diff(start) > 0], axis=0)
+    del uses
+    bumps += (pids != 0).astype(np.int32)[:, None]
+    every = np.arange(n)
+    rack_base = (rack[:, 0] - pids % r) % r
+    taken = np.zeros((n, r), dtype=np.int32)
+    broker_base = np.full((n, r), -1, dtype=np.int64)
+
+    def take(live: npt.NDArray[np.bool_], j: npt.NDArray[np.int64]) -> None:
+        """Replica j of the live rows from its rack: its broker must sit at the rack's next
+        position (a rotation agreeing with the walk's earlier pins of that rack)."""
+        at = every[live]
+        k = rack[at, j[at]]
+        b = (pos[at, j[at]] - (bumps[at, k] + taken[at, k])) % sizes[k]
+        pinned = broker_base[at, k]
+        ok[at] &= (pinned < 0) | (pinned == b)
+        broker_base[at, k] = b
+        taken[at, k] += 1
+
+    take(ok.copy(), np.zeros(n, dtype=np.int64))
+    i = np.ones(n, dtype=np.int64)  # the next replica to place
+    idx = pids % r  # the rack position visited
+    first = idx.copy()  # the leader's position, skipped once (-1 once skipped)
+    idle = np.zeros(n, dtype=np.int64)
+    while True:
+        live = ok & (i < length)
+        if not live.any():
+            break
+        ok &= ~(live & (idle > 2 * r + 1))  # no rack gives a broker
+        live &= ok
+        skip = live & (idx == first)
+        first[skip] = -1
+        here = (rack_base + idx) % r
+        gives = taken[every, here] < sizes[here]
+        placing = live & ~skip & gives
+        ok &= ~(placing & (here != rack[every, np.minimum(i, width - 1)]))
+        placing &= ok
+        take(placing, i)
+        i[placing] += 1
+        idle = np.where(placing, 0, np.where(live, idle + 1, idle))
+        idx = np.where(live, (idx + 1) % r, idx)
+    # the vote: the rack ring by its rotation, each used rack's broker ring by its rotation
+    votes = np.bincount(topic[ok] * r + rack_base[ok], minlength=topics * r)
+    fits = ok & (rack_base == votes.reshape(topics, r).argmax(axis=1)[topic])
+    top = int(sizes.max(initial=1))
+    for k in range(r):
+        voted = ok & (broker_base[:, k] >= 0)
+        cells = topic[voted] * top + broker_base[voted, k]
+        best = np.bincount(cells, minlength=topics * top).reshape(topics, top).argmax(axis=1)
+        fits &= (broker_base[:, k] < 0) | (broker_base[:, k] == best[topic])
+    out: npt.NDArray[np.bool_] = fits
+    return out

@@ -8,15 +8,18 @@ A wrong type or value raises InputError naming the JSON path, e.g.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kreplica.errors import InputError
 from kreplica.gcpause import gc_paused
 from kreplica.model import Broker, ClusterSnapshot, LogDir, Partition, Topic, TrafficWindow
 from kreplica.userfiles import decode_json, read_user_file
+
+if TYPE_CHECKING:
+    from kreplica.columns import PartitionColumns
 
 FORMAT_VERSION = 1
 
@@ -31,14 +34,65 @@ def load_snapshot(path: str | Path) -> ClusterSnapshot:
 def load_snapshot_columnar(path: str | Path) -> ClusterSnapshot:
     """`load_snapshot` for the planner's array path: a ColumnarSnapshot (kreplica/columns.py:
     partitions as arrays, objects built only when asked for) when every partition is of the
-    plain kind, else exactly what load_snapshot returns (its checks and messages)."""
+    plain kind, else exactly what load_snapshot returns (its checks and messages).
+
+    The file is parsed a chunk of topics at a time where sources/topicspans.py finds the
+    topics (only one chunk's JSON objects live at once: at a million partitions the whole
+    tree is about 900 MB); else, and whenever a chunk is not of the plain kind, whole."""
     p = Path(path)
     with gc_paused():  # millions of acyclic objects: see kreplica/gcpause.py
-        # no local name for the text: the parser drops it once decoded (100 MB at 1M
-        # partitions less while the columns are built)
-        return parse_snapshot_text_columnar(
-            read_user_file(p, "snapshot file", fix="check the path"), origin=str(p)
-        )
+        raw = read_user_file(p, "snapshot file", fix="check the path").encode()
+        snapshot = _columnar_by_topics(raw, str(p))
+        if snapshot is not None:
+            return snapshot
+        return parse_snapshot_text_columnar(raw.decode(), origin=str(p))
+
+
+_CHUNK_BYTES = 8 << 20  # of topics' JSON parsed at once
+
+
+def _columnar_by_topics(raw: bytes, origin: str) -> ClusterSnapshot | None:
+    """The snapshot in columns, its topics parsed and put in columns a chunk at a time; None
+    when the file is not read that way (the caller parses it whole, with every message)."""
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - a dependency; only a broken install lacks it
+        return None
+    from kreplica.columns import build_columns, concat_columns
+    from kreplica.sources.topicspans import topic_spans
+
+    found = topic_spans(raw)
+    if found is None:
+        return None
+    first, last, spans = found
+    try:
+        root = orjson.loads(raw[: first + 1] + raw[last:])  # the topics array left empty
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(root, dict) or root.get("topics") != []:
+        return None
+    parts = []
+    done = 0
+    while done < len(spans):
+        stop = done + 1
+        while stop < len(spans) and spans[stop][1] - spans[done][0] <= _CHUNK_BYTES:
+            stop += 1
+        chunk = b"[" + b",".join(raw[a:b] for a, b in spans[done:stop]) + b"]"
+        try:
+            topics = orjson.loads(chunk)
+            shells = [_topic_shell(t, origin, f"topics[{done + k}]") for k, t in enumerate(topics)]
+        except (orjson.JSONDecodeError, InputError):
+            return None
+        del chunk, topics
+        columns = build_columns(shells)
+        if columns is None:
+            return None
+        parts.append(columns)
+        done = stop
+    whole = concat_columns(parts) if parts else build_columns([])
+    if whole is None:
+        return None
+    return _columnar_snapshot(root, origin, whole, None)
 
 
 def parse_snapshot_text_columnar(text: str, *, origin: str = "snapshot") -> ClusterSnapshot:
@@ -57,10 +111,42 @@ def parse_snapshot_text_columnar(text: str, *, origin: str = "snapshot") -> Clus
 def parse_snapshot_columnar(data: Any, *, origin: str = "snapshot") -> ClusterSnapshot | None:
     """The snapshot with its partitions in columns, or None when anything is unusual (the
     object parser then reads it and names the problem)."""
-    from kreplica.columns import ColumnarSnapshot, build_columns
+    from kreplica.columns import build_columns
 
     try:
         root = _obj(data, origin, "the top level")
+        raw_topics = _list(root.get("topics", []), origin, "topics")
+        shells = [_topic_shell(t, origin, f"topics[{i}]") for i, t in enumerate(raw_topics)]
+    except InputError:
+        return None  # the object parser raises it again, after the checks that come first
+    columns = build_columns(shells)
+    if columns is None:
+        return None
+    maker = None
+    if columns.copy_size is not None:
+        # per-replica dirs and sizes are not in the columns: a topic is built from its
+        # JSON by the object parser (the same objects, nothing left to refuse)
+        where = {s.name: i for i, (s, _) in enumerate(shells)}
+        names = [t.name for t in columns.topics]
+
+        def maker(i: int) -> Topic:
+            j = where[names[i]]
+            return _parse_topic(raw_topics[j], origin, f"topics[{j}]")
+
+    return _columnar_snapshot(root, origin, columns, maker)
+
+
+def _columnar_snapshot(
+    root: Mapping[str, Any],
+    origin: str,
+    columns: PartitionColumns,
+    maker: Callable[[int], Topic] | None,
+) -> ClusterSnapshot | None:
+    """The ColumnarSnapshot of a parsed root (its topics in `columns`), or None when the
+    root is unusual (the object parser reads it then, and names the problem)."""
+    from kreplica.columns import ColumnarSnapshot
+
+    try:
         if root.get("kreplica_snapshot") != FORMAT_VERSION or root.get("traffic") is not None:
             return None  # rates are not in the columns: read as objects
         raw_brokers = _list(root.get("brokers", []), origin, "brokers")
@@ -72,24 +158,6 @@ def parse_snapshot_columnar(data: Any, *, origin: str = "snapshot") -> ClusterSn
         )
         if len({b.id for b in brokers}) != len(brokers):
             return None
-        raw_topics = _list(root.get("topics", []), origin, "topics")
-        shells = [_topic_shell(t, origin, f"topics[{i}]") for i, t in enumerate(raw_topics)]
-        if len({s.name for s, _ in shells}) != len(shells):
-            return None
-        columns = build_columns(shells)
-        if columns is None:
-            return None
-        maker = None
-        if columns.copy_size is not None:
-            # per-replica dirs and sizes are not in the columns: a topic is built from its
-            # JSON by the object parser (the same objects, nothing left to refuse)
-            where = {s.name: i for i, (s, _) in enumerate(shells)}
-            names = [t.name for t in columns.topics]
-
-            def maker(i: int) -> Topic:
-                j = where[names[i]]
-                return _parse_topic(raw_topics[j], origin, f"topics[{j}]")
-
         return ColumnarSnapshot(
             brokers,
             cluster_id=_opt_str(root.get("cluster_id"), origin, "cluster_id"),

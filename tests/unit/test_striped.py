@@ -154,3 +154,53 @@ def test_impossible_partitions_never_fit(broken):
 
 def test_nothing_to_match():
     assert match_striped({}, [1, 2, 3]) is None
+
+
+@st.composite
+def first_cycle_topics(draw: st.DrawFn) -> tuple[dict[int, list[int]], dict[int, str | None]]:
+    """A topic whose partitions all fall in the striped placer's first cycle: striped or ZK
+    layouts, hand-made ones, and each with a few partitions edited or missing."""
+    ids = draw(st.lists(st.integers(0, 40), min_size=1, max_size=14, unique=True))
+    names = ["r" + "x" * i for i in range(draw(st.integers(0, 4)))]
+    rack_of = st.sampled_from([*names, None]) if names else st.just(None)
+    racks = {b: draw(rack_of) for b in ids}
+    rf = draw(st.integers(1, len(ids)))
+    partitions = draw(st.integers(1, len(ids)))
+    seed = draw(st.integers(0, 2**40))
+    kind = draw(st.sampled_from(["striped", "zookeeper", "hand-made"]))
+    if kind == "striped":
+        placed = striped_place(_usable(racks), partitions, rf, rng=JavaRandom(seed))
+    elif kind == "zookeeper":
+        named = {b: r for b, r in racks.items() if r is not None}
+        aware = named if len(named) == len(ids) else None
+        placed = assign_replicas(sorted(ids), partitions, rf, racks=aware, rng=JavaRandom(seed))
+    else:
+        placed = {
+            p: draw(st.permutations(ids))[: draw(st.integers(1, rf))] for p in range(partitions)
+        }
+    layout = {int(p): list(r) for p, r in placed.items()}
+    for p in draw(st.lists(st.integers(0, partitions - 1), max_size=3)):
+        layout[p] = draw(st.permutations(ids))[: len(layout[p])]
+    if partitions > 1 and draw(st.booleans()):
+        del layout[draw(st.integers(0, partitions - 1))]
+    return layout, racks
+
+
+@settings(max_examples=600, deadline=None)
+@given(first_cycle_topics())
+def test_first_cycle_answer_is_the_search_answer(
+    case: tuple[dict[int, list[int]], dict[int, str | None]],
+):
+    """With every partition in the first cycle, match_striped skips the search: the partitions
+    it finds fitting are the search's, on random layouts near and far from the placer's."""
+    from kreplica.planner.striped import _first_cycle_fits, _Matcher, _one_cycle
+
+    layout, racks = case
+    members: dict[str | None, list[int]] = {}
+    for b in sorted(racks):
+        members.setdefault(racks[b], []).append(b)
+    used = {b for replicas in layout.values() for b in replicas}
+    for length in {len(racks), len(used)}:
+        if _one_cycle(layout, length):
+            searched = _Matcher(layout, racks, members, length).run()
+            assert _first_cycle_fits(layout, racks, members) == searched

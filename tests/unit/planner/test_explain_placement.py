@@ -12,7 +12,7 @@ from planner_helpers import cluster
 from kreplica.kafka import JavaRandom, KafkaLayout, assign_replicas, infer_layout, striped_place
 from kreplica.model import Broker, ClusterSnapshot, Partition, Topic
 from kreplica.planner import explain_topic
-from kreplica.planner.explain import _added_partitions
+from kreplica.planner.explain import added_partitions
 
 SIX: dict[int, str | None] = {1: "a", 2: "b", 3: "c", 4: "a", 5: "b", 6: "c"}
 
@@ -127,8 +127,8 @@ def test_add_partitions_are_claimed_only_where_the_creation_layout_fails():
     created = layout.extend(4, 2)
     assignment = {0: (0, 1), 1: (1, 2), 2: tuple(created[2]), 3: (1, 0)}
     assert list(assignment[3]) != created[3]
-    assert _added_partitions(layout, assignment) == [3]
-    assert _added_partitions(KafkaLayout((0, 1, 2), 0, 0, False, (0,), ()), assignment) == []
+    assert added_partitions(layout, assignment) == [3]
+    assert added_partitions(KafkaLayout((0, 1, 2), 0, 0, False, (0,), ()), assignment) == []
 
 
 def test_mixed_replication_factors_are_flagged():

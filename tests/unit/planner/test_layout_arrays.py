@@ -206,3 +206,29 @@ def test_the_short_search_gives_the_verdict(cluster: Any) -> None:
         topic = snapshot.columns.materialise(i)
         default, placement = layout_verdict(snapshot, topic)
         assert default_or_closest(snapshot, topic) == (default, None if default else placement)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(st.integers(0, 60), st.sampled_from("abcde"), min_size=1, max_size=16),
+    st.data(),
+)
+def test_aware_replicas_are_kafkas_for_every_first_index_and_shift(
+    racks: dict[int, str], data: st.DataObject
+) -> None:
+    """The vectorised scan gives `zk_replicas` over the rack-alternated list, pair by pair."""
+    from kreplica.kafka.zk import zk_replicas
+    from kreplica.planner.layout_arrays import aware_replicas
+
+    order = rack_alternated_brokers(racks)
+    n = len(order)
+    rf = data.draw(st.integers(1, n))
+    names = sorted(set(racks.values()))
+    rack = np.asarray([names.index(racks[b]) for b in order], dtype=np.int64)
+    shifts = max(n - 1, 1)
+    first = np.repeat(np.arange(n, dtype=np.int64), shifts)
+    shift = np.tile(np.arange(shifts, dtype=np.int64), n)
+    got = aware_replicas(np.asarray(order, dtype=np.int64), rack, len(names), rf, first, shift)
+    for f, s, positions in zip(first.tolist(), shift.tolist(), got.tolist(), strict=True):
+        expected = zk_replicas(order, racks, len(names), rf, f, s)
+        assert [order[i] for i in positions] == expected

@@ -25,6 +25,7 @@ partition one, <= n_g * hi at most hi to each.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -52,102 +53,282 @@ def solve(
     base: Mapping[int, int],
     topic_base: Mapping[str, Mapping[int, int]],
 ) -> list[dict[int, int]]:
-    """Per group, units per broker at the least cost (brokers' squares, then topics')."""
+    """Per group, units per broker at the least cost (brokers' squares, then topics'),
+    from the groups' starts (g.start)."""
     _improve(groups, base, topic_base)
-    net = Circulation()
-    sink = net.node()
-    source = net.node()
-    brokers = sorted(base)
+    return _Flow(groups, base, topic_base, _weight(groups, base, topic_base)).solved()
+
+
+def _weight(
+    groups: Sequence[Group], base: Mapping[int, int], topic_base: Mapping[str, Mapping[int, int]]
+) -> int:
+    """W: above every topic cost, so one unit of broker cost outweighs them all."""
     units_of: dict[str, int] = {}
     for g in groups:
         units_of[g.topic] = units_of.get(g.topic, 0) + g.units * len(g.members)
-    # W bounds every topic cost from above, so one unit of broker cost outweighs them all
-    weight = 1 + sum(
-        len(brokers) * (max(topic_base.get(t, {}).values(), default=0) + n) ** 2
+    return 1 + sum(
+        len(base) * (max(topic_base.get(t, {}).values(), default=0) + n) ** 2
         for t, n in units_of.items()
     )
-    node_b = {b: net.node() for b in brokers}
-    # arcs into (topic, broker), made at the end: one alone goes straight to the broker
-    # with the topic's cost, several meet at a node first
-    tb_in: dict[tuple[str, int], list[tuple[int, int, int, int]]] = {}
-    arc_of: list[int] = []  # slot -> arc index
 
-    def to_tb(tail: int, t: str, b: int, cap: int, x: int) -> int:
-        tb_in.setdefault((t, b), []).append((tail, cap, x, len(arc_of)))
-        arc_of.append(-1)
-        return len(arc_of) - 1
 
-    # a layer of one unit per partition at most never gives a broker two units of one
-    # partition: its groups of one topic share a pool node, one arc per broker (not per
-    # group and broker), and the pool's units per broker are handed back to them after
-    pools: dict[tuple[str, tuple[int, ...]], tuple[int, dict[int, int]]] = {}
-    unit_arcs: list[list[tuple[int, int]]] = []
-    pooled: list[list[tuple[int, tuple[str, tuple[int, ...]]]]] = []
+def solve_balanced(
+    groups: Sequence[Group],
+    base: Mapping[int, int],
+    topic_base: Mapping[str, Mapping[int, int]],
+) -> list[dict[int, int]]:
+    """solve's optimum for groups without caps, their starts made here, in two steps.
+
+    1. Replicas per broker. The squares of brokers' counts are strictly convex, so their
+       least-cost counts are unique; groups with the same units and layers (whatever their
+       topic) are one group for them: a few dozen, solved at once.
+    2. Both costs (an integer optimum of the brokers' counts need not be unique: ties
+       are the topics' to break), from the step-1 units dealt to the groups (partitions
+       of different topics taking turns), on a network without the cells no optimum
+       uses: a unit on broker b of a one-unit layer could move to any other broker a of
+       the layer, so at an optimum base_b + 1 <= count_b <= count_a + 1 for every a
+       there; the counts of optima differ by one at most (ties), so b with base_b above
+       the layer's least step-1 count + 1 gets none.
+    """
+    assert all(g.caps is None for g in groups)
+    starts = _broker_optimum(groups, base)
+    after = dict(base)
+    for g, start in zip(groups, starts, strict=True):
+        g.start = start
+        for b, x in start.items():
+            after[b] += x
+    _spread_topics(groups, topic_base)
+    cells: set[tuple[str, int]] = set()
+    open_of: dict[int, list[int]] = {}  # per layer (by identity: groups share them)
     for g in groups:
-        n = len(g.members)
-        gn = net.node()
-        net.arc(source, gn, n * g.units, flow=n * g.units, lower=n * g.units)
-        arcs = []
-        into_pools = []
-        for lo, hi, layer in g.layers:
-            inflow = sum(g.start.get(b, 0) for b in layer)
-            if hi == 1 and g.caps is None:
-                pk = (g.topic, tuple(layer))
-                if pk not in pools:
-                    pools[pk] = (net.node(), {})
-                node, pool_start = pools[pk]
-                into_pools.append((net.arc(gn, node, n, flow=inflow, lower=n * lo), pk))
-                for b in layer:
-                    pool_start[b] = pool_start.get(b, 0) + g.start.get(b, 0)
+        for _, hi, layer in g.layers:
+            if hi == 1:
+                if id(layer) not in open_of:
+                    low = min(after[b] for b in layer) + 1
+                    open_of[id(layer)] = [b for b in layer if base[b] <= low]
+                cells.update((g.topic, b) for b in open_of[id(layer)])
+    return _Flow(groups, base, topic_base, _weight(groups, base, topic_base), cells).solved()
+
+
+def _spread_topics(groups: Sequence[Group], topic_base: Mapping[str, Mapping[int, int]]) -> None:
+    """The starts' units of each one-unit layer dealt again among its topics, each broker
+    keeping its count: topics with the most units first, each unit to the broker where its
+    topic has the fewest replicas (then the most units left to give): so the flow starts
+    near the topics' optimum and has few cycles left to find."""
+    # per layer (by identity): the units per broker and per topic it holds now
+    held: dict[int, tuple[dict[int, int], dict[str, int]]] = {}
+    for g in groups:
+        for _, hi, layer in g.layers:
+            if hi != 1:
                 continue
-            ln = net.node()
-            net.arc(gn, ln, n * hi, flow=inflow, lower=n * lo)
+            per_b, per_t = held.setdefault(id(layer), ({}, {}))
             for b in layer:
-                cap = n if g.caps is None else g.caps.get(b, n)
-                arcs.append((to_tb(ln, g.topic, b, cap, g.start.get(b, 0)), b))
-        unit_arcs.append(arcs)
-        pooled.append(into_pools)
-    pool_arcs = {
-        pk: [(to_tb(node, pk[0], b, _BIG, start.get(b, 0)), b) for b in pk[1]]
-        for pk, (node, start) in pools.items()
-    }
-    b_flow = dict.fromkeys(brokers, 0)
-    for (t, b), entries in tb_in.items():
-        cost = _square(topic_base.get(t, {}).get(b, 0))
-        flow = sum(x for _, _, x, _ in entries)
-        b_flow[b] += flow
-        if len(entries) == 1:
-            tail, cap, x, slot = entries[0]
-            arc_of[slot] = net.arc(tail, node_b[b], cap, flow=x, cost=cost)
-            continue
-        node = net.node()
-        for tail, cap, x, slot in entries:
-            arc_of[slot] = net.arc(tail, node, cap, flow=x)
-        net.arc(node, node_b[b], _BIG, flow=flow, cost=cost)
-    total = 0
-    for b in brokers:
-        net.arc(node_b[b], sink, _BIG, flow=b_flow[b], cost=_square(base[b], weight))
-        total += b_flow[b]
-    net.arc(sink, source, total, flow=total, lower=total)
-    net.cancel()
-    # each pool's units, broker by broker in its order, handed to its groups in turn
-    pool_units = {
-        pk: iter([b for i, b in arcs for _ in range(net.arcs[arc_of[i]].flow)])
-        for pk, arcs in pool_arcs.items()
-    }
-    out = []
-    for arcs, into_pools in zip(unit_arcs, pooled, strict=True):
-        per: dict[int, int] = {}
-        for i, b in arcs:
-            f = net.arcs[arc_of[i]].flow
-            if f:
-                per[b] = per.get(b, 0) + f
-        for i, pk in into_pools:
-            for _ in range(net.arcs[i].flow):
-                b = next(pool_units[pk])
-                per[b] = per.get(b, 0) + 1
-        out.append(per)
-    return out
+                x = g.start.get(b, 0)
+                if x:
+                    per_b[b] = per_b.get(b, 0) + x
+                    per_t[g.topic] = per_t.get(g.topic, 0) + x
+    dealt: dict[tuple[int, str], list[int]] = {}
+    for key, (per_b, per_t) in held.items():
+        left = dict(per_b)
+        for t in sorted(per_t, key=lambda t: (-per_t[t], t)):
+            tb = topic_base.get(t, {})
+            mine: dict[int, int] = {}
+            units = []
+            for _ in range(per_t[t]):
+                b = min(
+                    (b for b in left if left[b] > 0),
+                    key=lambda b: (tb.get(b, 0) + mine.get(b, 0), -left[b], b),
+                )
+                left[b] -= 1
+                mine[b] = mine.get(b, 0) + 1
+                units.append(b)
+            dealt[(key, t)] = units
+    # handed back to the layer's groups of each topic in turn
+    for g in groups:
+        for _, hi, layer in g.layers:
+            if hi != 1:
+                continue
+            units = dealt.get((id(layer), g.topic), [])
+            x = 0
+            for b in layer:
+                x += g.start.pop(b, 0)
+            for b in units[:x]:
+                g.start[b] = g.start.get(b, 0) + 1
+            del units[:x]
+
+
+def _broker_optimum(groups: Sequence[Group], base: Mapping[int, int]) -> list[dict[int, int]]:
+    """Per group, a start at the least-cost replicas per broker."""
+    merged: dict[tuple[object, ...], list[int]] = {}
+    for gi, g in enumerate(groups):
+        key = (g.units, tuple((lo, hi, tuple(bs)) for lo, hi, bs in g.layers))
+        merged.setdefault(key, []).append(gi)
+    patterns = []
+    counts = dict(base)
+    for gis in merged.values():
+        first = groups[gis[0]]
+        # members taking turns by topic: a broker's units, dealt in a row, reach topics apart
+        turn: dict[str, int] = {}
+        members = []
+        for gi in gis:
+            g = groups[gi]
+            for _ in g.members:
+                members.append((turn.get(g.topic, 0), g.topic, gi))
+                turn[g.topic] = turn.get(g.topic, 0) + 1
+        members.sort()
+        p = Group("", first.units, first.layers, [(t, gi) for _, t, gi in members])
+        p.start = _fill_start(p, counts)
+        patterns.append(p)
+    total = sum(base.values()) + sum(g.units * len(g.members) for g in groups)
+    weight = 1 + len(base) * total * total  # above the pooled cells' squares
+    per = _Flow(patterns, base, {}, weight).solved()
+    starts: list[dict[int, int]] = [{} for _ in groups]
+    for p, q in zip(patterns, per, strict=True):
+        for (_, gi), dest in zip(p.members, split(p, q), strict=True):
+            for b in dest:
+                starts[gi][b] = starts[gi].get(b, 0) + 1
+    return starts
+
+
+def _fill_start(g: Group, counts: dict[int, int]) -> dict[int, int]:
+    """A feasible start for a group: each layer its least units, the rest taking layers in
+    turn up to their most, each layer's units to its least loaded brokers (n at most each);
+    `counts` take them."""
+    n = len(g.members)
+    room = [n * min(hi, len(bs)) for _, hi, bs in g.layers]
+    take = [n * lo for lo, _, _ in g.layers]
+    left = n * g.units - sum(take)
+    while left > 0:
+        for i in range(len(take)):
+            if left and take[i] < room[i]:
+                take[i] += 1
+                left -= 1
+    start: dict[int, int] = {}
+    for (_, _, bs), units in zip(g.layers, take, strict=True):
+        heap = [(counts[b], b) for b in bs]
+        heapq.heapify(heap)
+        for _ in range(units):
+            c, b = heapq.heappop(heap)
+            start[b] = start.get(b, 0) + 1
+            counts[b] = c + 1
+            if start[b] < n:
+                heapq.heappush(heap, (c + 1, b))
+    return start
+
+
+PoolKey = tuple[str, tuple[int, ...]]
+
+
+class _Flow:
+    """The network of the module doc, built from the groups' starts and solved. `cells`:
+    the (topic, broker) a pool may send to (None: all of its brokers; cells of other
+    layers are always there)."""
+
+    def __init__(
+        self,
+        groups: Sequence[Group],
+        base: Mapping[int, int],
+        topic_base: Mapping[str, Mapping[int, int]],
+        weight: int,
+        cells: set[tuple[str, int]] | None = None,
+    ) -> None:
+        net = self.net = Circulation()
+        sink = net.node()
+        source = net.node()
+        brokers = sorted(base)
+        self.node_b = node_b = {b: net.node() for b in brokers}
+        # arcs into (topic, broker), made at the end: one alone goes straight to the broker
+        # with the topic's cost, several meet at a node first
+        tb_in: dict[tuple[str, int], list[tuple[int, int, int, int]]] = {}
+        arc_of: list[int] = []  # slot -> arc index
+        self.arc_of = arc_of
+
+        def to_tb(tail: int, t: str, b: int, cap: int, x: int) -> int:
+            tb_in.setdefault((t, b), []).append((tail, cap, x, len(arc_of)))
+            arc_of.append(-1)
+            return len(arc_of) - 1
+
+        # a layer of one unit per partition at most never gives a broker two units of one
+        # partition: its groups of one topic share a pool node, one arc per broker (not per
+        # group and broker), and the pool's units per broker are handed back to them after
+        pools: dict[PoolKey, tuple[int, dict[int, int]]] = {}
+        self.unit_arcs: list[list[tuple[int, int]]] = []
+        self.pooled: list[list[tuple[int, PoolKey]]] = []
+        for g in groups:
+            n = len(g.members)
+            gn = net.node()
+            net.arc(source, gn, n * g.units, flow=n * g.units, lower=n * g.units)
+            arcs = []
+            into_pools = []
+            for lo, hi, layer in g.layers:
+                inflow = sum(g.start.get(b, 0) for b in layer)
+                if hi == 1 and g.caps is None:
+                    pk = (g.topic, tuple(layer))
+                    if pk not in pools:
+                        pools[pk] = (net.node(), {})
+                    node, pool_start = pools[pk]
+                    into_pools.append((net.arc(gn, node, n, flow=inflow, lower=n * lo), pk))
+                    for b in layer:
+                        pool_start[b] = pool_start.get(b, 0) + g.start.get(b, 0)
+                    continue
+                ln = net.node()
+                net.arc(gn, ln, n * hi, flow=inflow, lower=n * lo)
+                for b in layer:
+                    cap = n if g.caps is None else g.caps.get(b, n)
+                    arcs.append((to_tb(ln, g.topic, b, cap, g.start.get(b, 0)), b))
+            self.unit_arcs.append(arcs)
+            self.pooled.append(into_pools)
+        self.pools = {pk: node for pk, (node, _) in pools.items()}
+        self.pool_arcs = {
+            pk: [
+                (to_tb(node, pk[0], b, _BIG, start.get(b, 0)), b)
+                for b in pk[1]
+                if cells is None or (pk[0], b) in cells or (pk[0], b) in tb_in
+            ]
+            for pk, (node, start) in pools.items()
+        }
+        b_flow = dict.fromkeys(brokers, 0)
+        for (t, b), entries in tb_in.items():
+            cost = _square(topic_base.get(t, {}).get(b, 0))
+            flow = sum(x for _, _, x, _ in entries)
+            b_flow[b] += flow
+            if len(entries) == 1:
+                tail, cap, x, slot = entries[0]
+                arc_of[slot] = net.arc(tail, node_b[b], cap, flow=x, cost=cost)
+                continue
+            node = net.node()
+            for tail, cap, x, slot in entries:
+                arc_of[slot] = net.arc(tail, node, cap, flow=x)
+            net.arc(node, node_b[b], _BIG, flow=flow, cost=cost)
+        self.cells = set(tb_in)
+        total = 0
+        for b in brokers:
+            net.arc(node_b[b], sink, _BIG, flow=b_flow[b], cost=_square(base[b], weight))
+            total += b_flow[b]
+        net.arc(sink, source, total, flow=total, lower=total)
+
+    def solved(self) -> list[dict[int, int]]:
+        """Per group, units per broker at the least cost."""
+        net, arc_of = self.net, self.arc_of
+        net.cancel()
+        # each pool's units, broker by broker in its order, handed to its groups in turn
+        pool_units = {
+            pk: iter([b for i, b in arcs for _ in range(net.arcs[arc_of[i]].flow)])
+            for pk, arcs in self.pool_arcs.items()
+        }
+        out = []
+        for arcs, into_pools in zip(self.unit_arcs, self.pooled, strict=True):
+            per: dict[int, int] = {}
+            for i, b in arcs:
+                f = net.arcs[arc_of[i]].flow
+                if f:
+                    per[b] = per.get(b, 0) + f
+            for i, pk in into_pools:
+                for _ in range(net.arcs[i].flow):
+                    b = next(pool_units[pk])
+                    per[b] = per.get(b, 0) + 1
+            out.append(per)
+        return out
 
 
 def _improve(
@@ -159,14 +340,18 @@ def _improve(
     lowers the cost (brokers, then topics): the short cycles, found cheaply, so the
     circulation's searches are left the long ones."""
     counts = dict(base)
+    # only the cells of the groups' brokers: topic_base may be large (every topic's brokers)
     tcounts: dict[tuple[str, int], int] = {}
-    for t, per in topic_base.items():
-        for b, c in per.items():
-            tcounts[(t, b)] = c
+    for g in groups:
+        per = topic_base.get(g.topic, {})
+        for _, _, bs in g.layers:
+            for b in bs:
+                if (g.topic, b) not in tcounts:
+                    tcounts[(g.topic, b)] = per.get(b, 0)
     for g in groups:
         for b, x in g.start.items():
             counts[b] += x
-            tcounts[(g.topic, b)] = tcounts.get((g.topic, b), 0) + x
+            tcounts[(g.topic, b)] += x
 
     for _ in range(len(groups) + 1):  # each pass lowers the cost; a bound for safety only
         moved = False

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 from kreplica.errors import PlanInfeasible, UsageError
@@ -15,7 +14,7 @@ from kreplica.planner.brokers.run import (
 )
 from kreplica.planner.evaluate import spread
 from kreplica.planner.options import PlanOptions
-from kreplica.planner.spreadflow import Group, solve, split
+from kreplica.planner.spreadflow import Group, solve, solve_balanced, split
 
 LayerKey = tuple[tuple[int, int, tuple[int, ...]], ...]
 
@@ -189,17 +188,15 @@ def _drain_balanced(
         g.members.sort(key=lambda k: (-(run.parts[k].size_bytes or 0), k))
         flow_groups.append((g, led))
     glist = [g for g, _ in flow_groups]
-    counts = {b: ctx.cluster_replicas[b] for b in ctx.eligible}
     topic_base = {t: dict(ctx.topic_replicas[t]) for t in {g.topic for g in glist}}
-    starts = _greedy_start(run, glist, counts, topic_base)
     base = {b: ctx.cluster_replicas[b] for b in ctx.eligible}
-    per_group = solve(glist, base, topic_base)
+    per_group = solve_balanced(glist, base, topic_base)
     later = []
-    for (g, led), per, first in zip(flow_groups, per_group, starts, strict=True):
+    for (g, led), per in zip(flow_groups, per_group, strict=True):
         if led is not None:
-            later.append((g, per or dict(Counter(b for (b,) in first)), led))
+            later.append((g, per, led))
             continue
-        for key, dest in zip(g.members, split(g, per) if per else first, strict=True):
+        for key, dest in zip(g.members, split(g, per), strict=True):
             _drain_place(run, key, drained, dest)
     for key in by_hand:
         for r in [b for b in run.work[key] if b in drained]:
@@ -224,54 +221,6 @@ def _drain_lows(g: Group, run: Run, rack_brokers: Mapping[str, list[int]]) -> in
     rest = [b for b in run.work[g.members[0]] if b in run.ctx.eligible_set]
     layers = _drain_layers(run, rest, g.units, rack_brokers)
     return sum(lo for lo, _, _ in layers)
-
-
-def _greedy_start(
-    run: Run,
-    groups: Sequence[Group],
-    counts: dict[int, int],
-    topic_counts: Mapping[str, Mapping[int, int]],
-) -> list[list[list[int]]]:
-    """A placement following the rack rule, least loaded first: the flow's feasible start
-    (g.start), and per member the brokers chosen."""
-    rank = run.ctx.rank
-    topic_add: dict[tuple[str, int], int] = {}
-    out: list[list[list[int]]] = [[] for _ in groups]
-    # the groups with the fewest brokers to choose from first: the others fill around them
-    order = sorted(
-        range(len(groups)), key=lambda i: (sum(len(bs) for _, _, bs in groups[i].layers), i)
-    )
-    for gi in order:
-        g = groups[gi]
-        chosen_all = []
-        for _ in g.members:
-            chosen: list[int] = []
-            taken = [0] * len(g.layers)
-            while len(chosen) < g.units:
-                must = [i for i, (lo, _, _) in enumerate(g.layers) if taken[i] < lo]
-                pool = must or [i for i, (_, hi, _) in enumerate(g.layers) if taken[i] < hi]
-                b, i = min(
-                    (
-                        (
-                            counts[b],
-                            topic_counts[g.topic].get(b, 0) + topic_add.get((g.topic, b), 0),
-                            rank(b),
-                        ),
-                        b,
-                        i,
-                    )
-                    for i in pool
-                    for b in g.layers[i][2]
-                    if b not in chosen
-                )[1:]
-                chosen.append(b)
-                taken[i] += 1
-                counts[b] += 1
-                topic_add[(g.topic, b)] = topic_add.get((g.topic, b), 0) + 1
-                g.start[b] = g.start.get(b, 0) + 1
-            chosen_all.append(chosen)
-        out[gi] = chosen_all
-    return out
 
 
 def _drain_leaders(

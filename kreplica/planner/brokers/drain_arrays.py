@@ -1,0 +1,333 @@
+"""The drain on columns: classes built from the replica matrix, destinations and preferred
+leaders written back into it with numpy (drain.py's rules, no object per partition).
+
+Brokers are dense indexes (0..nb-1) into per-broker arrays; the replica matrix holds them,
+-1 for an empty slot. A drained partition's class is its topic, its units (replicas on the
+drained brokers) and its choices: the racks its staying replicas use (the rack rule gives a
+layer per fresh rack), and, only when it has fewer fresh racks than units, the staying
+brokers themselves. So the count of classes is bounded by topics x rack patterns, not by
+partitions (np.unique over one key row per partition).
+
+    drain_classes    the classes of the drained rows, as spreadflow Groups
+    place            the exact balance (spreadflow.solve) over the classes, written back
+    lead             preferred leaders of the drained rows: an in-sync staying replica or a
+                     new one, as even as they can be (spreadflow.solve again), written back
+
+A drained leader's partition is placed with the others (the object drain, drain.py, hands
+its group to the leader step to choose which partition takes which new broker): the replica
+counts are the same optimum, the leaders the optimum for the placement made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from kreplica.planner.spreadflow import Group, solve, solve_balanced, split
+
+I64 = npt.NDArray[np.int64]
+Bools = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class DrainBrokers:
+    """Per dense broker: rack index (a rackless broker its own), tie-break rank, whether it
+    stays eligible, whether it is drained."""
+
+    rack: I64
+    rank: I64
+    eligible: Bools
+    drained: Bools
+
+    def rack_brokers(self) -> dict[int, list[int]]:
+        """Eligible brokers per rack, by rank; racks in the order of their first broker."""
+        out: dict[int, list[int]] = {}
+        elig = np.flatnonzero(self.eligible)
+        for b in elig[np.argsort(self.rank[elig], kind="stable")].tolist():
+            out.setdefault(int(self.rack[b]), []).append(b)
+        return out
+
+
+class TopicCounts(Mapping[str, Mapping[int, int]]):
+    """topic name -> broker -> count, read from a (topics x brokers) matrix (solve's
+    topic_base without a dict per topic)."""
+
+    def __init__(self, names: Sequence[str], matrix: I64) -> None:
+        self.index = {name: i for i, name in enumerate(names)}
+        self.matrix = matrix
+        self.rows: dict[str, _Row] = {}
+
+    def __getitem__(self, name: str) -> Mapping[int, int]:
+        row = self.rows.get(name)
+        if row is None:
+            row = self.rows[name] = _Row(self.matrix[self.index[name]])
+        return row
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.index)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+
+class _Row(Mapping[int, int]):
+    def __init__(self, row: I64) -> None:
+        self.row = row.tolist()
+
+    def __getitem__(self, b: int) -> int:
+        value: int = self.row[b]
+        return value
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(len(self.row)))
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+
+def topic_matrix(dense: I64, topic: I64, n_topics: int, nb: int, col: int | None = None) -> I64:
+    """Replicas per (topic, broker) of the matrix (only slot `col` when given: leaders)."""
+    cells = dense if col is None else dense[:, col : col + 1]
+    keep = cells >= 0
+    flat = np.broadcast_to(topic[:, None], cells.shape)[keep] * nb + cells[keep]
+    out: I64 = np.bincount(flat, minlength=n_topics * nb).reshape(n_topics, nb)
+    return out
+
+
+def drain_classes(
+    dense: I64,
+    topic: I64,
+    rows: I64,
+    names: Sequence[str],
+    brokers: DrainBrokers,
+    in_sync: Bools,
+) -> list[tuple[Group, tuple[int, ...] | None]]:
+    """The drained rows' classes (members: (topic name, row)), in key order, each with, for
+    a class of rows a drained broker led (one replica leaving, the first), their in-sync
+    staying replicas (the leader step's choices; None for the others)."""
+    sub = dense[rows]
+    width = sub.shape[1]
+    gone = (sub >= 0) & brokers.drained[np.maximum(sub, 0)]
+    units = gone.sum(axis=1)
+    rest = np.where(gone | (sub < 0), -1, sub)
+    racks = np.where(rest >= 0, brokers.rack[np.maximum(rest, 0)], -1)
+    racks.sort(axis=1)
+    racks[:, 1:][racks[:, 1:] == racks[:, :-1]] = -1  # each rack once
+    racks.sort(axis=1)
+    rack_brokers = brokers.rack_brokers()
+    elig_rack = np.zeros(int(brokers.rack.max(initial=0)) + 2, dtype=bool)
+    elig_rack[list(rack_brokers)] = True
+    used_elig = ((racks >= 0) & elig_rack[racks]).sum(axis=1)
+    fresh = len(rack_brokers) - used_elig
+    # fewer fresh racks than units: the layers name the brokers free of staying replicas
+    by_broker = units > fresh
+    led = (units == 1) & gone[:, 0]
+    led_sync = np.where(
+        led[:, None] & in_sync[rows] & (rest >= 0) & brokers.eligible[np.maximum(rest, 0)],
+        rest,
+        -1,
+    )
+    led_sync.sort(axis=1)
+    rest.sort(axis=1)
+    key = np.concatenate(
+        [
+            topic[rows, None],
+            units[:, None],
+            racks,
+            np.where(by_broker[:, None], rest, -1),
+            led[:, None],
+            led_sync,
+        ],
+        axis=1,
+    )
+    uniq, inverse = np.unique(key, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(len(uniq) + 1))
+    out: list[tuple[Group, tuple[int, ...] | None]] = []
+    member_rows = rows[order].tolist()
+    for c, row in enumerate(uniq.tolist()):
+        t, k = row[0], row[1]
+        used = {r for r in row[2 : 2 + width] if r >= 0}
+        rest_row = [b for b in row[2 + width : 2 + 2 * width] if b >= 0]
+        g = Group(names[t], k, _layers(rest_row, used, k, rack_brokers))
+        g.members = [(names[t], r) for r in member_rows[bounds[c] : bounds[c + 1]]]
+        sync = tuple(b for b in row[3 + 2 * width :] if b >= 0) if row[2 + 2 * width] else None
+        out.append((g, sync))
+    return out
+
+
+def _layers(
+    rest: Sequence[int], used: set[int], k: int, rack_brokers: Mapping[int, list[int]]
+) -> list[tuple[int, int, list[int]]]:
+    """drain._drain_layers on rack indexes: k units on racks the staying replicas do not
+    use, one each; with fewer such racks than units, each of them one and the rest anywhere
+    (each broker once)."""
+    fresh = [r for r in rack_brokers if r not in used]
+    if k <= len(fresh):
+        return [(0, 1, rack_brokers[r]) for r in fresh]
+    layers = []
+    for r, bs in rack_brokers.items():
+        free = [b for b in bs if b not in rest]
+        if free:
+            layers.append((int(r in fresh), min(k, len(free)), free))
+    return sorted(layers, key=lambda layer: -layer[0])
+
+
+Unplaced = list[tuple[Group, dict[int, int], tuple[int, ...]]]
+
+
+def place(
+    dense: I64,
+    classes: Sequence[tuple[Group, tuple[int, ...] | None]],
+    brokers: DrainBrokers,
+    counts: I64,
+    topic_base: Mapping[str, Mapping[int, int]],
+    bytes_now: I64,
+    size: I64,
+) -> Unplaced:
+    """Every drained replica of the classes' members replaced in its slot, at the exact
+    balance (spreadflow.solve_balanced), the largest partitions first in the deal,
+    the fewest bytes first into the first drained slot. `counts`: replicas per broker now
+    (the drained ones still counted). A class a drained broker led is returned unplaced,
+    with its units per broker and its in-sync staying replicas (see `lead`)."""
+    groups = [g for g, _ in classes]
+    for g in groups:
+        g.members.sort(key=lambda m: (-int(size[m[1]]), m[1]))
+    elig = np.flatnonzero(brokers.eligible).tolist()
+    base = {b: int(counts[b]) for b in elig}
+    per_group = solve_balanced(groups, base, topic_base)
+    unplaced: Unplaced = []
+    for (g, sync), per in zip(classes, per_group, strict=True):
+        if sync is not None:
+            unplaced.append((g, per, sync))
+            continue
+        for (_, row), dest in zip(g.members, split(g, per), strict=True):
+            _put(dense, row, dest, brokers, bytes_now)
+    return unplaced
+
+
+def _put(dense: I64, row: int, dest: Sequence[int], brokers: DrainBrokers, bytes_now: I64) -> None:
+    todo = sorted(dest, key=lambda b: (int(bytes_now[b]), int(brokers.rank[b])))
+    reps = dense[row]
+    slots = np.flatnonzero((reps >= 0) & brokers.drained[np.maximum(reps, 0)])
+    dense[row, slots] = todo
+
+
+def lead(
+    dense: I64,
+    before: I64,
+    rows: I64,
+    in_sync: Bools,
+    topic: I64,
+    names: Sequence[str],
+    brokers: DrainBrokers,
+    unplaced: Unplaced,
+    bytes_now: I64,
+) -> None:
+    """Preferred leaders of the drained `rows` (drain._drain_leaders on columns): each from
+    its in-sync staying replicas and its new ones, spread as evenly as those choices allow
+    (spreadflow, started from the current leaders, so a row changes only when that evens
+    leaders out), written back as the first replica. `in_sync[row, slot]`: the replica in
+    `before` at that slot is in sync; `dense`: the replicas after the moves.
+
+    An unplaced class (from `place`: its units per broker decided, not which row gets which)
+    leads from its in-sync staying replicas (each row has them all) or from its new brokers,
+    each as many times as the class sends units there; its rows are then handed the brokers
+    to match."""
+    nb = len(brokers.rack)
+    waiting = np.zeros(len(dense), dtype=bool)
+    for g, _, _ in unplaced:
+        waiting[[r for _, r in g.members]] = True
+    rows = rows[~waiting[rows]]
+    sub = dense[rows]
+    old = before[rows]
+    new = (sub[:, :, None] != old[:, None, :]).all(axis=2) & (sub >= 0)
+    # a staying replica is in sync where its slot in `before` says so (moves keep slots)
+    stay_sync = (sub == old) & in_sync[rows]
+    cand = (new | stay_sync) & (sub >= 0) & brokers.eligible[np.maximum(sub, 0)]
+    has = cand.any(axis=1)
+    rows, sub, cand = rows[has], sub[has], cand[has]
+    cands = np.where(cand, sub, -1)
+    cands.sort(axis=1)
+    key = np.concatenate([topic[rows, None], cands], axis=1)
+    uniq, inverse = np.unique(key, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(len(uniq) + 1))
+    member_rows = rows[order].tolist()
+    first = dense[:, 0]
+    leaders = np.bincount(first[first >= 0], minlength=nb)
+    # counted apart: the touched rows' leaders are the flow's choice
+    leaders -= np.bincount(sub[:, 0][sub[:, 0] >= 0], minlength=nb)
+    tl = topic_matrix(dense, topic, len(names), nb, col=0)
+    np.subtract.at(tl, (topic[rows], sub[:, 0]), 1)
+    base = {b: int(leaders[b]) for b in np.flatnonzero(brokers.eligible).tolist()}
+    counts = leaders.copy()
+    tcounts = tl.copy()
+    rank = brokers.rank
+    groups = []
+    for c, row in enumerate(uniq.tolist()):
+        t = row[0]
+        choices = [b for b in row[1:] if b >= 0]
+        g = Group(names[t], 1, [(0, 1, choices)])
+        g.members = [(names[t], r) for r in member_rows[bounds[c] : bounds[c + 1]]]
+        for _, r in g.members:  # the start: its own, else the least loaded candidate
+            now = int(dense[r, 0])
+            if now not in choices:
+                now = min(choices, key=lambda b: (counts[b], tcounts[t, b], int(rank[b])))
+            counts[now] += 1
+            tcounts[t, now] += 1
+            g.start[now] = g.start.get(now, 0) + 1
+        groups.append(g)
+    flexible = []
+    index = {name: i for i, name in enumerate(names)}
+    for g, per, sync in unplaced:
+        n = len(g.members)
+        caps = {**dict.fromkeys(sync, n), **per}
+        start: dict[int, int] = {}
+        t = index[g.topic]
+        for _ in g.members:  # a greedy start: the least loaded candidate with room, on a
+            # tie the new replica (it takes the drained leader's place: the least change)
+            now = min(
+                (b for b in caps if start.get(b, 0) < caps[b]),
+                key=lambda b: (counts[b], tcounts[t, b], b not in per, int(rank[b])),
+            )
+            start[now] = start.get(now, 0) + 1
+            counts[now] += 1
+            tcounts[t, now] += 1
+        flexible.append(Group(g.topic, 1, [(0, 1, sorted(caps))], list(g.members), start, caps))
+    solved = solve(groups + flexible, base, TopicCounts(names, tl))
+    for g, lead_per in zip(groups, solved, strict=False):
+        left = dict(lead_per)
+        kept: list[int | None] = []
+        for _, r in g.members:  # each keeps its own leader where the counts allow
+            now = int(dense[r, 0])
+            keep = left.get(now, 0) > 0
+            kept.append(now if keep else None)
+            if keep:
+                left[now] -= 1
+        spare = iter([b for b in sorted(left) for _ in range(left[b])])
+        for (_, r), chosen in zip(g.members, kept, strict=True):
+            if chosen is None:
+                _reorder(dense, r, next(spare))
+    for (g, per, _), lead_per in zip(unplaced, solved[len(groups) :], strict=True):
+        # rows led by a new broker b take b; the others the brokers left over
+        pairs = [(b, b) for b in sorted(per) for _ in range(lead_per.get(b, 0))]
+        left_over = [b for b in sorted(per) for _ in range(per[b] - lead_per.get(b, 0))]
+        leads = [r for r in sorted(lead_per) if r not in per for _ in range(lead_per[r])]
+        pairs += list(zip(left_over, leads, strict=True))
+        for (_, r), (dest, leader) in zip(g.members, pairs, strict=True):
+            _put(dense, r, [dest], brokers, bytes_now)
+            if leader in dense[r] and dense[r, 0] != leader:
+                _reorder(dense, r, leader)
+
+
+def _reorder(dense: I64, row: int, leader: int) -> None:
+    reps = dense[row]
+    rest = reps[(reps != leader) & (reps >= 0)]
+    dense[row, 0] = leader
+    dense[row, 1 : 1 + len(rest)] = rest

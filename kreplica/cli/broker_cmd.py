@@ -98,7 +98,7 @@ def add_brokers(opts: Options, *, brokers: str, by: str) -> None:
 
     ids = _ids(brokers, "--brokers")
     spec = source_spec(opts)
-    snap = read_cluster(spec)
+    snap = read_cluster(spec, columnar=True)  # the column run's, where the source can
     plan = _planned(
         opts, snap, lambda o: add_brokers_plan(snap, ids, by=by, options=o), named=ids, asked=ids
     )

@@ -79,6 +79,15 @@ class ColumnDisk:
         self.first_blocked: tuple[int, int] | None = None  # (dense broker, row)
         self.blocked: set[int] = set()  # dense brokers a refused move went to
 
+    def fits_one(self, broker: int, size: int, row: int) -> bool:
+        """fits for one replica (a greedy's step, without the arrays' call overhead)."""
+        if size <= self.room[broker]:
+            return True
+        if self.first_blocked is None:
+            self.first_blocked = (broker, row)
+        self.blocked.add(broker)
+        return False
+
     def fits(self, brokers: I64, sizes: I64, rows: I64) -> Mask:
         """Each replica (of `sizes` bytes, for `rows`) still fits on its broker; refusals
         are remembered for the plan's finding."""
@@ -139,10 +148,19 @@ class ColumnRun:
     findings: list[Finding] = field(default_factory=list)
     bound: LowerBound = field(default_factory=LowerBound)
     skipped: Mask | None = None  # rows left out as in flight
+    _rack_list: list[int] | None = field(default=None, repr=False)
 
     @property
     def nb(self) -> int:
         return len(self.ids)
+
+    @property
+    def rack_list(self) -> list[int]:
+        """rack_of as a list (a greedy's scalar reads)."""
+        cached = self._rack_list
+        if cached is None:
+            cached = self._rack_list = self.rack_of.tolist()
+        return cached
 
     @property
     def eligible_ids(self) -> list[int]:
@@ -259,6 +277,15 @@ class ColumnRun:
             return np.ones(len(rows), dtype=bool)
         return self.disk.fits(new, self.size[rows], rows)
 
+    def rack_ok_one(self, reps: Sequence[int], slot: int, new: int) -> bool:
+        """rack_ok for one row's replicas `reps` (dense, -1 pads)."""
+        rack = self.rack_list
+        others = [rack[b] for i, b in enumerate(reps) if i != slot and b >= 0]
+        return rack[reps[slot]] in others or rack[new] not in others
+
+    def fits_one(self, row: int, new: int) -> bool:
+        return self.disk is None or self.disk.fits_one(new, int(self.size[row]), row)
+
     def movable(self, rows: I64) -> Mask:
         """Rows a balancing move may touch: no replica on a dead broker (Kafka rejects a
         target naming one)."""
@@ -321,6 +348,24 @@ class ColumnRun:
         np.subtract.at(self.topic_replicas, (topics, old), 1)
         if self.disk is not None:
             self.disk.take(new, sizes)
+
+    def move_one(self, row: int, slot: int, new: int) -> None:
+        """move() for one replica (a greedy's step, without the arrays' call overhead)."""
+        old = int(self.work[row, slot])
+        size = int(self.size[row])
+        self.work[row, slot] = new
+        self.replicas[old] -= 1
+        self.replicas[new] += 1
+        self.bytes[old] -= size
+        self.bytes[new] += size
+        if slot == 0:
+            self.leaders[old] -= 1
+            self.leaders[new] += 1
+        topic = int(self.topic_row[row])
+        self.topic_replicas[topic, old] -= 1
+        self.topic_replicas[topic, new] += 1
+        if self.disk is not None:
+            self.disk.room[new] -= size
 
     def reorder(self, rows: I64, leaders: I64) -> None:
         """Each row's `leaders` broker (one of its replicas) goes first, the others keep

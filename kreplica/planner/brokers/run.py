@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kreplica.errors import PlanInfeasible, UsageError
 from kreplica.model import (
@@ -31,9 +32,24 @@ def ids_text(ids: Iterable[int]) -> str:
     return ", ".join(map(str, sorted(ids)))
 
 
+def _unbuilt_columns(snapshot: ClusterSnapshot) -> Any:
+    """The snapshot's columns when its topics were not built from them (None otherwise): a
+    question about every partition is then asked of the arrays."""
+    columns = getattr(snapshot, "columns", None)
+    return None if getattr(snapshot, "materialised", True) else columns
+
+
 def known_brokers(snapshot: ClusterSnapshot) -> set[int]:
     """Listed brokers plus any id a replica names (a dead broker whose registration is gone)."""
     ids = set(snapshot.broker_ids())
+    columns = _unbuilt_columns(snapshot)
+    if columns is not None:
+        import numpy as np
+
+        from kreplica.columns import PAD
+
+        named = columns.replicas[columns.replicas != PAD]
+        return ids | set(np.unique(named).tolist())
     for t in snapshot.topics:
         for p in t.partitions:
             ids.update(p.replicas)
@@ -289,7 +305,14 @@ def bytes_on(run: Run, brokers: Iterable[int]) -> dict[int, int]:
 def need_sizes(snapshot: ClusterSnapshot, by: str) -> None:
     if by not in BY:
         raise UsageError(f"`by` {by!r}: use count or bytes")
-    if by == "bytes" and any(p.size_bytes is None for t in snapshot.topics for p in t.partitions):
+    columns = _unbuilt_columns(snapshot)
+    if columns is not None:
+        from kreplica.columns import NO_SIZE
+
+        unknown = bool((columns.size == NO_SIZE).any())
+    else:
+        unknown = any(p.size_bytes is None for t in snapshot.topics for p in t.partitions)
+    if by == "bytes" and unknown:
         raise UsageError(
             "`by` bytes needs every partition's size and the source has none for some; "
             "read the cluster from the brokers (`bootstrap_server`: DescribeLogDirs) or use "

@@ -275,6 +275,23 @@ def movable_keys(run: Run, keys: Iterable[Key]) -> list[Key]:
     return [k for k in keys if not run.has_dead(k)]
 
 
+def balancing_brokers(
+    snapshot: ClusterSnapshot,
+    options: PlanOptions,
+    max_moves: int | None,
+    max_bytes: int | None,
+) -> list[int]:
+    """A rebalance's brokers (the live ones not excluded), its budget checked."""
+    for flag, value in (("`max_moves`", max_moves), ("`max_bytes`", max_bytes)):
+        if value is not None and value < 0:
+            raise UsageError(f"{flag} {value}: give 0 or more")
+    live = snapshot.live_broker_ids()
+    eligible = sorted(b for b in live if b not in options.exclude_brokers)
+    if not eligible:
+        raise PlanInfeasible("no eligible broker to rebalance over")
+    return eligible
+
+
 def start_balancing(
     snapshot: ClusterSnapshot,
     options: PlanOptions,
@@ -283,13 +300,7 @@ def start_balancing(
 ) -> tuple[Run, list[int], list[Key]]:
     """A rebalance's run over the live brokers not excluded, its budget checked, and the
     partitions it may move (none in flight, none with a dead replica)."""
-    for flag, value in (("`max_moves`", max_moves), ("`max_bytes`", max_bytes)):
-        if value is not None and value < 0:
-            raise UsageError(f"{flag} {value}: give 0 or more")
-    live = snapshot.live_broker_ids()
-    eligible = sorted(b for b in live if b not in options.exclude_brokers)
-    if not eligible:
-        raise PlanInfeasible("no eligible broker to rebalance over")
+    eligible = balancing_brokers(snapshot, options, max_moves, max_bytes)
     run = Run.start(snapshot, eligible, options, None)
     return run, eligible, movable_keys(run, run.in_flight(sorted(run.parts), options))
 

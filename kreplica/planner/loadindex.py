@@ -236,3 +236,48 @@ class KeysByBroker:
         for b in brokers:
             held = self.of[b]
             del held[bisect_left(held, order(key), key=order)]
+
+
+class RowsByBroker:
+    """KeysByBroker on columns (column_run.py): the replicas of `rows` on the indexed
+    brokers, each broker's by (weight, row), as one sorted array sliced per broker (the
+    numpy arrays are built once; no list per broker). A replica that leaves its broker is
+    dropped (`drop`); none arrives, so add-brokers' sources, which only lose replicas, are
+    what it serves."""
+
+    __slots__ = ("bounds", "first", "gone", "rows", "weights")
+
+    def __init__(self, work: Any, rows: Any, weight: Any, indexed: Any) -> None:
+        """`work`: replicas per row (dense broker indexes, -1 pads); `weight` per row of
+        the columns; `indexed`: a mask of the brokers to index."""
+        import numpy as np
+
+        reps = work[rows]
+        held = (reps >= 0) & indexed[np.maximum(reps, 0)]
+        # each row's place in (weight, row) order (rows ascend: a stable sort by weight),
+        # then the replicas by (broker, that place), one int64 key each
+        n = max(len(rows), 1)
+        order = np.argsort(weight[rows], kind="stable")
+        place = np.empty(len(rows), dtype=np.int64)
+        place[order] = np.arange(len(rows))
+        key = reps[held] * n + np.broadcast_to(place[:, None], reps.shape)[held]
+        key.sort()
+        self.rows = rows[order][key % n]
+        self.weights = weight[self.rows]
+        nb = len(indexed)
+        self.bounds = np.searchsorted(key // n, np.arange(nb + 1)).tolist()
+        self.first = self.bounds[:-1]  # per broker: where its rows not dropped start
+        self.gone: dict[int, set[int]] = {}
+
+    def span(self, broker: int) -> tuple[int, int]:
+        """The broker's slice of `rows` / `weights`, from its first row not dropped (later
+        dropped ones are still in it: see `gone`)."""
+        return self.first[broker], self.bounds[broker + 1]
+
+    def drop(self, broker: int, row: int) -> None:
+        gone = self.gone.setdefault(broker, set())
+        gone.add(row)
+        i, end, rows = self.first[broker], self.bounds[broker + 1], self.rows
+        while i < end and int(rows[i]) in gone:  # a greedy drops from the front mostly
+            i += 1
+        self.first[broker] = i

@@ -6,12 +6,12 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kreplica.gcpause import gc_paused
 from kreplica.model import ClusterSnapshot, Finding, Plan
+from kreplica.planner.brokers.dispatch import pick_engine
 from kreplica.planner.brokers.run import (
-    Key,
-    Run,
     bytes_on,
     counts_on,
     need_sizes,
@@ -21,7 +21,13 @@ from kreplica.planner.brokers.run import (
 from kreplica.planner.evaluate import spread
 from kreplica.planner.loadindex import BrokerOrder, KeysByBroker
 from kreplica.planner.options import PlanOptions
+from kreplica.planner.plan import with_engine
 from kreplica.planner.report import LowerBound
+
+# The searches run on either run: run.Run (keys (topic name, partition)) or, on a snapshot
+# in columns, row_run.RowRun (keys (topic index, row)); both sort in the same order.
+BalancingRun = Any
+Key = tuple[Any, int]
 
 
 def _excess_bound(counts: dict[int, int], after: dict[int, int]) -> int:
@@ -64,7 +70,16 @@ def rebalance_plan(
        preferred leaders to one with >= 2 fewer (per topic first, then cluster)
     """
     need_sizes(snapshot, by)
-    run, eligible, keys = start_balancing(snapshot, options, max_moves, max_bytes)
+    engine, why = pick_engine(snapshot, options, "rebalance")
+    run: BalancingRun
+    eligible: list[int]
+    keys: list[Key]
+    if engine == "columns":
+        from kreplica.planner.brokers.row_run import start_balancing_rows
+
+        run, eligible, keys = start_balancing_rows(snapshot, options, max_moves, max_bytes)
+    else:
+        run, eligible, keys = start_balancing(snapshot, options, max_moves, max_bytes)
     ctx = run.ctx
     counts_before = counts_on(run, eligible)
     bytes_before = bytes_on(run, eligible)
@@ -72,7 +87,7 @@ def rebalance_plan(
         t.name: {b: ctx.topic_replicas[t.name][b] for b in eligible} for t in run.topics
     }
     budget = _Budget(max_moves, max_bytes)
-    by_topic: dict[str, list[Key]] = {}
+    by_topic: dict[Any, list[Key]] = {}
     for k in keys:
         by_topic.setdefault(k[0], []).append(k)
     for topic in sorted(by_topic):
@@ -126,7 +141,7 @@ def rebalance_plan(
                 "by `kreplica rebalance` after applying) makes it lead",
             )
         )
-    return run.plan(
+    plan = run.plan(
         "rebalance",
         {
             "by": by,
@@ -138,6 +153,7 @@ def rebalance_plan(
             "broker_bytes_after": dict(sorted(bytes_on(run, eligible).items())),
         },
     )
+    return with_engine(plan, engine, why)
 
 
 @dataclass
@@ -181,7 +197,7 @@ class _Candidates:
     they can gain a rack by a move, which comes before any size. A count pass's best move is
     then the best rack-gaining one, else the first allowed one in order; no full scan."""
 
-    def __init__(self, run: Run, keys: Sequence[Key]) -> None:
+    def __init__(self, run: BalancingRun, keys: Sequence[Key]) -> None:
         self.run = run
         parts = run.parts
 
@@ -311,26 +327,28 @@ class _Candidates:
         return best[2] if best is not None else None
 
 
-def _size(run: Run) -> Callable[[Key], tuple[int, ...]]:
+def _size(run: BalancingRun) -> Callable[[Key], tuple[int, ...]]:
     return lambda k: (run.parts[k].size_bytes or 0,)
 
 
-def _movable(run: Run, key: Key, src: int, dst: int, allowed: Callable[[Key], bool]) -> bool:
+def _movable(
+    run: BalancingRun, key: Key, src: int, dst: int, allowed: Callable[[Key], bool]
+) -> bool:
     """src's replica of the partition may go to dst (the budget aside)."""
     reps = run.work[key]
     if src not in reps or dst in reps or not allowed(key) or not run.fits(key, dst):
         return False
-    return run.rack_ok(key, src, dst)
+    return bool(run.rack_ok(key, src, dst))
 
 
-def _gain(run: Run, key: Key, src: int, dst: int) -> int:
+def _gain(run: BalancingRun, key: Key, src: int, dst: int) -> int:
     """The racks the partition gains when src's replica goes to dst."""
     reps = run.work[key]
     return len(run.racks_of([b for b in reps if b != src] + [dst])) - len(run.racks_of(reps))
 
 
 def _find_move(
-    run: Run,
+    run: BalancingRun,
     keys: Iterable[Key],
     src: int,
     dst: int,
@@ -352,7 +370,7 @@ def _find_move(
 
 
 def _apply_move(
-    run: Run, candidates: _Candidates, key: Key, src: int, dst: int, budget: _Budget
+    run: BalancingRun, candidates: _Candidates, key: Key, src: int, dst: int, budget: _Budget
 ) -> None:
     budget.spend(run.parts[key].size_bytes or 0)
     run.move(key, src, dst)
@@ -360,7 +378,7 @@ def _apply_move(
 
 
 def _even_counts(
-    run: Run,
+    run: BalancingRun,
     candidates: _Candidates,
     eligible: Sequence[int],
     budget: _Budget,
@@ -397,7 +415,7 @@ def _even_counts(
 
 
 def _even_topic(
-    run: Run, candidates: _Candidates, topic: str, eligible: Sequence[int], budget: _Budget
+    run: BalancingRun, candidates: _Candidates, topic: str, eligible: Sequence[int], budget: _Budget
 ) -> None:
     ctx = run.ctx
     _even_counts(
@@ -412,7 +430,7 @@ def _even_topic(
 
 
 def _even_cluster_count(
-    run: Run, candidates: _Candidates, eligible: Sequence[int], budget: _Budget
+    run: BalancingRun, candidates: _Candidates, eligible: Sequence[int], budget: _Budget
 ) -> None:
     ctx = run.ctx
 
@@ -423,7 +441,11 @@ def _even_cluster_count(
 
 
 def _even_cluster_bytes(
-    run: Run, candidates: _Candidates, n_keys: int, eligible: Sequence[int], budget: _Budget
+    run: BalancingRun,
+    candidates: _Candidates,
+    n_keys: int,
+    eligible: Sequence[int],
+    budget: _Budget,
 ) -> None:
     """From the broker with the most bytes, the move that best halves its gap to a broker
     with fewer: per destination (fewest bytes first) the best rack-gaining partition, else
@@ -463,13 +485,13 @@ def _even_cluster_bytes(
             order.update(best[2])
 
 
-def _fewer_of_topic(run: Run, src: int, dst: int) -> Callable[[Key], bool]:
+def _fewer_of_topic(run: BalancingRun, src: int, dst: int) -> Callable[[Key], bool]:
     """The destination holds fewer of the partition's topic (its spread stays <= 1)."""
     topics = run.ctx.topic_replicas
     return lambda k: topics[k[0]][src] > topics[k[0]][dst]
 
 
-def _even_leaders(run: Run, keys: Sequence[Key], eligible: Sequence[int]) -> int:
+def _even_leaders(run: BalancingRun, keys: Sequence[Key], eligible: Sequence[int]) -> int:
     """Reorder replicas so preferred leaders spread <= 1 per topic, then per cluster.
     Returns how many partitions only had their preferred leader changed."""
     ctx = run.ctx
@@ -506,7 +528,7 @@ def _even_leaders(run: Run, keys: Sequence[Key], eligible: Sequence[int]) -> int
 
 
 def _leader_pass(
-    run: Run,
+    run: BalancingRun,
     keys: Sequence[Key],
     eligible: Sequence[int],
     in_sync: Callable[[Key], Sequence[int]],
@@ -517,7 +539,7 @@ def _leader_pass(
     ctx = run.ctx
 
     def count(b: int) -> int:
-        return ctx.topic_leaders[topic][b] if topic is not None else ctx.cluster_leaders[b]
+        return int(ctx.topic_leaders[topic][b] if topic is not None else ctx.cluster_leaders[b])
 
     led = _led_by(run, keys)
     for _ in range(4 * len(keys) + 4):
@@ -542,7 +564,7 @@ def _leader_pass(
             reorders.add(key)
 
 
-def _led_by(run: Run, keys: Sequence[Key]) -> dict[int, list[Key]]:
+def _led_by(run: BalancingRun, keys: Sequence[Key]) -> dict[int, list[Key]]:
     """The partitions of `keys` each broker is the preferred leader of, in key order; a pass
     keeps it current as it reorders (a rebuild per chain made the pass quadratic)."""
     led: dict[int, list[Key]] = {}
@@ -554,7 +576,7 @@ def _led_by(run: Run, keys: Sequence[Key]) -> dict[int, list[Key]]:
 
 
 def _leader_path(
-    run: Run,
+    run: BalancingRun,
     led: Mapping[int, Sequence[Key]],
     start: int,
     top: int,

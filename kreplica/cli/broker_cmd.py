@@ -80,7 +80,7 @@ def drain(
 
     ids = _ids(brokers, "--brokers")
     spec = source_spec(opts)
-    snap = read_cluster(spec)
+    snap = read_cluster(spec, columnar=True)  # the column run's, where the source can
     names = _topic_names(snap, topics, regex)
     plan = _planned(
         opts,

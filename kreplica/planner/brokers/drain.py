@@ -6,14 +6,17 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from kreplica.errors import PlanInfeasible, UsageError
 from kreplica.model import ClusterSnapshot, Finding, Plan, PlanReport
+from kreplica.planner.brokers.dispatch import pick_engine
 from kreplica.planner.brokers.run import (
     Key,
     Run,
     check_known,
     ids_text,
 )
+from kreplica.planner.disk import DiskGuard
 from kreplica.planner.evaluate import spread
 from kreplica.planner.options import PlanOptions
+from kreplica.planner.plan import with_engine
 from kreplica.planner.spreadflow import Group, solve, solve_balanced, split
 
 LayerKey = tuple[tuple[int, int, tuple[int, ...]], ...]
@@ -46,6 +49,29 @@ def drain_plan(
     check_known("`brokers`", drained, snapshot)
     live = snapshot.live_broker_ids()
     eligible = sorted(b for b in live if b not in drained and b not in options.exclude_brokers)
+    engine, why = pick_engine(snapshot, options, "drain")
+    if engine == "columns" and keep_rack_share:
+        engine, why = "objects", "keep_rack_share picks replica by replica (the object run)"
+    elif engine == "columns" and DiskGuard.build(snapshot, options.disk_headroom) is not None:
+        engine, why = "objects", "the disk guard steers the drain partition by partition"
+    if engine == "columns":
+        from kreplica.planner.brokers.drain_arrays import drain_on_columns
+
+        column_run, extra = drain_on_columns(snapshot, drained, eligible, topics, options)
+        _elect_after(column_run.findings, extra, drained)
+        return with_engine(column_run.plan("drain", extra), engine, why)
+    plan = _drain_on_objects(snapshot, drained, eligible, topics, options, keep_rack_share)
+    return with_engine(plan, engine, why)
+
+
+def _drain_on_objects(
+    snapshot: ClusterSnapshot,
+    drained: frozenset[int],
+    eligible: list[int],
+    topics: Sequence[str] | None,
+    options: PlanOptions,
+    keep_rack_share: bool,
+) -> Plan:
     run = Run.start(snapshot, eligible, options, topics)
     touched = [k for k in sorted(run.parts) if any(b in drained for b in run.work[k])]
     touched = run.in_flight(touched, options)
@@ -65,6 +91,23 @@ def drain_plan(
         led += part.current_leader in drained
         run.bound.add_partition(count, count, part.size_bytes)
     changed = _drain_leaders(run, drained, touched, unplaced)
+    remaining = sum(1 for k in run.work for b in run.work[k] if b in drained)
+    extra: PlanReport = {
+        **_spreads_without(run, drained),
+        "drained_brokers": sorted(drained),
+        "keep_rack_share": keep_rack_share,
+        "replicas_left_on_drained": remaining,
+        "partitions_led_by_drained": led,
+        "preferred_leader_changes": changed,
+    }
+    _elect_after(run.findings, extra, drained)
+    return run.plan("drain", extra)
+
+
+def _elect_after(findings: list[Finding], extra: PlanReport, drained: frozenset[int]) -> None:
+    """The finding that says which preferred leaders the drain changes (either engine)."""
+    led = extra.get("partitions_led_by_drained", 0)
+    changed = extra.get("preferred_leader_changes", {})
     evened = sum(1 for old, _ in changed.values() if old not in drained)
     if led or evened:
         also = (
@@ -73,7 +116,7 @@ def drain_plan(
             if evened
             else ""
         )
-        run.findings.append(
+        findings.append(
             Finding(
                 "info",
                 "elect-after",
@@ -83,18 +126,6 @@ def drain_plan(
                 "makes them lead",
             )
         )
-    remaining = sum(1 for k in run.work for b in run.work[k] if b in drained)
-    return run.plan(
-        "drain",
-        {
-            **_spreads_without(run, drained),
-            "drained_brokers": sorted(drained),
-            "keep_rack_share": keep_rack_share,
-            "replicas_left_on_drained": remaining,
-            "partitions_led_by_drained": led,
-            "preferred_leader_changes": changed,
-        },
-    )
 
 
 def _drain_pick(run: Run, key: Key, r: int, *, own_rack_first: bool) -> int:

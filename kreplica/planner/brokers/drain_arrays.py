@@ -22,11 +22,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
+from kreplica.columns import ISR_OTHER, NO_LEADER, NO_SIZE, PartitionColumns
+from kreplica.errors import PlanInfeasible
+from kreplica.model import ClusterSnapshot, PlanReport
+from kreplica.planner.options import PlanOptions
 from kreplica.planner.spreadflow import Group, solve, solve_balanced, split
+
+if TYPE_CHECKING:
+    from kreplica.planner.brokers.column_run import ColumnRun
 
 I64 = npt.NDArray[np.int64]
 Bools = npt.NDArray[np.bool_]
@@ -331,3 +339,166 @@ def _reorder(dense: I64, row: int, leader: int) -> None:
     rest = reps[(reps != leader) & (reps >= 0)]
     dense[row, 0] = leader
     dense[row, 1 : 1 + len(rest)] = rest
+
+
+def drain_on_columns(
+    snapshot: ClusterSnapshot,
+    drained_ids: frozenset[int],
+    eligible_ids: Sequence[int],
+    topics: Sequence[str] | None,
+    options: PlanOptions,
+) -> tuple[ColumnRun, PlanReport]:
+    """drain.drain_plan's default (balanced) drain on the column run: the run, its working
+    replicas drained, and the report's drain keys (drain.py adds its finding, the plan and
+    the engine)."""
+    from kreplica.planner.brokers.column_run import ColumnRun
+
+    run = ColumnRun.start(snapshot, eligible_ids, options, topics)
+    drained = np.zeros(run.nb, dtype=bool)
+    drained[run.lookup[np.array(sorted(drained_ids), dtype=np.int64)]] = True
+    rows = run.scope_rows()
+    on = (run.work >= 0) & drained[np.maximum(run.work, 0)]
+    rows = run.in_flight(rows[on[rows].any(axis=1)])
+    refuse_on_columns(run, drained, rows)
+    brokers = DrainBrokers(run.rack_of, run.rank, run.eligible, drained)
+    columns = run.columns
+    names = [t.name for t in columns.topics]
+    in_sync = _in_sync(run.dense, columns, rows, run.lookup)
+    after = run.work.copy()
+    classes = drain_classes(after, run.topic_row, rows, names, brokers, in_sync)
+    topic_base = TopicCounts(names, run.topic_replicas)
+    unplaced = place(after, classes, brokers, run.replicas, topic_base, run.bytes, run.size)
+    lead(after, run.dense, rows, in_sync, run.topic_row, names, brokers, unplaced, run.bytes)
+    # the moves and new leaders written at once: the plan reads the working replicas only
+    run.work[rows] = after[rows]
+    units = on[rows].sum(axis=1)
+    raw = columns.size[rows]
+    run.bound.added = run.bound.removed = int(units.sum())
+    run.bound.bytes = None if bool((raw == NO_SIZE).any()) else int((units * raw).sum())
+    now = np.where(columns.leader == NO_LEADER, columns.replicas[:, 0], columns.leader)[rows]
+    now_dense = np.where(now >= 0, run.lookup[np.maximum(now, 0)], -1)
+    led = int(((now_dense >= 0) & drained[np.maximum(now_dense, 0)]).sum())
+    old_first, new_first = run.dense[rows, 0], run.work[rows, 0]
+    moved = np.flatnonzero(old_first != new_first)
+    ids = run.ids
+    changed = {
+        f"{names[t]}-{p}": [a, b]
+        for t, p, a, b in zip(
+            run.topic_row[rows[moved]].tolist(),
+            columns.partition[rows[moved]].tolist(),
+            ids[old_first[moved]].tolist(),
+            ids[new_first[moved]].tolist(),
+            strict=True,
+        )
+    }
+    left = (run.work[run.scope_rows()] >= 0) & drained[np.maximum(run.work[run.scope_rows()], 0)]
+    extra: PlanReport = {
+        **_spreads_without(run, drained),
+        "drained_brokers": sorted(drained_ids),
+        "keep_rack_share": False,
+        "replicas_left_on_drained": int(left.sum()),
+        "partitions_led_by_drained": led,
+        "preferred_leader_changes": changed,
+    }
+    return run, extra
+
+
+def _in_sync(dense: I64, columns: PartitionColumns, rows: I64, lookup: I64) -> Bools:
+    """Per (row, slot): the replica there is in sync (an ISR absent, equal or reordered:
+    all are); filled for `rows` only."""
+    out: Bools = (dense >= 0) & (columns.isr_kind != ISR_OTHER)[:, None]
+    for row in rows[columns.isr_kind[rows] == ISR_OTHER].tolist():
+        isr = [b for b in columns.isr_other[row] if 0 <= b < len(lookup) - 1]
+        members = lookup[np.array(isr, dtype=np.int64)] if isr else np.zeros(0, np.int64)
+        out[row] = (dense[row] >= 0) & np.isin(dense[row], members[members >= 0])
+    return out
+
+
+def _spreads_without(run: ColumnRun, drained: Bools) -> PlanReport:
+    """drain._spreads_without on columns: replica spreads over the brokers that stay."""
+    stay = run.eligible
+    scope = run.scope
+    topics = np.unique(run.topic_row[scope])
+    nt, nb = len(run.columns.topics), run.nb
+
+    def spreads(matrix: I64) -> tuple[dict[str, int], int]:
+        block = matrix[scope]
+        per = topic_matrix(block, run.topic_row[scope], nt, nb)[:, stay]
+        names = [run.columns.topics[t].name for t in topics.tolist()]
+        rows = per[topics]
+        values = (rows.max(axis=1) - rows.min(axis=1)) if rows.shape[1] else np.zeros(len(names))
+        cluster = np.bincount(matrix[matrix >= 0], minlength=nb)[stay]
+        total = int(cluster.max() - cluster.min()) if cluster.size else 0
+        return dict(zip(names, [int(v) for v in values.tolist()], strict=True)), total
+
+    before, cluster_before = spreads(run.dense)
+    after, cluster_after = spreads(run.work)
+    return {
+        "spread_scope": "brokers not drained",
+        "topic_spread_before": before,
+        "topic_spread_after": after,
+        "cluster_spread_before": cluster_before,
+        "cluster_spread_after": cluster_after,
+    }
+
+
+def refuse_on_columns(run: ColumnRun, drained: Bools, rows: I64) -> None:
+    """drain._refuse_drain on columns: the same checks, in the same order, the same words."""
+    from kreplica.planner.brokers.run import ids_text
+
+    ids = run.ids
+    names = [t.name for t in run.columns.topics]
+
+    def key(row: int) -> str:
+        return f"{names[int(run.topic_row[row])]}-{int(run.columns.partition[row])}"
+
+    reps = run.work[rows]
+    drained_ids = ids[drained].tolist()
+    dead = (reps >= 0) & ~run.live[np.maximum(reps, 0)] & ~drained[np.maximum(reps, 0)]
+    if bool(dead.any()):
+        i = int(np.flatnonzero(dead.any(axis=1))[0])
+        raise PlanInfeasible(
+            f"{key(int(rows[i]))} also has a replica on dead broker(s) "
+            f"{ids_text(ids[reps[i][dead[i]]].tolist())} and Kafka "
+            "rejects a plan naming it; drain those too (add them to `brokers`) or bring them "
+            "back first"
+        )
+    rf = (reps >= 0).sum(axis=1)
+    n_eligible = int(run.eligible.sum())
+    if rows.size and int(rf.max()) > n_eligible:
+        worst = int(rows[int(np.argmax(rf))])
+        raise PlanInfeasible(
+            f"draining broker(s) {ids_text(drained_ids)} leaves {n_eligible} broker(s) to "
+            f"place replicas on, but topic {names[int(run.topic_row[worst])]!r} has RF "
+            f"{int(rf.max())}; drain fewer brokers, add brokers first, or lower that topic's RF"
+        )
+    left = np.zeros(len(run.rack_names) + 1, dtype=bool)
+    left[np.unique(run.rack_of[run.eligible])] = True
+    racks = run.racks(reps)
+    now = _distinct(racks)
+    kept = np.where(drained[np.maximum(reps, 0)], -1, racks)
+    reachable = int(left.sum()) + _distinct(np.where(left[kept], -1, kept))
+    short = np.flatnonzero(reachable < now)
+    if short.size:
+        i = int(short[0])
+        real = run.snapshot.racks()
+        emptied = sorted(
+            {r for b in drained_ids if (r := real.get(b)) is not None}
+            - {run.rack_names[r] for r in np.flatnonzero(left).tolist()}
+        )
+        which = f"empties rack(s) {', '.join(emptied)}" if emptied else "leaves too few racks"
+        raise PlanInfeasible(
+            f"draining broker(s) {ids_text(drained_ids)} {which}: {key(int(rows[i]))} (RF "
+            f"{int(rf[i])}) spans {int(now[i])} racks and only {int(reachable[i])} would be "
+            "left for it; keep a broker of that rack, add one there first, or drain fewer "
+            "brokers"
+        )
+
+
+def _distinct(racks: I64) -> I64:
+    """Distinct values >= 0 per row."""
+    ordered = np.sort(racks, axis=1)
+    first = ordered >= 0
+    first[:, 1:] &= ordered[:, 1:] != ordered[:, :-1]
+    out: I64 = first.sum(axis=1)
+    return out

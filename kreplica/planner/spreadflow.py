@@ -48,6 +48,29 @@ def _square(base: int, weight: int = 1) -> Callable[[int], int]:
     return lambda x: weight * (base + x) * (base + x)
 
 
+class Layers:
+    """Positions of brokers in layer lists, by the list's identity (the groups of a drain
+    share their racks' lists), so a group's units on a layer are read from its start or
+    result, not by a walk over every broker of the layer."""
+
+    def __init__(self) -> None:
+        self._of: dict[int, tuple[list[int], dict[int, int]]] = {}
+
+    def position(self, layer: list[int]) -> dict[int, int]:
+        hit = self._of.get(id(layer))
+        if hit is None:  # the list is kept, so its id is not reused meanwhile
+            hit = self._of[id(layer)] = (layer, {b: i for i, b in enumerate(layer)})
+        return hit[1]
+
+    def on(self, layer: list[int], units: Mapping[int, int]) -> list[tuple[int, int]]:
+        """(broker, units) of `units` on the layer, in the layer's order."""
+        pos = self.position(layer)
+        if len(units) < len(layer):
+            hits = [(pos[b], b, x) for b, x in units.items() if x and b in pos]
+            return [(b, x) for _, b, x in sorted(hits)]
+        return [(b, x) for b in layer if (x := units.get(b, 0))]
+
+
 def solve(
     groups: Sequence[Group],
     base: Mapping[int, int],
@@ -97,7 +120,8 @@ def solve_balanced(
         g.start = start
         for b, x in start.items():
             after[b] += x
-    _spread_topics(groups, topic_base)
+    layers = Layers()
+    _spread_topics(groups, topic_base, layers)
     cells: set[tuple[str, int]] = set()
     open_of: dict[int, list[int]] = {}  # per layer (by identity: groups share them)
     for g in groups:
@@ -107,10 +131,13 @@ def solve_balanced(
                     low = min(after[b] for b in layer) + 1
                     open_of[id(layer)] = [b for b in layer if base[b] <= low]
                 cells.update((g.topic, b) for b in open_of[id(layer)])
-    return _Flow(groups, base, topic_base, _weight(groups, base, topic_base), cells).solved()
+    weight = _weight(groups, base, topic_base)
+    return _Flow(groups, base, topic_base, weight, cells, layers).solved()
 
 
-def _spread_topics(groups: Sequence[Group], topic_base: Mapping[str, Mapping[int, int]]) -> None:
+def _spread_topics(
+    groups: Sequence[Group], topic_base: Mapping[str, Mapping[int, int]], layers: Layers
+) -> None:
     """The starts' units of each one-unit layer dealt again among its topics, each broker
     keeping its count: topics with the most units first, each unit to the broker where its
     topic has the fewest replicas (then the most units left to give): so the flow starts
@@ -122,11 +149,9 @@ def _spread_topics(groups: Sequence[Group], topic_base: Mapping[str, Mapping[int
             if hi != 1:
                 continue
             per_b, per_t = held.setdefault(id(layer), ({}, {}))
-            for b in layer:
-                x = g.start.get(b, 0)
-                if x:
-                    per_b[b] = per_b.get(b, 0) + x
-                    per_t[g.topic] = per_t.get(g.topic, 0) + x
+            for b, x in layers.on(layer, g.start):
+                per_b[b] = per_b.get(b, 0) + x
+                per_t[g.topic] = per_t.get(g.topic, 0) + x
     dealt: dict[tuple[int, str], list[int]] = {}
     for key, (per_b, per_t) in held.items():
         left = dict(per_b)
@@ -150,8 +175,8 @@ def _spread_topics(groups: Sequence[Group], topic_base: Mapping[str, Mapping[int
                 continue
             units = dealt.get((id(layer), g.topic), [])
             x = 0
-            for b in layer:
-                x += g.start.pop(b, 0)
+            for b, _ in layers.on(layer, g.start):
+                x += g.start.pop(b)
             for b in units[:x]:
                 g.start[b] = g.start.get(b, 0) + 1
             del units[:x]
@@ -216,7 +241,7 @@ def _fill_start(g: Group, counts: dict[int, int]) -> dict[int, int]:
     return start
 
 
-PoolKey = tuple[str, tuple[int, ...]]
+PoolKey = tuple[str, int]  # (topic, id of the layer list)
 
 
 class _Flow:
@@ -231,7 +256,9 @@ class _Flow:
         topic_base: Mapping[str, Mapping[int, int]],
         weight: int,
         cells: set[tuple[str, int]] | None = None,
+        layers: Layers | None = None,
     ) -> None:
+        layers = layers or Layers()
         net = self.net = Circulation()
         sink = net.node()
         source = net.node()
@@ -251,7 +278,7 @@ class _Flow:
         # a layer of one unit per partition at most never gives a broker two units of one
         # partition: its groups of one topic share a pool node, one arc per broker (not per
         # group and broker), and the pool's units per broker are handed back to them after
-        pools: dict[PoolKey, tuple[int, dict[int, int]]] = {}
+        pools: dict[PoolKey, tuple[int, dict[int, int], list[int]]] = {}
         self.unit_arcs: list[list[tuple[int, int]]] = []
         self.pooled: list[list[tuple[int, PoolKey]]] = []
         for g in groups:
@@ -261,15 +288,16 @@ class _Flow:
             arcs = []
             into_pools = []
             for lo, hi, layer in g.layers:
-                inflow = sum(g.start.get(b, 0) for b in layer)
+                held = layers.on(layer, g.start)
+                inflow = sum(x for _, x in held)
                 if hi == 1 and g.caps is None:
-                    pk = (g.topic, tuple(layer))
+                    pk = (g.topic, id(layer))
                     if pk not in pools:
-                        pools[pk] = (net.node(), {})
-                    node, pool_start = pools[pk]
+                        pools[pk] = (net.node(), {}, layer)
+                    node, pool_start, _ = pools[pk]
                     into_pools.append((net.arc(gn, node, n, flow=inflow, lower=n * lo), pk))
-                    for b in layer:
-                        pool_start[b] = pool_start.get(b, 0) + g.start.get(b, 0)
+                    for b, x in held:
+                        pool_start[b] = pool_start.get(b, 0) + x
                     continue
                 ln = net.node()
                 net.arc(gn, ln, n * hi, flow=inflow, lower=n * lo)
@@ -278,15 +306,16 @@ class _Flow:
                     arcs.append((to_tb(ln, g.topic, b, cap, g.start.get(b, 0)), b))
             self.unit_arcs.append(arcs)
             self.pooled.append(into_pools)
-        self.pools = {pk: node for pk, (node, _) in pools.items()}
-        self.pool_arcs = {
-            pk: [
-                (to_tb(node, pk[0], b, _BIG, start.get(b, 0)), b)
-                for b in pk[1]
-                if cells is None or (pk[0], b) in cells or (pk[0], b) in tb_in
-            ]
-            for pk, (node, start) in pools.items()
-        }
+        # a pool's brokers: all of its layer, or the cells allowed and those other layers use
+        open_to: dict[str, dict[int, int]] | None = None
+        if cells is not None:
+            open_to = {}
+            for t, b in (*cells, *tb_in):
+                open_to.setdefault(t, {})[b] = 1
+        self.pool_arcs: dict[PoolKey, list[tuple[int, int]]] = {}
+        for pk, (node, start, layer) in pools.items():
+            reach = layer if open_to is None else [b for b, _ in layers.on(layer, open_to[pk[0]])]
+            self.pool_arcs[pk] = [(to_tb(node, pk[0], b, _BIG, start.get(b, 0)), b) for b in reach]
         b_flow = dict.fromkeys(brokers, 0)
         for (t, b), entries in tb_in.items():
             cost = _square(topic_base.get(t, {}).get(b, 0))
@@ -396,19 +425,22 @@ def _improve(
             return
 
 
-def split(group: Group, per_broker: Mapping[int, int]) -> list[list[int]]:
+def split(
+    group: Group, per_broker: Mapping[int, int], layers: Layers | None = None
+) -> list[list[int]]:
     """The group's units handed to its partitions (members order), round robin: layers in
     order, each broker's units consecutive."""
+    layers = layers or Layers()
     n = len(group.members)
     out: list[list[int]] = [[] for _ in range(n)]
     i = 0
     seen: set[int] = set()
     for _, _, layer in group.layers:
-        for b in layer:
+        for b, x in layers.on(layer, per_broker):
             if b in seen:
                 continue
             seen.add(b)
-            for _ in range(per_broker.get(b, 0)):
+            for _ in range(x):
                 out[i % n].append(b)
                 i += 1
     return out

@@ -31,7 +31,7 @@ from kreplica.columns import ISR_OTHER, NO_LEADER, NO_SIZE, PartitionColumns
 from kreplica.errors import PlanInfeasible
 from kreplica.model import ClusterSnapshot, PlanReport
 from kreplica.planner.options import PlanOptions
-from kreplica.planner.spreadflow import Group, solve, solve_balanced, split
+from kreplica.planner.spreadflow import Group, Layers, solve, solve_balanced, split
 
 if TYPE_CHECKING:
     from kreplica.planner.brokers.column_run import ColumnRun
@@ -209,11 +209,12 @@ def place(
     base = {b: int(counts[b]) for b in elig}
     per_group = solve_balanced(groups, base, topic_base)
     unplaced: Unplaced = []
+    layers = Layers()
     for (g, sync), per in zip(classes, per_group, strict=True):
         if sync is not None:
             unplaced.append((g, per, sync))
             continue
-        for (_, row), dest in zip(g.members, split(g, per), strict=True):
+        for (_, row), dest in zip(g.members, split(g, per, layers), strict=True):
             _put(dense, row, dest, brokers, bytes_now)
     return unplaced
 

@@ -26,8 +26,9 @@ partition one, <= n_g * hi at most hi to each.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from kreplica.planner.flow import Circulation
 
@@ -42,6 +43,27 @@ class Group:
     members: list[tuple[str, int]] = field(default_factory=list)  # partitions
     start: dict[int, int] = field(default_factory=dict)  # broker -> units (a feasible start)
     caps: dict[int, int] | None = None  # broker -> units at most (default: one per partition)
+
+
+R = TypeVar("R", bound=Hashable)
+
+
+def rule_layers(
+    rest: Collection[int], used: Collection[R], k: int, rack_brokers: Mapping[R, list[int]]
+) -> list[tuple[int, int, list[int]]]:
+    """The drain's rack rule as layers (lo, hi, brokers) per partition: k units on racks
+    (`rack_brokers`, eligible brokers per rack) the staying replicas (`rest`, on racks
+    `used`) do not use, one each; with fewer such racks than units, each of them gets one
+    and the rest go anywhere (each broker once)."""
+    fresh = [r for r in rack_brokers if r not in used]
+    if k <= len(fresh):
+        return [(0, 1, rack_brokers[r]) for r in fresh]
+    layers = []
+    for r, bs in rack_brokers.items():
+        free = [b for b in bs if b not in rest]
+        if free:
+            layers.append((int(r in fresh), min(k, len(free)), free))
+    return sorted(layers, key=lambda layer: -layer[0])
 
 
 def _square(base: int, weight: int = 1) -> Callable[[int], int]:

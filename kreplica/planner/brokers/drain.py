@@ -17,7 +17,7 @@ from kreplica.planner.disk import DiskGuard
 from kreplica.planner.evaluate import spread
 from kreplica.planner.options import PlanOptions
 from kreplica.planner.plan import with_engine
-from kreplica.planner.spreadflow import Group, solve, solve_balanced, split
+from kreplica.planner.spreadflow import Group, rule_layers, solve, solve_balanced, split
 
 LayerKey = tuple[tuple[int, int, tuple[int, ...]], ...]
 
@@ -157,19 +157,8 @@ def _drain_pick(run: Run, key: Key, r: int, *, own_rack_first: bool) -> int:
 def _drain_layers(
     run: Run, rest: Sequence[int], k: int, rack_brokers: Mapping[str, list[int]]
 ) -> list[tuple[int, int, list[int]]]:
-    """The rack rule as layers (lo, hi, brokers) per partition: k units on racks the staying
-    replicas do not use, one each; with fewer such racks than units, each of them gets one
-    and the rest go anywhere (each broker once)."""
-    used = run.racks_of(rest)
-    fresh = [r for r in rack_brokers if r not in used]
-    if k <= len(fresh):
-        return [(0, 1, rack_brokers[r]) for r in fresh]
-    layers = []
-    for r, bs in rack_brokers.items():
-        free = [b for b in bs if b not in rest]
-        if free:
-            layers.append((int(r in fresh), min(k, len(free)), free))
-    return sorted(layers, key=lambda layer: -layer[0])
+    """spreadflow.rule_layers for a partition whose staying replicas are `rest`."""
+    return rule_layers(rest, run.racks_of(rest), k, rack_brokers)
 
 
 def _drain_balanced(

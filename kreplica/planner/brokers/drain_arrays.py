@@ -31,7 +31,14 @@ from kreplica.columns import ISR_OTHER, NO_LEADER, NO_SIZE, PartitionColumns
 from kreplica.errors import PlanInfeasible
 from kreplica.model import ClusterSnapshot, PlanReport
 from kreplica.planner.options import PlanOptions
-from kreplica.planner.spreadflow import Group, Layers, solve, solve_balanced, split
+from kreplica.planner.spreadflow import (
+    Group,
+    Layers,
+    rule_layers,
+    solve,
+    solve_balanced,
+    split,
+)
 
 if TYPE_CHECKING:
     from kreplica.planner.brokers.column_run import ColumnRun
@@ -161,28 +168,11 @@ def drain_classes(
         t, k = row[0], row[1]
         used = {r for r in row[2 : 2 + width] if r >= 0}
         rest_row = [b for b in row[2 + width : 2 + 2 * width] if b >= 0]
-        g = Group(names[t], k, _layers(rest_row, used, k, rack_brokers))
+        g = Group(names[t], k, rule_layers(rest_row, used, k, rack_brokers))
         g.members = [(names[t], r) for r in member_rows[bounds[c] : bounds[c + 1]]]
         sync = tuple(b for b in row[3 + 2 * width :] if b >= 0) if row[2 + 2 * width] else None
         out.append((g, sync))
     return out
-
-
-def _layers(
-    rest: Sequence[int], used: set[int], k: int, rack_brokers: Mapping[int, list[int]]
-) -> list[tuple[int, int, list[int]]]:
-    """drain._drain_layers on rack indexes: k units on racks the staying replicas do not
-    use, one each; with fewer such racks than units, each of them one and the rest anywhere
-    (each broker once)."""
-    fresh = [r for r in rack_brokers if r not in used]
-    if k <= len(fresh):
-        return [(0, 1, rack_brokers[r]) for r in fresh]
-    layers = []
-    for r, bs in rack_brokers.items():
-        free = [b for b in bs if b not in rest]
-        if free:
-            layers.append((int(r in fresh), min(k, len(free)), free))
-    return sorted(layers, key=lambda layer: -layer[0])
 
 
 Unplaced = list[tuple[Group, dict[int, int], tuple[int, ...]]]

@@ -90,11 +90,18 @@ class TopicCounts(Mapping[str, Mapping[int, int]]):
 
 class _Row(Mapping[int, int]):
     def __init__(self, row: I64) -> None:
-        self.row = row.tolist()
+        self.row: list[int] = row.tolist()
 
     def __getitem__(self, b: int) -> int:
         value: int = self.row[b]
         return value
+
+    def get(self, b: int, default: int | None = None) -> int:  # type: ignore[override]
+        value: int = self.row[b]  # every broker has a cell: Mapping.get's try is not needed
+        return value
+
+    def values(self) -> list[int]:  # type: ignore[override]
+        return self.row
 
     def __iter__(self) -> Iterator[int]:
         return iter(range(len(self.row)))

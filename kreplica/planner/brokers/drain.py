@@ -13,7 +13,6 @@ from kreplica.planner.brokers.run import (
     check_known,
     ids_text,
 )
-from kreplica.planner.disk import DiskGuard
 from kreplica.planner.evaluate import spread
 from kreplica.planner.options import PlanOptions
 from kreplica.planner.plan import with_engine
@@ -52,14 +51,15 @@ def drain_plan(
     engine, why = pick_engine(snapshot, options, "drain")
     if engine == "columns" and keep_rack_share:
         engine, why = "objects", "keep_rack_share picks replica by replica (the object run)"
-    elif engine == "columns" and DiskGuard.build(snapshot, options.disk_headroom) is not None:
-        engine, why = "objects", "the disk guard steers the drain partition by partition"
     if engine == "columns":
         from kreplica.planner.brokers.drain_arrays import drain_on_columns
 
-        column_run, extra = drain_on_columns(snapshot, drained, eligible, topics, options)
-        _elect_after(column_run.findings, extra, drained)
-        return with_engine(column_run.plan("drain", extra), engine, why)
+        done = drain_on_columns(snapshot, drained, eligible, topics, options)
+        if done is not None:
+            column_run, extra = done
+            _elect_after(column_run.findings, extra, drained)
+            return with_engine(column_run.plan("drain", extra), engine, why)
+        engine, why = "objects", "the balanced placement leaves a broker under its disk headroom"
     plan = _drain_on_objects(snapshot, drained, eligible, topics, options, keep_rack_share)
     return with_engine(plan, engine, why)
 

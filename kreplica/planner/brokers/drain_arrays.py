@@ -345,10 +345,11 @@ def drain_on_columns(
     eligible_ids: Sequence[int],
     topics: Sequence[str] | None,
     options: PlanOptions,
-) -> tuple[ColumnRun, PlanReport]:
+) -> tuple[ColumnRun, PlanReport] | None:
     """drain.drain_plan's default (balanced) drain on the column run: the run, its working
     replicas drained, and the report's drain keys (drain.py adds its finding, the plan and
-    the engine)."""
+    the engine). None when the placement would leave a broker under its disk headroom: the
+    object drain then steers around the full disks partition by partition, or refuses."""
     from kreplica.planner.brokers.column_run import ColumnRun
 
     run = ColumnRun.start(snapshot, eligible_ids, options, topics)
@@ -367,6 +368,8 @@ def drain_on_columns(
     topic_base = TopicCounts(names, run.topic_replicas)
     unplaced = place(after, classes, brokers, run.replicas, topic_base, run.bytes, run.size)
     lead(after, run.dense, rows, in_sync, run.topic_row, names, brokers, unplaced, run.bytes)
+    if run.disk is not None and not _fits(run, rows, after):
+        return None
     # the moves and new leaders written at once: the plan reads the working replicas only
     run.work[rows] = after[rows]
     units = on[rows].sum(axis=1)
@@ -500,3 +503,15 @@ def _distinct(racks: I64) -> I64:
     first[:, 1:] &= ordered[:, 1:] != ordered[:, :-1]
     out: I64 = first.sum(axis=1)
     return out
+
+
+def _fits(run: ColumnRun, rows: I64, after: I64) -> bool:
+    """Every broker's disk takes what the placement sends it (the bytes measure_disk counts:
+    each new replica's copy) and keeps its headroom."""
+    assert run.disk is not None
+    columns = run.columns
+    new = (after[rows] >= 0) & ~(after[rows][:, :, None] == run.dense[rows][:, None, :]).any(axis=2)
+    copy = columns.size if columns.copy_size is None else columns.copy_size
+    each = np.repeat(np.maximum(copy[rows], 0), new.sum(axis=1))
+    incoming = np.bincount(after[rows][new], weights=each, minlength=run.nb)
+    return bool((incoming <= run.disk.room).all())

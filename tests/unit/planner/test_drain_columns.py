@@ -24,7 +24,7 @@ from test_column_run import columnar
 from test_drain_balance import after_of, costs, make_cluster, rack, window_optimum
 
 from kreplica.errors import PlanInfeasible
-from kreplica.model import Broker, ClusterSnapshot, Partition, Topic
+from kreplica.model import Broker, ClusterSnapshot, LogDir, Partition, Topic
 from kreplica.planner.brokers import drain_plan
 from kreplica.planner.brokers.drain_arrays import DrainBrokers, drain_classes
 from kreplica.planner.options import PlanOptions
@@ -137,13 +137,67 @@ def test_column_drain_reaches_the_object_drains_optimum(
     }
 
 
-def test_keep_rack_share_and_disk_guard_take_the_object_run() -> None:
+def test_keep_rack_share_takes_the_object_run() -> None:
     snap = make_cluster(3, 6, "even", 2)
     plan = drain_plan(columnar(snap), [0], keep_rack_share=True)
     assert plan.report["engine"]["name"] == "objects"
     assert "keep_rack_share" in plan.report["engine"]["why"]
     plan = drain_plan(columnar(snap), [0])
     assert plan.report["engine"]["name"] == "columns"
+
+
+def _with_disks(snap: ClusterSnapshot, seed: int) -> ClusterSnapshot:
+    """Sizes on every partition, disks on every broker, some of them nearly full."""
+    rng = random.Random(seed)
+    topics = tuple(
+        Topic(
+            t.name,
+            tuple(
+                Partition(t.name, p.partition, p.replicas, isr=p.isr, size_bytes=rng.randint(1, 9))
+                for p in t.partitions
+            ),
+            {},
+        )
+        for t in snap.topics
+    )
+    brokers = tuple(
+        Broker(
+            b.id,
+            rack=b.rack,
+            disks=(LogDir("/d", total_bytes=1000, usable_bytes=rng.choice([110, 120, 140, 900])),),
+        )
+        for b in snap.brokers
+    )
+    return ClusterSnapshot(brokers=brokers, topics=topics, cluster_id=snap.cluster_id)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**31), st.integers(4, 8), st.sampled_from(["none", "even", "uneven"]))
+def test_with_a_disk_guard_the_columns_plan_fits_or_leave_it_to_the_objects(
+    seed: int, n: int, racks: str
+) -> None:
+    """A placement that fits every disk is the balanced one (at least as even as the object
+    drain's, which may have left out brokers a large partition does not fit); one that does
+    not goes to the object drain, which steers around the full disks or refuses."""
+    snap = _with_disks(make_cluster(seed, n, racks, 3), seed)
+    drained = {random.Random(seed).randrange(n)}
+    objects = _plan_or_refusal(snap, drained, PlanOptions())
+    cols = _plan_or_refusal(columnar(snap), drained, PlanOptions())
+    if isinstance(cols, str):
+        event("refused")
+        assert cols == objects
+        return
+    if cols.report["engine"]["name"] == "objects":
+        event("objects")
+        assert "disk headroom" in cols.report["engine"]["why"]
+        assert not isinstance(objects, str)
+        assert after_of(snap, cols) == after_of(snap, objects)
+        return
+    event("columns")
+    assert cols.report["disk"]["checked"] is True  # measured: no broker under its headroom
+    stay = [b.id for b in snap.brokers if b.id not in drained]
+    if not isinstance(objects, str):
+        assert costs(snap, after_of(snap, cols), stay) <= costs(snap, after_of(snap, objects), stay)
 
 
 def test_classes_are_bounded_by_topics_and_rack_patterns() -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -47,8 +47,7 @@ class _Work(Mapping[RowKey, list[int]]):
         return self.run.columns.rows
 
 
-@dataclass(frozen=True, slots=True)
-class _Part:
+class _Part(NamedTuple):
     size_bytes: int | None
     replicas: tuple[int, ...]
     in_sync: tuple[int, ...]
@@ -60,16 +59,18 @@ class _Parts(Mapping[RowKey, _Part]):
     def __init__(self, run: ColumnRun) -> None:
         self.run = run
         self.sizes = run.columns.size.tolist()
+        self.rf = run.columns.rf.tolist()
+        self.other = set(np.flatnonzero(run.columns.isr_kind == ISR_OTHER).tolist())
 
     def __getitem__(self, key: RowKey) -> _Part:
         row = key[1]
         run = self.run
-        columns = run.columns
         size = self.sizes[row]
-        before = tuple(run.dense[row, : int(columns.rf[row])].tolist())
+        before = tuple(run.dense[row, : self.rf[row]].tolist())
         in_sync = before
-        if columns.isr_kind[row] == ISR_OTHER:
-            isr = set(run.to_dense(np.array(columns.isr_other[row], dtype=np.int64)).tolist())
+        if row in self.other:
+            named = np.array(run.columns.isr_other[row], dtype=np.int64)
+            isr = set(run.to_dense(named).tolist())
             in_sync = tuple(b for b in before if b in isr)
         return _Part(None if size == NO_SIZE else size, before, in_sync)
 

@@ -108,7 +108,7 @@ def rebalance_plan(
         for t in topic_before
     )
     moves_lb = topic_lb
-    sizes = [run.parts[k].size_bytes for k in keys]
+    sizes = [run.size_bytes(k) for k in keys]
     if by == "count":
         moves_lb = max(moves_lb, _excess_bound(counts_before, counts_on(run, eligible)))
         bytes_lb = smallest_sizes(sizes, moves_lb)
@@ -200,10 +200,10 @@ class _Candidates:
 
     def __init__(self, run: BalancingRun, keys: Sequence[Key]) -> None:
         self.run = run
-        parts = run.parts
+        size_bytes = run.size_bytes
 
         def size(k: Key) -> int:
-            return parts[k].size_bytes or 0
+            return size_bytes(k) or 0
 
         self.all = KeysByBroker(run.work, keys, size)
         self.short = {k for k in keys if self._short(k)}
@@ -232,11 +232,11 @@ class _Candidates:
         best = _find_move(run, self.shorts.keys(src), src, dst, budget, allowed, _size(run))
         if best is not None and _gain(run, best, src, dst) > 0:
             return best
-        parts = run.parts
+        size_bytes = run.size_bytes
         found: tuple[bool, Key] | None = None
         found_size = 0
         for key in self.all.keys(src):
-            size = parts[key].size_bytes or 0
+            size = size_bytes(key) or 0
             if found is not None and size != found_size:
                 break
             if not _movable(run, key, src, dst, allowed):
@@ -268,7 +268,7 @@ class _Candidates:
         start = 0 if below is None else bisect_left(held, (1,), key=order)
         for i in range(end - 1, start - 1, -1):
             if _movable(run, held[i], src, dst, allowed):
-                budget.fits(run.parts[held[i]].size_bytes or 0)
+                budget.fits(run.size_bytes(held[i]) or 0)
                 return
 
     def halving(
@@ -285,10 +285,10 @@ class _Candidates:
         nearest distance with an allowed partition that fits the budget, or at `limit` (a
         distance that could not beat the move the caller has)."""
         run = self.run
-        parts = run.parts
+        size_bytes = run.size_bytes
 
         def size(k: Key) -> int:
-            return parts[k].size_bytes or 0
+            return size_bytes(k) or 0
 
         def sized(k: Key) -> bool:
             return 0 < size(k) < gap and allowed(k)
@@ -329,7 +329,7 @@ class _Candidates:
 
 
 def _size(run: BalancingRun) -> Callable[[Key], tuple[int, ...]]:
-    return lambda k: (run.parts[k].size_bytes or 0,)
+    return lambda k: (run.size_bytes(k) or 0,)
 
 
 def _movable(
@@ -362,7 +362,7 @@ def _find_move(
     for key in keys:
         if not _movable(run, key, src, dst, allowed):
             continue
-        if not budget.fits(run.parts[key].size_bytes or 0):
+        if not budget.fits(run.size_bytes(key) or 0):
             continue
         r = (-_gain(run, key, src, dst), *rank(key), run.work[key][0] == src)
         if best is None or (r, key) < (best[0], best[1]):  # a move that repairs racks first
@@ -373,7 +373,7 @@ def _find_move(
 def _apply_move(
     run: BalancingRun, candidates: _Candidates, key: Key, src: int, dst: int, budget: _Budget
 ) -> None:
-    budget.spend(run.parts[key].size_bytes or 0)
+    budget.spend(run.size_bytes(key) or 0)
     run.move(key, src, dst)
     candidates.move(key, src, dst)
 
@@ -475,7 +475,7 @@ def _even_cluster_bytes(
             limit = best[0] + gap if best is not None else None  # the score to beat
             key = candidates.halving(src, dst, gap, budget, _fewer_of_topic(run, src, dst), limit)
             if key is not None:
-                score = abs(gap - 2 * (run.parts[key].size_bytes or 0)) - gap
+                score = abs(gap - 2 * (run.size_bytes(key) or 0)) - gap
                 if best is None or score < best[0]:
                     best = (score, key, dst)
         if best is None:
@@ -496,24 +496,7 @@ def _even_leaders(run: BalancingRun, keys: Sequence[Key], eligible: Sequence[int
     """Reorder replicas so preferred leaders spread <= 1 per topic, then per cluster.
     Returns how many partitions only had their preferred leader changed."""
     ctx = run.ctx
-    elig = set(eligible)
-
-    ranked: dict[Key, list[int]] = {}  # reorders keep a partition's replicas: ask once
-
-    def in_sync(key: Key) -> list[int]:
-        """Who may lead after the move, in rank order: replicas in sync now, and replicas
-        this plan adds (the move completes only once they are in sync, and the election
-        runs after it)."""
-        found = ranked.get(key)
-        if found is None:
-            part = run.parts[key]
-            isr = set(part.in_sync)
-            found = ranked[key] = sorted(
-                (b for b in run.work[key] if b in elig and (b in isr or b not in part.replicas)),
-                key=ctx.rank,
-            )
-        return found
-
+    in_sync = run.leader_candidates(eligible)
     reorders: set[Key] = set()
     by_topic: dict[str, list[Key]] = {}
     for k in keys:

@@ -394,8 +394,10 @@ class ColumnRun:
         changes = ArrayChanges(
             self.columns, rows, after_ids.astype(np.int32), self.columns.rf[rows].copy()
         )
-        self._disk_findings(len(rows) > 0)
         placed = self.work[rows]
+        before = self.dense[rows]
+        added = (placed >= 0) & (placed[:, :, None] != before[:, None, :]).all(axis=2)
+        self._disk_findings(bool(added.any()))
         dead = (placed >= 0) & ~self.live[np.maximum(placed, 0)]
         if bool(dead.any()):  # a guard: the operations never place a dead broker
             first = changes[int(np.flatnonzero(dead.any(axis=1))[0])]
@@ -440,8 +442,9 @@ class ColumnRun:
         return out
 
     def _disk_findings(self, moved: bool) -> None:
-        """Moves the disk guard refused: the whole plan is refused when it moves nothing
-        else, a warning otherwise (Run._disk_findings)."""
+        """Moves the disk guard refused: the whole plan is refused when it adds no replica
+        elsewhere (`moved`; reordered replicas do not count), a warning otherwise
+        (Run._disk_findings)."""
         disk = self.disk
         if disk is None or disk.first_blocked is None:
             return

@@ -18,5 +18,8 @@ def pick_engine(snapshot: ClusterSnapshot, options: PlanOptions, operation: str)
 
         why = column_refusal(snapshot, options)
     if why is None:
-        return "columns", f"{operation} on a snapshot in columns (planner/brokers/column_run.py)"
+        return (
+            "columns",
+            f"the snapshot is in columns: planner/brokers/column_run.py plans {operation}",
+        )
     return "objects", f"the column run refuses it: {why}"

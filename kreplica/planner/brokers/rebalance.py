@@ -4,6 +4,7 @@ budget of moves or bytes."""
 from __future__ import annotations
 
 from bisect import bisect_left, insort
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -107,7 +108,7 @@ def rebalance_plan(
         for t in topic_before
     )
     moves_lb = topic_lb
-    sizes = [run.parts[k].size_bytes for k in keys]
+    sizes = [run.size_bytes(k) for k in keys]
     if by == "count":
         moves_lb = max(moves_lb, _excess_bound(counts_before, counts_on(run, eligible)))
         bytes_lb = smallest_sizes(sizes, moves_lb)
@@ -199,10 +200,10 @@ class _Candidates:
 
     def __init__(self, run: BalancingRun, keys: Sequence[Key]) -> None:
         self.run = run
-        parts = run.parts
+        size_bytes = run.size_bytes
 
         def size(k: Key) -> int:
-            return parts[k].size_bytes or 0
+            return size_bytes(k) or 0
 
         self.all = KeysByBroker(run.work, keys, size)
         self.short = {k for k in keys if self._short(k)}
@@ -231,11 +232,11 @@ class _Candidates:
         best = _find_move(run, self.shorts.keys(src), src, dst, budget, allowed, _size(run))
         if best is not None and _gain(run, best, src, dst) > 0:
             return best
-        parts = run.parts
+        size_bytes = run.size_bytes
         found: tuple[bool, Key] | None = None
         found_size = 0
         for key in self.all.keys(src):
-            size = parts[key].size_bytes or 0
+            size = size_bytes(key) or 0
             if found is not None and size != found_size:
                 break
             if not _movable(run, key, src, dst, allowed):
@@ -267,7 +268,7 @@ class _Candidates:
         start = 0 if below is None else bisect_left(held, (1,), key=order)
         for i in range(end - 1, start - 1, -1):
             if _movable(run, held[i], src, dst, allowed):
-                budget.fits(run.parts[held[i]].size_bytes or 0)
+                budget.fits(run.size_bytes(held[i]) or 0)
                 return
 
     def halving(
@@ -284,10 +285,10 @@ class _Candidates:
         nearest distance with an allowed partition that fits the budget, or at `limit` (a
         distance that could not beat the move the caller has)."""
         run = self.run
-        parts = run.parts
+        size_bytes = run.size_bytes
 
         def size(k: Key) -> int:
-            return parts[k].size_bytes or 0
+            return size_bytes(k) or 0
 
         def sized(k: Key) -> bool:
             return 0 < size(k) < gap and allowed(k)
@@ -328,7 +329,7 @@ class _Candidates:
 
 
 def _size(run: BalancingRun) -> Callable[[Key], tuple[int, ...]]:
-    return lambda k: (run.parts[k].size_bytes or 0,)
+    return lambda k: (run.size_bytes(k) or 0,)
 
 
 def _movable(
@@ -361,7 +362,7 @@ def _find_move(
     for key in keys:
         if not _movable(run, key, src, dst, allowed):
             continue
-        if not budget.fits(run.parts[key].size_bytes or 0):
+        if not budget.fits(run.size_bytes(key) or 0):
             continue
         r = (-_gain(run, key, src, dst), *rank(key), run.work[key][0] == src)
         if best is None or (r, key) < (best[0], best[1]):  # a move that repairs racks first
@@ -372,7 +373,7 @@ def _find_move(
 def _apply_move(
     run: BalancingRun, candidates: _Candidates, key: Key, src: int, dst: int, budget: _Budget
 ) -> None:
-    budget.spend(run.parts[key].size_bytes or 0)
+    budget.spend(run.size_bytes(key) or 0)
     run.move(key, src, dst)
     candidates.move(key, src, dst)
 
@@ -474,7 +475,7 @@ def _even_cluster_bytes(
             limit = best[0] + gap if best is not None else None  # the score to beat
             key = candidates.halving(src, dst, gap, budget, _fewer_of_topic(run, src, dst), limit)
             if key is not None:
-                score = abs(gap - 2 * (run.parts[key].size_bytes or 0)) - gap
+                score = abs(gap - 2 * (run.size_bytes(key) or 0)) - gap
                 if best is None or score < best[0]:
                     best = (score, key, dst)
         if best is None:
@@ -495,34 +496,15 @@ def _even_leaders(run: BalancingRun, keys: Sequence[Key], eligible: Sequence[int
     """Reorder replicas so preferred leaders spread <= 1 per topic, then per cluster.
     Returns how many partitions only had their preferred leader changed."""
     ctx = run.ctx
-    elig = set(eligible)
-
-    ranked: dict[Key, list[int]] = {}  # reorders keep a partition's replicas: ask once
-
-    def in_sync(key: Key) -> list[int]:
-        """Who may lead after the move, in rank order: replicas in sync now, and replicas
-        this plan adds (the move completes only once they are in sync, and the election
-        runs after it)."""
-        found = ranked.get(key)
-        if found is None:
-            part = run.parts[key]
-            isr = set(part.in_sync)
-            found = ranked[key] = sorted(
-                (b for b in run.work[key] if b in elig and (b in isr or b not in part.replicas)),
-                key=ctx.rank,
-            )
-        return found
-
+    in_sync = run.leader_candidates(eligible)
     reorders: set[Key] = set()
     by_topic: dict[str, list[Key]] = {}
     for k in keys:
         by_topic.setdefault(k[0], []).append(k)
     for topic in sorted(by_topic):
-        _leader_pass(run, by_topic[topic], eligible, in_sync, lambda t, a, b: True, topic, reorders)
-    tl = ctx.topic_leaders
-    _leader_pass(
-        run, list(keys), eligible, in_sync, lambda t, a, b: tl[t][a] > tl[t][b], None, reorders
-    )
+        _leader_pass(run, by_topic[topic], eligible, in_sync, None, topic, reorders)
+    # the cluster pass: only to a broker leading fewer of the topic (its spread stays <= 1)
+    _leader_pass(run, list(keys), eligible, in_sync, ctx.topic_leaders, None, reorders)
     moved_data = {k for k in reorders if set(run.work[k]) != set(run.parts[k].replicas)}
     return sum(1 for k in reorders - moved_data if tuple(run.work[k]) != run.parts[k].replicas)
 
@@ -532,79 +514,142 @@ def _leader_pass(
     keys: Sequence[Key],
     eligible: Sequence[int],
     in_sync: Callable[[Key], Sequence[int]],
-    allowed: Callable[[str, int, int], bool],
-    topic: str | None,
+    fewer: Any,
+    topic: Any | None,
     reorders: set[Key],
 ) -> None:
+    """`fewer`: None, or preferred leaders per topic and broker: a partition's leadership
+    then goes only to a broker that leads fewer of its topic than the one passing it."""
     ctx = run.ctx
 
-    def count(b: int) -> int:
-        return int(ctx.topic_leaders[topic][b] if topic is not None else ctx.cluster_leaders[b])
-
-    led = _led_by(run, keys)
+    led = ctx.topic_leaders[topic] if topic is not None else ctx.cluster_leaders
+    counts = {b: int(led[b]) for b in eligible}  # kept as the chains pass leadership
+    edges: _LeadEdges | None = None  # built at the first search (most passes need none)
     for _ in range(4 * len(keys) + 4):
-        counts = {b: count(b) for b in eligible}
         if spread(counts) <= 1:
             return
+        if edges is None:
+            edges = _LeadEdges(run, keys, in_sync, set(eligible))
         top = max(counts.values())
         path = None
         dead_ends: set[int] = set()  # reach no broker low enough: nor does what they reach
         for start in sorted((b for b in eligible if counts[b] == top), key=ctx.rank):
             if start in dead_ends:
                 continue
-            path = _leader_path(run, led, start, top, counts, in_sync, allowed, dead_ends)
+            path = _leader_path(run, edges, start, top, counts, fewer, dead_ends)
             if path:
                 break
         if not path:
             return
         for key, new_leader in path:
-            led[run.work[key][0]].remove(key)
-            insort(led.setdefault(new_leader, []), key)
+            old = run.work[key][0]
+            edges.move(key, old, new_leader)
             run.reorder(key, new_leader)
             reorders.add(key)
+            counts[old] -= 1  # a chain runs over eligible brokers only
+            counts[new_leader] += 1
 
 
-def _led_by(run: BalancingRun, keys: Sequence[Key]) -> dict[int, list[Key]]:
-    """The partitions of `keys` each broker is the preferred leader of, in key order; a pass
-    keeps it current as it reorders (a rebuild per chain made the pass quadratic)."""
-    led: dict[int, list[Key]] = {}
-    for k in sorted(keys):
-        reps = run.work[k]
-        if reps:
-            led.setdefault(reps[0], []).append(k)
-    return led
+class _LeadEdges:
+    """'a leads a partition where b is in sync', per pair: for each broker a, per eligible
+    broker b, the partitions of `keys` a is the preferred leader of with b in sync (key
+    order). A pass keeps it current as it reorders: a search reads a broker's neighbours,
+    not every replica of every partition it leads (a rebuild per chain, or a scan of the
+    partitions per step, made the pass quadratic)."""
+
+    def __init__(
+        self,
+        run: BalancingRun,
+        keys: Sequence[Key],
+        in_sync: Callable[[Key], Sequence[int]],
+        eligible: set[int],
+    ) -> None:
+        self.in_sync = in_sync
+        self.eligible = eligible
+        self.of: dict[int, dict[int, list[Key]]] = {}
+        for k in sorted(keys):  # appended in key order: each list stays sorted
+            reps = run.work[k]
+            if not reps:
+                continue
+            a = reps[0]
+            edges = self.of.setdefault(a, {})
+            for b in in_sync(k):
+                if b != a and b in eligible:
+                    held = edges.get(b)
+                    if held is None:
+                        edges[b] = [k]
+                    else:
+                        held.append(k)
+
+    def move(self, key: Key, old: int, new: int) -> None:
+        """The partition's preferred leader goes from `old` to `new`."""
+        for b in self.in_sync(key):
+            if b == old or b not in self.eligible:
+                continue
+            held = self.of[old][b]
+            del held[bisect_left(held, key)]
+        edges = self.of.setdefault(new, {})
+        for b in self.in_sync(key):
+            if b != new and b in self.eligible:
+                insort(edges.setdefault(b, []), key)
 
 
 def _leader_path(
     run: BalancingRun,
-    led: Mapping[int, Sequence[Key]],
+    edges: _LeadEdges,
     start: int,
     top: int,
     counts: dict[int, int],
-    in_sync: Callable[[Key], Sequence[int]],
-    allowed: Callable[[str, int, int], bool],
+    fewer: Any,
     dead_ends: set[int],
 ) -> list[tuple[Key, int]] | None:
     """BFS over 'a leads a partition where b is in sync': a shortest chain from `start` to a
     broker with at most top - 2 preferred leaders. None when there is none; then every
-    broker the search reached joins `dead_ends` (what it reaches, `start` reaches)."""
+    broker the search reached joins `dead_ends` (what it reaches, `start` reaches).
+
+    A broker's neighbours are met in the order a walk of its partitions (key order, each
+    one's in-sync replicas by rank) meets them: by (first such partition, rank). The walk
+    ends at the first low one met, so a broker's low neighbours are asked first: the least
+    of them by that order is where the walk ends."""
+    rank = run.ctx.rank
+    low = [b for b, n in counts.items() if n <= top - 2]
     came: dict[int, tuple[int, Key] | None] = {start: None}
-    queue = [start]
+    queue = deque([start])
+
+    def first(a: int, b: int, b_keys: Sequence[Key]) -> tuple[Key, int, int] | None:
+        """(the first partition that may pass a's leadership to b, b's rank, b)."""
+        if fewer is None:
+            return (b_keys[0], rank(b), b) if b_keys else None
+        for k in b_keys:
+            of_topic = fewer[k[0]]
+            if of_topic[a] > of_topic[b]:
+                return (k, rank(b), b)
+        return None
+
     while queue:
-        a = queue.pop(0)
-        for key in led.get(a, []):
-            for b in in_sync(key):
-                if b == a or b in came or b not in counts or not allowed(key[0], a, b):
-                    continue
-                came[b] = (a, key)
-                if counts[b] <= top - 2:
-                    path: list[tuple[Key, int]] = []
-                    node = b
-                    while came[node] is not None:
-                        prev, k = came[node]  # type: ignore[misc]
-                        path.append((k, node))
-                        node = prev
-                    return list(reversed(path))
-                queue.append(b)
+        a = queue.popleft()
+        near = edges.of.get(a, {})
+        ends = [e for e in (first(a, b, near[b]) for b in low if b in near) if e is not None]
+        if ends:
+            key, _, b = min(ends)
+            came[b] = (a, key)
+            path: list[tuple[Key, int]] = []
+            node = b
+            while came[node] is not None:
+                prev, k = came[node]  # type: ignore[misc]
+                path.append((k, node))
+                node = prev
+            return list(reversed(path))
+        found = []
+        for b, b_keys in near.items():
+            if b in came or b not in counts:
+                continue
+            entry = first(a, b, b_keys)
+            if entry is not None:
+                found.append(entry)
+        found.sort()
+        for key, _, b in found:
+            came[b] = (a, key)
+            queue.append(b)
     dead_ends.update(came)
     return None

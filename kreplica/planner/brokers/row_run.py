@@ -12,9 +12,9 @@ more); `move` and `reorder` keep them and the column run's arrays current.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -29,16 +29,18 @@ RowKey = tuple[int, int]  # (topic index, row)
 
 
 class _Work(Mapping[RowKey, list[int]]):
-    """key -> the row's replicas now (dense indexes), read from the column run."""
+    """key -> the row's replicas now (dense indexes): lists made from the column run's
+    matrix once (the searches read rows millions of times), kept current by RowRun."""
 
     def __init__(self, run: ColumnRun) -> None:
         self.run = run
-        self.rf = run.columns.rf.tolist()
+        self.rows: list[list[int]] = run.work.tolist()
+        ragged = run.columns.rf < run.work.shape[1]
+        for row in np.flatnonzero(ragged).tolist():
+            del self.rows[row][int(run.columns.rf[row]) :]
 
     def __getitem__(self, key: RowKey) -> list[int]:
-        row = key[1]
-        reps: list[int] = self.run.work[row, : self.rf[row]].tolist()
-        return reps
+        return self.rows[key[1]]
 
     def __iter__(self) -> Iterator[RowKey]:
         raise TypeError("the rows are not listed here")  # pragma: no cover - never asked
@@ -47,8 +49,7 @@ class _Work(Mapping[RowKey, list[int]]):
         return self.run.columns.rows
 
 
-@dataclass(frozen=True, slots=True)
-class _Part:
+class _Part(NamedTuple):
     size_bytes: int | None
     replicas: tuple[int, ...]
     in_sync: tuple[int, ...]
@@ -60,16 +61,18 @@ class _Parts(Mapping[RowKey, _Part]):
     def __init__(self, run: ColumnRun) -> None:
         self.run = run
         self.sizes = run.columns.size.tolist()
+        self.rf = run.columns.rf.tolist()
+        self.other = set(np.flatnonzero(run.columns.isr_kind == ISR_OTHER).tolist())
 
     def __getitem__(self, key: RowKey) -> _Part:
         row = key[1]
         run = self.run
-        columns = run.columns
         size = self.sizes[row]
-        before = tuple(run.dense[row, : int(columns.rf[row])].tolist())
+        before = tuple(run.dense[row, : self.rf[row]].tolist())
         in_sync = before
-        if columns.isr_kind[row] == ISR_OTHER:
-            isr = set(run.to_dense(np.array(columns.isr_other[row], dtype=np.int64)).tolist())
+        if row in self.other:
+            named = np.array(run.columns.isr_other[row], dtype=np.int64)
+            isr = set(run.to_dense(named).tolist())
             in_sync = tuple(b for b in before if b in isr)
         return _Part(None if size == NO_SIZE else size, before, in_sync)
 
@@ -139,6 +142,30 @@ class RowRun:
         rows = self.columns.scope_rows()
         return list(zip(self.columns.topic_row[rows].tolist(), rows.tolist(), strict=True))
 
+    def leader_candidates(self, eligible: Iterable[int]) -> Callable[[RowKey], list[int]]:
+        """Run.leader_candidates, every row's list computed at once from the arrays: the
+        replicas now that are eligible and either in sync or new, by rank."""
+        crun = self.columns
+        work = crun.work
+        member = np.zeros(crun.nb, dtype=bool)
+        member[list(eligible)] = True
+        ok = (work >= 0) & member[np.maximum(work, 0)]
+        for row in self.parts.other:  # an ISR without some replicas: those may not lead
+            part = self.parts[(0, row)]
+            lagging = set(part.replicas) - set(part.in_sync)
+            ok[row] &= ~np.isin(work[row], sorted(lagging))
+        ranks = np.where(ok, crun.rank[np.maximum(work, 0)], np.iinfo(np.int64).max)
+        order = np.argsort(ranks, axis=1, kind="stable")
+        ranked = np.take_along_axis(np.where(ok, work, -1), order, axis=1)
+        lists: list[list[int]] = ranked.tolist()
+        for row in np.flatnonzero(~ok.all(axis=1)).tolist():
+            lists[row] = [b for b in lists[row] if b >= 0]
+        return lambda key: lists[key[1]]
+
+    def size_bytes(self, key: RowKey) -> int | None:
+        size: int = self.parts.sizes[key[1]]
+        return None if size == NO_SIZE else size
+
     def fits(self, key: RowKey, broker: int) -> bool:
         return self.columns.fits_one(key[1], broker)
 
@@ -152,9 +179,11 @@ class RowRun:
 
     def move(self, key: RowKey, old: int, new: int) -> None:
         t, row = key
-        slot = self.work[key].index(old)
+        reps = self.work[key]
+        slot = reps.index(old)
         size = int(self.columns.size[row])
         self.columns.move_one(row, slot, new)
+        reps[slot] = new
         ctx = self.ctx
         for b, step in ((old, -1), (new, 1)):
             ctx.topic_replicas[t][b] += step
@@ -166,8 +195,11 @@ class RowRun:
 
     def reorder(self, key: RowKey, leader: int) -> None:
         t, row = key
-        old = self.work[key][0]
+        reps = self.work[key]
+        old = reps[0]
         self.columns.reorder(np.array([row]), np.array([leader]))
+        reps.remove(leader)
+        reps.insert(0, leader)
         ctx = self.ctx
         for b, step in ((old, -1), (leader, 1)):
             ctx.topic_leaders[t][b] += step

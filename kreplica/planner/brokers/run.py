@@ -3,7 +3,7 @@ the disk guard, the plan it ends in) and the checks of the broker ids they are g
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,6 +129,35 @@ class Run:
             return True
         self.disk_blocked.append((broker, key))
         return False
+
+    def leader_candidates(self, eligible: Iterable[int]) -> Callable[[Key], list[int]]:
+        """key -> who may lead the partition after the move, in rank order: its eligible
+        replicas in sync now, and those this plan adds (the move completes only once they
+        are in sync, and the election runs after it). Asked once per key: reorders keep a
+        partition's replicas."""
+        elig = set(eligible)
+        ranked: dict[Key, list[int]] = {}
+        rank = self.ctx.rank
+
+        def in_sync(key: Key) -> list[int]:
+            found = ranked.get(key)
+            if found is None:
+                part = self.parts[key]
+                isr = set(part.in_sync)
+                found = ranked[key] = sorted(
+                    (
+                        b
+                        for b in self.work[key]
+                        if b in elig and (b in isr or b not in part.replicas)
+                    ),
+                    key=rank,
+                )
+            return found
+
+        return in_sync
+
+    def size_bytes(self, key: Key) -> int | None:
+        return self.parts[key].size_bytes
 
     def racks_of(self, replicas: Iterable[int]) -> set[str]:
         return {self.ctx.rack(b) for b in replicas}

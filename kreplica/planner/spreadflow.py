@@ -86,8 +86,8 @@ class Layers:
 
     def on(self, layer: list[int], units: Mapping[int, int]) -> list[tuple[int, int]]:
         """(broker, units) of `units` on the layer, in the layer's order."""
-        pos = self.position(layer)
-        if len(units) < len(layer):
+        if len(units) < len(layer) > 8:  # a rack's brokers: look up the few units instead
+            pos = self.position(layer)
             hits = [(pos[b], b, x) for b, x in units.items() if x and b in pos]
             return [(b, x) for _, b, x in sorted(hits)]
         return [(b, x) for b in layer if (x := units.get(b, 0))]

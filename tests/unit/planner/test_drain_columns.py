@@ -103,7 +103,14 @@ def test_column_drain_reaches_the_object_drains_optimum(
         "partitions_changed",
     ):
         assert cols.report[key] == objects.report[key], key
-    assert sorted(f.code for f in cols.findings) == sorted(f.code for f in objects.findings)
+    # elect-after names the preferred leaders each plan changes (its placement's choice)
+    codes = [f.code for f in cols.findings]
+    assert sorted(c for c in codes if c != "elect-after") == sorted(
+        f.code for f in objects.findings if f.code != "elect-after"
+    )
+    led = cols.report["partitions_led_by_drained"]
+    evened = [old for old, _ in cols.report["preferred_leader_changes"].values()]
+    assert ("elect-after" in codes) == bool(led or set(evened) - drained)
     before = {(t.name, p.partition): p for t in snap.topics for p in t.partitions}
     lead_base = dict.fromkeys(stay, 0)
     lgroups = []
@@ -176,9 +183,8 @@ def _with_disks(snap: ClusterSnapshot, seed: int) -> ClusterSnapshot:
 def test_with_a_disk_guard_the_columns_plan_fits_or_leave_it_to_the_objects(
     seed: int, n: int, racks: str
 ) -> None:
-    """A placement that fits every disk is the balanced one (at least as even as the object
-    drain's, which may have left out brokers a large partition does not fit); one that does
-    not goes to the object drain, which steers around the full disks or refuses."""
+    """A placement that fits every disk is the balanced one; one that does not goes to the
+    object drain, which steers around the full disks or refuses."""
     snap = _with_disks(make_cluster(seed, n, racks, 3), seed)
     drained = {random.Random(seed).randrange(n)}
     objects = _plan_or_refusal(snap, drained, PlanOptions())
@@ -195,9 +201,16 @@ def test_with_a_disk_guard_the_columns_plan_fits_or_leave_it_to_the_objects(
         return
     event("columns")
     assert cols.report["disk"]["checked"] is True  # measured: no broker under its headroom
+    # the balanced optimum, as without disk figures (the object drain, steering around full
+    # disks replica by replica, may give up the rack rule's fresh racks for room instead)
+    free = ClusterSnapshot(
+        brokers=tuple(Broker(b.id, rack=b.rack) for b in snap.brokers),
+        topics=snap.topics,
+        cluster_id=snap.cluster_id,
+    )
+    balanced = drain_plan(free, drained)
     stay = [b.id for b in snap.brokers if b.id not in drained]
-    if not isinstance(objects, str):
-        assert costs(snap, after_of(snap, cols), stay) <= costs(snap, after_of(snap, objects), stay)
+    assert costs(snap, after_of(snap, cols), stay) == costs(free, after_of(free, balanced), stay)
 
 
 def test_classes_are_bounded_by_topics_and_rack_patterns() -> None:

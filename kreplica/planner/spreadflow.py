@@ -466,3 +466,56 @@ def split(
                 out[i % n].append(b)
                 i += 1
     return out
+
+
+# --- the drain's preferred leaders (either engine: drain.py, brokers/drain_arrays.py) ------
+
+
+def flexible_leaders(
+    g: Group,
+    per: Mapping[int, int],
+    sync: Sequence[int],
+    load: Callable[[int], tuple[int, int, int]],
+    take: Callable[[int], None],
+) -> Group:
+    """The leader group of a group placed only in counts (`per`: units per new broker, not
+    yet which partition gets which): it leads from its in-sync staying replicas `sync` (each
+    partition has them all) or from its new brokers, each as often as it sends units there.
+    Its start is greedy: the least loaded candidate with room (`load`: (leaders, of the
+    topic, rank); `take` counts the choice), on a tie the new replica (it takes the drained
+    leader's place: the least change)."""
+    n = len(g.members)
+    caps = {**dict.fromkeys(sync, n), **per}
+    start: dict[int, int] = {}
+    for _ in g.members:
+        lead = min(
+            (b for b in caps if start.get(b, 0) < caps[b]),
+            key=lambda b: (*load(b)[:2], b not in per, load(b)[2]),
+        )
+        start[lead] = start.get(lead, 0) + 1
+        take(lead)
+    return Group(g.topic, 1, [(0, 1, sorted(caps))], list(g.members), start, caps)
+
+
+def paired_leaders(per: Mapping[int, int], lead_per: Mapping[int, int]) -> list[tuple[int, int]]:
+    """A flexible group's (new broker, leader) per partition, from its units per broker and
+    its leaders per broker: partitions led by a new broker b take b, the others the brokers
+    left over and a staying leader each."""
+    pairs = [(b, b) for b in sorted(per) for _ in range(lead_per.get(b, 0))]
+    left = [b for b in sorted(per) for _ in range(per[b] - lead_per.get(b, 0))]
+    leads = [r for r in sorted(lead_per) if r not in per for _ in range(lead_per[r])]
+    return pairs + list(zip(left, leads, strict=True))
+
+
+def kept_leaders(now: Sequence[int], lead_per: Mapping[int, int]) -> list[int]:
+    """Partitions' leaders to match the counts per broker, each keeping its own (`now`)
+    where the counts allow."""
+    left = dict(lead_per)
+    kept: list[int | None] = []
+    for lead in now:
+        keep = left.get(lead, 0) > 0
+        kept.append(lead if keep else None)
+        if keep:
+            left[lead] -= 1
+    spare = iter([b for b in sorted(left) for _ in range(left[b])])
+    return [lead if lead is not None else next(spare) for lead in kept]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from kreplica.errors import PlanInfeasible, UsageError
 from kreplica.model import ClusterSnapshot, Finding, Plan, PlanReport
@@ -16,7 +16,16 @@ from kreplica.planner.brokers.run import (
 from kreplica.planner.evaluate import spread
 from kreplica.planner.options import PlanOptions
 from kreplica.planner.plan import with_engine
-from kreplica.planner.spreadflow import Group, rule_layers, solve, solve_balanced, split
+from kreplica.planner.spreadflow import (
+    Group,
+    flexible_leaders,
+    kept_leaders,
+    paired_leaders,
+    rule_layers,
+    solve,
+    solve_balanced,
+    split,
+)
 
 LayerKey = tuple[tuple[int, int, tuple[int, ...]], ...]
 
@@ -296,35 +305,30 @@ def _drain_leaders(
             counts[lead] += 1
             tc[lead] = tc.get(lead, 0) + 1
             g.start[lead] = g.start.get(lead, 0) + 1
-    flexible = []
-    for g, per, isr_rest in unplaced:
-        n = len(g.members)
-        caps = {**dict.fromkeys(isr_rest, n), **per}
-        start: dict[int, int] = {}
-        tc = tcounts[g.topic]
-        for _ in g.members:  # a greedy start: the least loaded candidate with room, on a
-            # tie the new replica (it takes the drained leader's place: the least change)
-            lead = min(
-                (b for b in caps if start.get(b, 0) < caps[b]),
-                key=lambda b: (counts[b], tc.get(b, 0), b not in per, ctx.rank(b)),
-            )
-            start[lead] = start.get(lead, 0) + 1
-            counts[lead] += 1
-            tc[lead] = tc.get(lead, 0) + 1
-        flexible.append(Group(g.topic, 1, [(0, 1, sorted(caps))], list(g.members), start, caps))
+
+    def load(t: str) -> Callable[[int], tuple[int, int, int]]:
+        return lambda b: (counts[b], tcounts[t].get(b, 0), ctx.rank(b))
+
+    def take(t: str) -> Callable[[int], None]:
+        def count(b: int) -> None:
+            counts[b] += 1
+            tcounts[t][b] = tcounts[t].get(b, 0) + 1
+
+        return count
+
+    flexible = [
+        flexible_leaders(g, per, isr_rest, load(g.topic), take(g.topic))
+        for g, per, isr_rest in unplaced
+    ]
     glist = list(groups.values()) + flexible
     solved = solve(glist, base, topic_base)
     for g, lead_per in zip(groups.values(), solved, strict=False):
-        for key, lead in zip(g.members, _keep_leaders(run, g.members, lead_per), strict=True):
+        now = [run.work[key][0] for key in g.members]
+        for key, lead in zip(g.members, kept_leaders(now, lead_per), strict=True):
             if run.work[key][0] != lead:
                 run.reorder(key, lead)
     for (g, per, _), lead_per in zip(unplaced, solved[len(groups) :], strict=True):
-        # partitions led by a new broker b take b; the others the brokers left over
-        pairs = [(b, b) for b in sorted(per) for _ in range(lead_per.get(b, 0))]
-        left = [b for b in sorted(per) for _ in range(per[b] - lead_per.get(b, 0))]
-        leads = [r for r in sorted(lead_per) if r not in per for _ in range(lead_per[r])]
-        pairs += list(zip(left, leads, strict=True))
-        for key, (dest, lead) in zip(g.members, pairs, strict=True):
+        for key, (dest, lead) in zip(g.members, paired_leaders(per, lead_per), strict=True):
             _drain_place(run, key, drained, [dest])
             if lead in run.work[key] and run.work[key][0] != lead:
                 run.reorder(key, lead)
@@ -334,20 +338,6 @@ def _drain_leaders(
         if old and new and old[0] != new[0]:
             changed[f"{key[0]}-{key[1]}"] = [old[0], new[0]]
     return changed
-
-
-def _keep_leaders(run: Run, members: Sequence[Key], lead_per: Mapping[int, int]) -> list[int]:
-    """The members' leaders to match the counts per broker, each keeping its own where the
-    counts allow."""
-    left = dict(lead_per)
-    kept: list[int | None] = []
-    for key in members:
-        now = run.work[key][0]
-        kept.append(now if left.get(now, 0) > 0 else None)
-        if now in left:
-            left[now] -= kept[-1] is not None
-    spare = iter([b for b in sorted(left) for _ in range(left[b])])
-    return [lead if lead is not None else next(spare) for lead in kept]
 
 
 def _spreads_without(run: Run, drained: frozenset[int]) -> PlanReport:

@@ -20,7 +20,7 @@ counts are the same optimum, the leaders the optimum for the placement made.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -34,6 +34,9 @@ from kreplica.planner.options import PlanOptions
 from kreplica.planner.spreadflow import (
     Group,
     Layers,
+    flexible_leaders,
+    kept_leaders,
+    paired_leaders,
     rule_layers,
     solve,
     solve_balanced,
@@ -289,44 +292,30 @@ def lead(
             tcounts[t, now] += 1
             g.start[now] = g.start.get(now, 0) + 1
         groups.append(g)
-    flexible = []
     index = {name: i for i, name in enumerate(names)}
-    for g, per, sync in unplaced:
-        n = len(g.members)
-        caps = {**dict.fromkeys(sync, n), **per}
-        start: dict[int, int] = {}
-        t = index[g.topic]
-        for _ in g.members:  # a greedy start: the least loaded candidate with room, on a
-            # tie the new replica (it takes the drained leader's place: the least change)
-            now = min(
-                (b for b in caps if start.get(b, 0) < caps[b]),
-                key=lambda b: (counts[b], tcounts[t, b], b not in per, int(rank[b])),
-            )
-            start[now] = start.get(now, 0) + 1
-            counts[now] += 1
-            tcounts[t, now] += 1
-        flexible.append(Group(g.topic, 1, [(0, 1, sorted(caps))], list(g.members), start, caps))
+
+    def load(t: int) -> Callable[[int], tuple[int, int, int]]:
+        return lambda b: (int(counts[b]), int(tcounts[t, b]), int(rank[b]))
+
+    def take(t: int) -> Callable[[int], None]:
+        def count(b: int) -> None:
+            counts[b] += 1
+            tcounts[t, b] += 1
+
+        return count
+
+    flexible = [
+        flexible_leaders(g, per, sync, load(index[g.topic]), take(index[g.topic]))
+        for g, per, sync in unplaced
+    ]
     solved = solve(groups + flexible, base, TopicCounts(names, tl))
     for g, lead_per in zip(groups, solved, strict=False):
-        left = dict(lead_per)
-        kept: list[int | None] = []
-        for _, r in g.members:  # each keeps its own leader where the counts allow
-            now = int(dense[r, 0])
-            keep = left.get(now, 0) > 0
-            kept.append(now if keep else None)
-            if keep:
-                left[now] -= 1
-        spare = iter([b for b in sorted(left) for _ in range(left[b])])
-        for (_, r), chosen in zip(g.members, kept, strict=True):
-            if chosen is None:
-                _reorder(dense, r, next(spare))
+        own = [int(dense[r, 0]) for _, r in g.members]
+        for (_, r), lead_r in zip(g.members, kept_leaders(own, lead_per), strict=True):
+            if dense[r, 0] != lead_r:
+                _reorder(dense, r, lead_r)
     for (g, per, _), lead_per in zip(unplaced, solved[len(groups) :], strict=True):
-        # rows led by a new broker b take b; the others the brokers left over
-        pairs = [(b, b) for b in sorted(per) for _ in range(lead_per.get(b, 0))]
-        left_over = [b for b in sorted(per) for _ in range(per[b] - lead_per.get(b, 0))]
-        leads = [r for r in sorted(lead_per) if r not in per for _ in range(lead_per[r])]
-        pairs += list(zip(left_over, leads, strict=True))
-        for (_, r), (dest, leader) in zip(g.members, pairs, strict=True):
+        for (_, r), (dest, leader) in zip(g.members, paired_leaders(per, lead_per), strict=True):
             _put(dense, r, [dest], brokers, bytes_now)
             if leader in dense[r] and dense[r, 0] != leader:
                 _reorder(dense, r, leader)

@@ -93,15 +93,23 @@ class Layers:
         return [(b, x) for b in layer if (x := units.get(b, 0))]
 
 
+Shared = Mapping[int, Mapping[int, int]]
+
+
 def solve(
     groups: Sequence[Group],
     base: Mapping[int, int],
     topic_base: Mapping[str, Mapping[int, int]],
+    shared: Shared | None = None,
 ) -> list[dict[int, int]]:
     """Per group, units per broker at the least cost (brokers' squares, then topics'),
-    from the groups' starts (g.start)."""
-    _improve(groups, base, topic_base)
-    return _Flow(groups, base, topic_base, _weight(groups, base, topic_base)).solved()
+    from the groups' starts (g.start). `shared`: per layer list (by identity), the units
+    each of its brokers takes at most from all the groups of a topic naming that list
+    (they share its pool: the bound is on the pool's arcs)."""
+    shared = shared or {}
+    _improve(groups, base, topic_base, shared)
+    weight = _weight(groups, base, topic_base)
+    return _Flow(groups, base, topic_base, weight, shared=shared).solved()
 
 
 def _weight(
@@ -279,6 +287,7 @@ class _Flow:
         weight: int,
         cells: set[tuple[str, int]] | None = None,
         layers: Layers | None = None,
+        shared: Shared | None = None,
     ) -> None:
         layers = layers or Layers()
         net = self.net = Circulation()
@@ -337,7 +346,10 @@ class _Flow:
         self.pool_arcs: dict[PoolKey, list[tuple[int, int]]] = {}
         for pk, (node, start, layer) in pools.items():
             reach = layer if open_to is None else [b for b, _ in layers.on(layer, open_to[pk[0]])]
-            self.pool_arcs[pk] = [(to_tb(node, pk[0], b, _BIG, start.get(b, 0)), b) for b in reach]
+            bound = (shared or {}).get(pk[1], {})
+            self.pool_arcs[pk] = [
+                (to_tb(node, pk[0], b, bound.get(b, _BIG), start.get(b, 0)), b) for b in reach
+            ]
         b_flow = dict.fromkeys(brokers, 0)
         for (t, b), entries in tb_in.items():
             cost = _square(topic_base.get(t, {}).get(b, 0))
@@ -386,6 +398,7 @@ def _improve(
     groups: Sequence[Group],
     base: Mapping[int, int],
     topic_base: Mapping[str, Mapping[int, int]],
+    shared: Shared,
 ) -> None:
     """The start improved by moving single units of a group between its brokers while that
     lowers the cost (brokers, then topics): the short cycles, found cheaply, so the
@@ -399,10 +412,26 @@ def _improve(
             for b in bs:
                 if (g.topic, b) not in tcounts:
                     tcounts[(g.topic, b)] = per.get(b, 0)
+    used: dict[tuple[str, int, int], int] = {}  # (topic, shared layer, broker) -> units
     for g in groups:
         for b, x in g.start.items():
             counts[b] += x
             tcounts[(g.topic, b)] += x
+        for _, _, bs in g.layers:
+            if id(bs) in shared:
+                for b, x in g.start.items():
+                    if b in shared[id(bs)]:
+                        used[(g.topic, id(bs), b)] = used.get((g.topic, id(bs), b), 0) + x
+
+    def free(g: Group, lb: int, b: int) -> bool:
+        """Room on b in a shared layer, whichever group of the topic uses it."""
+        sid = id(g.layers[lb][2])
+        return sid not in shared or used.get((g.topic, sid, b), 0) < shared[sid].get(b, _BIG)
+
+    def shift(g: Group, lb: int, b: int, x: int) -> None:
+        sid = id(g.layers[lb][2])
+        if sid in shared:
+            used[(g.topic, sid, b)] = used.get((g.topic, sid, b), 0) + x
 
     for _ in range(len(groups) + 1):  # each pass lowers the cost; a bound for safety only
         moved = False
@@ -424,6 +453,7 @@ def _improve(
                         if b != a
                         and g.start.get(b, 0) < caps.get(b, n)
                         and (lb == la or (leave and totals[lb] < n * g.layers[lb][1]))
+                        and free(g, lb, b)
                     ]
                     if not room:
                         break
@@ -442,6 +472,8 @@ def _improve(
                     tcounts[(t, b)] = tcounts.get((t, b), 0) + 1
                     totals[la] -= 1
                     totals[layer_of[b]] += 1
+                    shift(g, la, a, -1)
+                    shift(g, layer_of[b], b, 1)
                     moved = True
         if not moved:
             return

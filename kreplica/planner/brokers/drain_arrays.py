@@ -3,24 +3,30 @@ leaders written back into it with numpy (drain.py's rules, no object per partiti
 
 Brokers are dense indexes (0..nb-1) into per-broker arrays; the replica matrix holds them,
 -1 for an empty slot. A drained partition's class is its topic, its units (replicas on the
-drained brokers) and its choices: the racks its staying replicas use (the rack rule gives a
+drained brokers), its choices: the racks its staying replicas use (the rack rule gives a
 layer per fresh rack), and, only when it has fewer fresh racks than units, the staying
-brokers themselves. So the count of classes is bounded by topics x rack patterns, not by
-partitions (np.unique over one key row per partition).
+brokers themselves; and whether a drained broker led it. So the count of classes is
+bounded by topics x rack patterns x 2, not by partitions (np.unique over one key row per
+partition).
 
     drain_classes    the classes of the drained rows, as spreadflow Groups
-    place            the exact balance (spreadflow.solve) over the classes, written back
+    place            the exact balance (spreadflow.solve_balanced) over the classes, written
+                     back; a class a drained broker led is only counted per broker
     lead             preferred leaders of the drained rows: an in-sync staying replica or a
-                     new one, as even as they can be (spreadflow.solve again), written back
+                     new one, as even as they can be (spreadflow.solve), written back; a
+                     counted class's rows lead from their own in-sync replicas or from the
+                     class's new brokers (a pool all its rows share, bounded by the counts),
+                     and then take the new brokers to match
 
-A drained leader's partition is placed with the others (the object drain, drain.py, hands
-its group to the leader step to choose which partition takes which new broker): the replica
-counts are the same optimum, the leaders the optimum for the placement made.
+The object drain (drain.py) splits a drained leader's class by its rows' in-sync replicas
+before placing; here they share the class and only the leader step tells them apart. The
+replica counts are the same optimum; which row takes which broker, and so the preferred
+leaders, may differ where costs tie (tests/unit/planner/test_drain_columns.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -34,9 +40,7 @@ from kreplica.planner.options import PlanOptions
 from kreplica.planner.spreadflow import (
     Group,
     Layers,
-    flexible_leaders,
     kept_leaders,
-    paired_leaders,
     rule_layers,
     solve,
     solve_balanced,
@@ -123,16 +127,11 @@ def topic_matrix(dense: I64, topic: I64, n_topics: int, nb: int, col: int | None
 
 
 def drain_classes(
-    dense: I64,
-    topic: I64,
-    rows: I64,
-    names: Sequence[str],
-    brokers: DrainBrokers,
-    in_sync: Bools,
-) -> list[tuple[Group, tuple[int, ...] | None]]:
-    """The drained rows' classes (members: (topic name, row)), in key order, each with, for
-    a class of rows a drained broker led (one replica leaving, the first), their in-sync
-    staying replicas (the leader step's choices; None for the others)."""
+    dense: I64, topic: I64, rows: I64, names: Sequence[str], brokers: DrainBrokers
+) -> list[tuple[Group, bool]]:
+    """The drained rows' classes (members: (topic name, row)), in key order, each with
+    whether a drained broker led its rows (one replica leaving, the first: the leader step
+    then chooses which row takes which new broker, see `lead`)."""
     sub = dense[rows]
     width = sub.shape[1]
     gone = (sub >= 0) & brokers.drained[np.maximum(sub, 0)]
@@ -150,12 +149,6 @@ def drain_classes(
     # fewer fresh racks than units: the layers name the brokers free of staying replicas
     by_broker = units > fresh
     led = (units == 1) & gone[:, 0]
-    led_sync = np.where(
-        led[:, None] & in_sync[rows] & (rest >= 0) & brokers.eligible[np.maximum(rest, 0)],
-        rest,
-        -1,
-    )
-    led_sync.sort(axis=1)
     rest.sort(axis=1)
     key = np.concatenate(
         [
@@ -164,7 +157,6 @@ def drain_classes(
             racks,
             np.where(by_broker[:, None], rest, -1),
             led[:, None],
-            led_sync,
         ],
         axis=1,
     )
@@ -172,7 +164,7 @@ def drain_classes(
     inverse = inverse.reshape(-1)
     order = np.argsort(inverse, kind="stable")
     bounds = np.searchsorted(inverse[order], np.arange(len(uniq) + 1))
-    out: list[tuple[Group, tuple[int, ...] | None]] = []
+    out: list[tuple[Group, bool]] = []
     member_rows = rows[order].tolist()
     for c, row in enumerate(uniq.tolist()):
         t, k = row[0], row[1]
@@ -180,17 +172,16 @@ def drain_classes(
         rest_row = [b for b in row[2 + width : 2 + 2 * width] if b >= 0]
         g = Group(names[t], k, rule_layers(rest_row, used, k, rack_brokers))
         g.members = [(names[t], r) for r in member_rows[bounds[c] : bounds[c + 1]]]
-        sync = tuple(b for b in row[3 + 2 * width :] if b >= 0) if row[2 + 2 * width] else None
-        out.append((g, sync))
+        out.append((g, bool(row[2 + 2 * width])))
     return out
 
 
-Unplaced = list[tuple[Group, dict[int, int], tuple[int, ...]]]
+Unplaced = list[tuple[Group, dict[int, int]]]
 
 
 def place(
     dense: I64,
-    classes: Sequence[tuple[Group, tuple[int, ...] | None]],
+    classes: Sequence[tuple[Group, bool]],
     brokers: DrainBrokers,
     counts: I64,
     topic_base: Mapping[str, Mapping[int, int]],
@@ -201,7 +192,7 @@ def place(
     balance (spreadflow.solve_balanced), the largest partitions first in the deal,
     the fewest bytes first into the first drained slot. `counts`: replicas per broker now
     (the drained ones still counted). A class a drained broker led is returned unplaced,
-    with its units per broker and its in-sync staying replicas (see `lead`)."""
+    with its units per broker (see `lead`)."""
     groups = [g for g, _ in classes]
     for g in groups:
         g.members.sort(key=lambda m: (-int(size[m[1]]), m[1]))
@@ -210,9 +201,9 @@ def place(
     per_group = solve_balanced(groups, base, topic_base)
     unplaced: Unplaced = []
     layers = Layers()
-    for (g, sync), per in zip(classes, per_group, strict=True):
-        if sync is not None:
-            unplaced.append((g, per, sync))
+    for (g, led), per in zip(classes, per_group, strict=True):
+        if led:
+            unplaced.append((g, per))
             continue
         for (_, row), dest in zip(g.members, split(g, per, layers), strict=True):
             _put(dense, row, dest, brokers, bytes_now)
@@ -249,7 +240,7 @@ def lead(
     to match."""
     nb = len(brokers.rack)
     waiting = np.zeros(len(dense), dtype=bool)
-    for g, _, _ in unplaced:
+    for g, _ in unplaced:
         waiting[[r for _, r in g.members]] = True
     rows = rows[~waiting[rows]]
     sub = dense[rows]
@@ -293,32 +284,61 @@ def lead(
             g.start[now] = g.start.get(now, 0) + 1
         groups.append(g)
     index = {name: i for i, name in enumerate(names)}
-
-    def load(t: int) -> Callable[[int], tuple[int, int, int]]:
-        return lambda b: (int(counts[b]), int(tcounts[t, b]), int(rank[b]))
-
-    def take(t: int) -> Callable[[int], None]:
-        def count(b: int) -> None:
-            counts[b] += 1
-            tcounts[t, b] += 1
-
-        return count
-
-    flexible = [
-        flexible_leaders(g, per, sync, load(index[g.topic]), take(index[g.topic]))
-        for g, per, sync in unplaced
-    ]
-    solved = solve(groups + flexible, base, TopicCounts(names, tl))
+    # an unplaced class: its rows lead from their own in-sync staying replicas (one group per
+    # set of them) or from the class's new brokers, each as often as the class sends units
+    # there (one list, so its groups share a pool bounded so: spreadflow.solve's `shared`)
+    shared: dict[int, dict[int, int]] = {}
+    flexible: list[tuple[dict[int, int], list[Group]]] = []
+    for g, per in unplaced:
+        t = index[g.topic]
+        fresh = sorted(per)
+        shared[id(fresh)] = per
+        taken: dict[int, int] = {}
+        parts: dict[tuple[int, ...], Group] = {}
+        for _, r in g.members:
+            reps = before[r]
+            keep = (reps >= 0) & ~brokers.drained[np.maximum(reps, 0)] & in_sync[r]
+            sync = tuple(sorted(b for b in reps[keep].tolist() if brokers.eligible[b]))
+            h = parts.get(sync)
+            if h is None:
+                layers = [(0, 1, list(sync))] if sync else []
+                h = parts[sync] = Group(g.topic, 1, [*layers, (0, 1, fresh)])
+            h.members.append((g.topic, r))
+            # a greedy start: the least loaded choice with room, on a tie the new replica
+            # (it takes the drained leader's place: the least change)
+            lead_r = min(
+                [*sync, *(b for b in fresh if taken.get(b, 0) < per[b])],
+                key=lambda b: (counts[b], tcounts[t, b], b not in per, int(rank[b])),
+            )
+            if lead_r in per:
+                taken[lead_r] = taken.get(lead_r, 0) + 1
+            h.start[lead_r] = h.start.get(lead_r, 0) + 1
+            counts[lead_r] += 1
+            tcounts[t, lead_r] += 1
+        flexible.append((per, list(parts.values())))
+    extra = [h for _, hs in flexible for h in hs]
+    solved = solve(groups + extra, base, TopicCounts(names, tl), shared)
     for g, lead_per in zip(groups, solved, strict=False):
         own = [int(dense[r, 0]) for _, r in g.members]
         for (_, r), lead_r in zip(g.members, kept_leaders(own, lead_per), strict=True):
             if dense[r, 0] != lead_r:
                 _reorder(dense, r, lead_r)
-    for (g, per, _), lead_per in zip(unplaced, solved[len(groups) :], strict=True):
-        for (_, r), (dest, leader) in zip(g.members, paired_leaders(per, lead_per), strict=True):
-            _put(dense, r, [dest], brokers, bytes_now)
-            if leader in dense[r] and dense[r, 0] != leader:
-                _reorder(dense, r, leader)
+    results = iter(solved[len(groups) :])
+    for per, hs in flexible:
+        chosen = [(h, next(results)) for h in hs]
+        # rows led by a new broker b take b; the others the new brokers left over
+        left = dict(per)
+        for _, lead_per in chosen:
+            for b, x in lead_per.items():
+                if b in per:
+                    left[b] -= x
+        spare = iter([b for b in sorted(left) for _ in range(left[b])])
+        for h, lead_per in chosen:
+            leads = [b for b in sorted(lead_per) for _ in range(lead_per[b])]
+            for (_, r), leader in zip(h.members, leads, strict=True):
+                _put(dense, r, [leader if leader in per else next(spare)], brokers, bytes_now)
+                if dense[r, 0] != leader:
+                    _reorder(dense, r, leader)
 
 
 def _reorder(dense: I64, row: int, leader: int) -> None:
@@ -353,7 +373,7 @@ def drain_on_columns(
     names = [t.name for t in columns.topics]
     in_sync = _in_sync(run.dense, columns, rows, run.lookup)
     after = run.work.copy()
-    classes = drain_classes(after, run.topic_row, rows, names, brokers, in_sync)
+    classes = drain_classes(after, run.topic_row, rows, names, brokers)
     topic_base = TopicCounts(names, run.topic_replicas)
     unplaced = place(after, classes, brokers, run.replicas, topic_base, run.bytes, run.size)
     lead(after, run.dense, rows, in_sync, run.topic_row, names, brokers, unplaced, run.bytes)

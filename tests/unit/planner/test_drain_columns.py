@@ -214,18 +214,16 @@ def test_with_a_disk_guard_the_columns_plan_fits_or_leave_it_to_the_objects(
 
 
 def test_classes_are_bounded_by_topics_and_rack_patterns() -> None:
-    """Many partitions, one topic: their classes are their rack patterns (and, where a
-    drained broker led, their in-sync staying replicas), not one per partition."""
+    """Many partitions, one topic: their classes are their rack patterns, and whether the
+    drained broker led them (not their in-sync replicas, not one class per partition)."""
     racks = "abc"
     n = 12
     rng = random.Random(5)
     parts = []
     for p in range(600):
         reps = rng.sample(range(n), 3)
-        if 0 in reps:  # broker 0 a follower: the class names no staying broker
-            reps.remove(0)
-            reps.insert(1, 0)
-        parts.append(Partition("t", p, tuple(reps)))
+        isr = tuple(b for b in reps if rng.random() < 0.7) or tuple(reps[:1])
+        parts.append(Partition("t", p, tuple(reps), isr=isr))
     snap = ClusterSnapshot(
         brokers=tuple(Broker(b, rack=racks[b % 3]) for b in range(n)),
         topics=(Topic("t", tuple(parts), {}),),
@@ -241,16 +239,22 @@ def test_classes_are_bounded_by_topics_and_rack_patterns() -> None:
         drained,
     )
     rows = np.flatnonzero((dense == 0).any(axis=1))
-    classes = drain_classes(
-        dense, np.zeros(len(parts), dtype=np.int64), rows, ["t"], brokers, dense >= 0
-    )
+    classes = drain_classes(dense, np.zeros(len(parts), dtype=np.int64), rows, ["t"], brokers)
     assert len(rows) > 100
-    # units 1, racks used by the staying replicas: a rack pair or one rack twice
-    assert len(classes) <= 6
+    # one unit each; the racks of the two staying replicas: a pair of racks or one rack
+    # twice (6 patterns), led by broker 0 or not
+    assert len(classes) <= 12
     assert sum(len(g.members) for g, _ in classes) == len(rows)
-    assert all(led is None for _, led in classes)
+    led = {r for g, is_led in classes if is_led for _, r in g.members}
+    assert led == set(rows[dense[rows, 0] == 0].tolist())
     plan = drain_plan(columnar(snap), [0])
     assert sum(len(c.added) for c in plan.changes) == len(rows)
+    assert plan.report["engine"]["name"] == "columns"
+    after = after_of(snap, plan)
+    for p in parts:  # a drained leader's partition leads from an in-sync or a new replica
+        if p.replicas[0] == 0:
+            new = after[("t", p.partition)]
+            assert new[0] in p.in_sync or new[0] not in p.replicas
 
 
 @pytest.mark.parametrize("racks", ["none", "even", "uneven"])

@@ -1,14 +1,14 @@
 """The drain on columns (planner/brokers/drain_arrays.py) against the object drain (drain.py).
 
-Both solve the same exact balance (spreadflow.solve_balanced) over the same classes, so on
+Both solve the same exact balance (spreadflow.solve_balanced) over their classes, so on
 random clusters they move exactly the drained replicas, reach the same least cost of
 replicas per staying broker and per topic, refuse with the same words, and report the same
 counts. Which partition takes which broker may differ where costs tie, and so may the
 preferred leaders that follow: each engine's leaders are the most even its own placement
 allows (within one of the window optimum, as test_drain_balance checks for the object
-drain); the object drain gives a drained leader's class to the leader step before placing
-it, the column drain places it first, and neither is better in general (on 1,000 random
-clusters: 7 leader spreads one lower for the objects, 5 for the columns).
+drain). The object drain splits a drained leader's class by its rows' in-sync replicas,
+the column drain tells them apart in the leader step only; neither is better in general
+(on 1,000 random clusters: 4 leader spreads one lower for the objects, 3 for the columns).
 """
 
 from __future__ import annotations

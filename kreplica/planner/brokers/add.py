@@ -98,26 +98,20 @@ def _add_on_objects(
         deficit = {n: max(0, share - sizes[n]) for n in new}
         load = lambda b: ctx.cluster_bytes[b]  # noqa: E731
     sources = BrokerOrder(old, lambda b: (-load(b), ctx.rank(b)))
-    wanted = dict(deficit)
     moves: list[tuple[Key, int, int]] = []
-    blocked: set[int] = set()
-    hungriest = BrokerOrder(new, lambda b: (-wanted[b], ctx.rank(b)))
-    while True:
-        n = next((b for b in hungriest.brokers() if wanted[b] > 0 and b not in blocked), None)
-        if n is None:
-            break
-        found = _add_one(run, n, sources, held, load, by, wanted[n], share)
+
+    def take(n: int, room: int) -> int | None:
+        found = _add_one(run, n, sources, held, load, by, room, share)
         if found is None:
-            blocked.add(n)
-            continue
+            return None
         key, src = found
-        size = run.parts[key].size_bytes or 0
         run.move(key, src, n)
         held.move(key, src, n)
         sources.update(src)
-        wanted[n] -= 1 if by == "count" else size
-        hungriest.update(n)
         moves.append((key, src, n))
+        return 1 if by == "count" else run.parts[key].size_bytes or 0
+
+    wanted, blocked = _fill(new, deficit, ctx.rank, take)
     sizes_moved = [run.parts[k].size_bytes for k, _, _ in moves]
     if by == "count":
         lb_moves = sum(deficit.values())
@@ -129,6 +123,31 @@ def _add_on_objects(
         lb_moves = -(-gained // biggest) if biggest else 0
         lb_bytes = gained
     return _finish(run, by, share, deficit, wanted, blocked, lb_moves, lb_bytes)
+
+
+def _fill(
+    new: Iterable[int],
+    deficit: dict[int, int],
+    rank: Callable[[int], int],
+    take: Callable[[int, int], int | None],
+) -> tuple[dict[int, int], set[int]]:
+    """The greedy both runs share: the new broker furthest below its share (then by rank)
+    takes its next replica, until every one has its share or none is left for it.
+    `take(n, room)` makes n's next move and returns what it filled (1, or its bytes), None
+    when there is none. Returns what each still wants and the brokers left short."""
+    wanted = dict(deficit)
+    blocked: set[int] = set()
+    hungriest = BrokerOrder(new, lambda b: (-wanted[b], rank(b)))
+    while True:
+        n = next((b for b in hungriest.brokers() if wanted[b] > 0 and b not in blocked), None)
+        if n is None:
+            return wanted, blocked
+        filled = take(n, wanted[n])
+        if filled is None:
+            blocked.add(n)
+            continue
+        wanted[n] -= filled
+        hungriest.update(n)
 
 
 def _finish(
@@ -244,26 +263,21 @@ def _add_on_columns(
     held = RowsByBroker(run.work, rows, run.size if count else -run.size, is_old)
     rank = run.rank.tolist()
     sources = BrokerOrder(old, lambda b: (-int(loads[b]), rank[b]))
-    wanted = dict(deficit)
     moved: list[int] = []  # sizes
-    blocked: set[int] = set()
-    hungriest = BrokerOrder(new, lambda b: (-wanted[b], rank[b]))
-    while True:
-        n = next((b for b in hungriest.brokers() if wanted[b] > 0 and b not in blocked), None)
-        if n is None:
-            break
-        found = _add_one_on_columns(run, n, sources, held, loads, count, wanted[n], share)
+
+    def take(n: int, room: int) -> int | None:
+        found = _add_one_on_columns(run, n, sources, held, loads, count, room, share)
         if found is None:
-            blocked.add(n)
-            continue
+            return None
         row, slot, src = found
         size = int(run.size[row])
         run.move_one(row, slot, n)
         held.drop(src, row)
         sources.update(src)
-        wanted[n] -= 1 if count else size
-        hungriest.update(n)
         moved.append(size)
+        return 1 if count else size
+
+    wanted, blocked = _fill(new, deficit, rank.__getitem__, take)
     raw = run.columns.size
     if count:
         lb_moves = sum(deficit.values())

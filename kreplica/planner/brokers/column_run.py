@@ -51,6 +51,7 @@ from kreplica.planner.report import LowerBound
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
 _UNGUARDED = np.iinfo(np.int64).max // 4  # room of a broker the guard does not check
+_MAX_ID = 10_000_000  # broker id -> index: an int64 array of the largest id's length
 
 
 def column_refusal(snapshot: ClusterSnapshot, options: PlanOptions) -> str | None:
@@ -62,6 +63,8 @@ def column_refusal(snapshot: ClusterSnapshot, options: PlanOptions) -> str | Non
     if options.log_dirs != "any":
         return "log dirs `balanced` names a dir per new replica (the object run does)"
     listed = np.array(snapshot.broker_ids() or [0], dtype=np.int64)
+    if int(listed.max()) > _MAX_ID:
+        return f"a broker id above {_MAX_ID:,} (the column run looks brokers up in one array)"
     named = np.unique(columns.replicas[columns.replicas != PAD])
     if not bool(np.isin(named, listed).all()):
         return "a replica names a broker the snapshot does not list"

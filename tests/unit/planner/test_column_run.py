@@ -170,6 +170,11 @@ def test_snapshots_the_column_run_leaves_to_the_object_run() -> None:
         brokers=(Broker(0), Broker(1)), topics=(Topic("t", (Partition("t", 0, (0, 9)),)),)
     )
     assert "does not list" in str(column_refusal(columnar(gone), PlanOptions()))
+    far = ClusterSnapshot(
+        brokers=(Broker(0), Broker(2**31 - 1)),
+        topics=(Topic("t", (Partition("t", 0, (0, 2**31 - 1)),)),),
+    )
+    assert "above 10,000,000" in str(column_refusal(columnar(far), PlanOptions()))
 
 
 def test_an_unknown_topic_in_scope_is_refused_in_the_snapshots_words() -> None:

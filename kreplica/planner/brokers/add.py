@@ -322,8 +322,8 @@ def _add_one_on_columns(
 
     topics = run.topic_replicas
     topic_of = run.topic_row
-    sizes = run.size
     work = run.work
+    rack = run.rack_list
     sign = 1 if count else -1
     held_rows, weights = held_by.rows, held_by.weights
     for src in sources.brokers():
@@ -334,26 +334,35 @@ def _add_one_on_columns(
         # bytes: skip the partitions larger than the room left (they start at -size)
         i = lo if count else lo + int(np.searchsorted(weights[lo:hi], -room, side="left"))
         best: tuple[tuple[bool, int, int, bool, int], int] | None = None
-        for j in range(i, hi):
-            row = int(held_rows[j])
-            if row in gone:
+        src_rack, n_rack = rack[src], rack[n]
+        for start in range(i, hi, 64):  # a few at a time: a walk mostly stops early
+            end = min(hi, start + 64)
+            for row, weight in zip(
+                held_rows[start:end].tolist(), weights[start:end].tolist(), strict=True
+            ):
+                if row in gone:
+                    continue
+                size = sign * weight
+                if best is not None and not best[0][0] and weight != best[0][1]:
+                    break  # past the size of the best candidate whose topic gets better
+                reps = work[row].tolist()
+                if n in reps:
+                    continue
+                others = [rack[b] for b in reps if b != src and b >= 0]  # run.rack_ok_one
+                if src_rack not in others and n_rack in others:
+                    continue
+                if not run.fits_one(row, n):
+                    continue
+                if not count and not 0 < size <= room:
+                    continue
+                t = int(topic_of[row])
+                on_src, on_n = int(topics[t, src]), int(topics[t, n])
+                rank = (on_src <= on_n, weight, on_n - on_src, reps[0] == src, row)
+                if best is None or rank < best[0]:
+                    best = (rank, row)
+            else:
                 continue
-            size = int(sizes[row])
-            if best is not None and not best[0][0] and sign * size != best[0][1]:
-                break  # past the size of the best candidate whose topic gets better
-            reps = work[row].tolist()
-            if n in reps:
-                continue
-            slot = reps.index(src)
-            if not run.rack_ok_one(reps, slot, n) or not run.fits_one(row, n):
-                continue
-            if not count and not 0 < size <= room:
-                continue
-            t = int(topic_of[row])
-            on_src, on_n = int(topics[t, src]), int(topics[t, n])
-            rank = (on_src <= on_n, sign * size, on_n - on_src, slot == 0, row)
-            if best is None or rank < best[0]:
-                best = (rank, row)
+            break  # the inner walk stopped early
         if best is not None:
             row = best[1]
             return row, work[row].tolist().index(src), src

@@ -7,7 +7,6 @@ at every step, so they give the same plan (test_add_columns.py)."""
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -213,7 +212,7 @@ def _add_one(
             break  # never take a broker below its share
         held = held_by.keys(src)
         # bytes: skip the partitions larger than the room left (they start at -size)
-        i = bisect_left(held, (-room,), key=held_by.order) if by == "bytes" else 0
+        i = held_by.first_at(src, -room) if by == "bytes" else 0
         best: tuple[tuple[bool, int, int, bool, Key], Key] | None = None
         for j in range(i, len(held)):
             key = held[j]

@@ -262,9 +262,9 @@ class _Candidates:
         """The budget's `exhausted` as a full scan leaves it: set when the largest allowed
         partition (of a size in 1..below-1 when `below` is given) is over the bytes left."""
         run = self.run
-        held, order = self.all.keys(src), self.all.order
-        end = len(held) if below is None else bisect_left(held, (below,), key=order)
-        start = 0 if below is None else bisect_left(held, (1,), key=order)
+        held = self.all.keys(src)
+        end = len(held) if below is None else self.all.first_at(src, below)
+        start = 0 if below is None else self.all.first_at(src, 1)
         for i in range(end - 1, start - 1, -1):
             if _movable(run, held[i], src, dst, allowed):
                 budget.fits(run.size_bytes(held[i]) or 0)
@@ -298,10 +298,10 @@ class _Candidates:
         best_short = _find_move(run, self.shorts.keys(src), src, dst, budget, sized, rank)
         if best_short is not None and _gain(run, best_short, src, dst) > 0:
             return best_short
-        held, order = self.all.keys(src), self.all.order
-        low = bisect_left(held, (1,), key=order)
-        high = bisect_left(held, (gap,), low, key=order)
-        up = bisect_left(held, (-(-gap // 2),), low, high, key=order)  # first of 2 size >= gap
+        held, at = self.all.keys(src), self.all.first_at
+        low = at(src, 1)
+        high = at(src, gap, low)
+        up = at(src, -(-gap // 2), low, high)  # the first of 2 size >= gap
         down = up - 1
         best: tuple[int, bool, Key] | None = None
         while True:

@@ -183,3 +183,45 @@ def test_an_unknown_topic_in_scope_is_refused_in_the_snapshots_words() -> None:
         snap.topic("nope")
     with pytest.raises(type(want.value), match=re.escape(str(want.value))):
         ColumnRun.start(columnar(snap), [0, 1], PlanOptions(), ["nope"])
+
+
+@pytest.mark.parametrize("skip", [False, True])
+def test_rows_in_flight_are_refused_or_left_out_in_the_object_runs_words(skip: bool) -> None:
+    """The columns never hold a partition in flight (their readers build objects then), so
+    a caller names those rows: the refusal, or the finding with skip_in_flight, is Run's."""
+    import dataclasses
+
+    from kreplica.errors import KreplicaError
+
+    snap = cluster(11, n=6, n_racks=3)
+    flying = {(t.name, p.partition) for t in snap.topics for p in t.partitions[:12:5]}
+    moving_snap = dataclasses.replace(
+        snap,
+        topics=tuple(
+            dataclasses.replace(
+                t,
+                partitions=tuple(
+                    dataclasses.replace(p, adding_replicas=p.replicas[:1])
+                    if (t.name, p.partition) in flying
+                    else p
+                    for p in t.partitions
+                ),
+            )
+            for t in snap.topics
+        ),
+    )
+    options = PlanOptions(skip_in_flight=skip)
+    run = Run.start(moving_snap, [0, 1, 2], options, None)
+    crun = ColumnRun.start(columnar(snap), [0, 1, 2], options, None)
+    keys = sorted(run.parts)
+    moving = np.array([k in flying for k in keys])
+    if not skip:
+        with pytest.raises(KreplicaError) as want:
+            run.in_flight(keys, options)
+        with pytest.raises(type(want.value), match=re.escape(str(want.value))):
+            crun.in_flight(crun.scope_rows(), moving)
+        return
+    kept = run.in_flight(keys, options)
+    rows = crun.in_flight(crun.scope_rows(), moving)
+    assert [keys[r] for r in rows.tolist()] == kept
+    assert crun.findings == run.findings and len(crun.findings) == 1

@@ -225,3 +225,21 @@ def test_rows_in_flight_are_refused_or_left_out_in_the_object_runs_words(skip: b
     rows = crun.in_flight(crun.scope_rows(), moving)
     assert [keys[r] for r in rows.tolist()] == kept
     assert crun.findings == run.findings and len(crun.findings) == 1
+
+
+def test_bytes_per_broker_are_exact_past_what_a_float_holds() -> None:
+    big = 2**53 + 1  # a float sum of two of these loses the odd bytes
+    snap = ClusterSnapshot(
+        brokers=tuple(Broker(b) for b in range(3)),
+        topics=(
+            Topic("t", tuple(Partition("t", p, (0, 1 + p % 2), size_bytes=big) for p in range(4))),
+        ),
+    )
+    run, crun = _both(snap, PlanOptions())
+    assert (
+        crun.bytes.tolist()
+        == [run.ctx.cluster_bytes[b] for b in range(3)]
+        == [4 * big, 2 * big, 2 * big]
+    )
+    _apply(run, crun, [("t", 0, 0, 2)])
+    assert crun.bytes.tolist() == [run.ctx.cluster_bytes[b] for b in range(3)]

@@ -7,7 +7,6 @@ at every step, so they give the same plan (test_add_columns.py)."""
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -98,26 +97,20 @@ def _add_on_objects(
         deficit = {n: max(0, share - sizes[n]) for n in new}
         load = lambda b: ctx.cluster_bytes[b]  # noqa: E731
     sources = BrokerOrder(old, lambda b: (-load(b), ctx.rank(b)))
-    wanted = dict(deficit)
     moves: list[tuple[Key, int, int]] = []
-    blocked: set[int] = set()
-    hungriest = BrokerOrder(new, lambda b: (-wanted[b], ctx.rank(b)))
-    while True:
-        n = next((b for b in hungriest.brokers() if wanted[b] > 0 and b not in blocked), None)
-        if n is None:
-            break
-        found = _add_one(run, n, sources, held, load, by, wanted[n], share)
+
+    def take(n: int, room: int) -> int | None:
+        found = _add_one(run, n, sources, held, load, by, room, share)
         if found is None:
-            blocked.add(n)
-            continue
+            return None
         key, src = found
-        size = run.parts[key].size_bytes or 0
         run.move(key, src, n)
         held.move(key, src, n)
         sources.update(src)
-        wanted[n] -= 1 if by == "count" else size
-        hungriest.update(n)
         moves.append((key, src, n))
+        return 1 if by == "count" else run.parts[key].size_bytes or 0
+
+    wanted, blocked = _fill(new, deficit, ctx.rank, take)
     sizes_moved = [run.parts[k].size_bytes for k, _, _ in moves]
     if by == "count":
         lb_moves = sum(deficit.values())
@@ -129,6 +122,31 @@ def _add_on_objects(
         lb_moves = -(-gained // biggest) if biggest else 0
         lb_bytes = gained
     return _finish(run, by, share, deficit, wanted, blocked, lb_moves, lb_bytes)
+
+
+def _fill(
+    new: Iterable[int],
+    deficit: dict[int, int],
+    rank: Callable[[int], int],
+    take: Callable[[int, int], int | None],
+) -> tuple[dict[int, int], set[int]]:
+    """The greedy both runs share: the new broker furthest below its share (then by rank)
+    takes its next replica, until every one has its share or none is left for it.
+    `take(n, room)` makes n's next move and returns what it filled (1, or its bytes), None
+    when there is none. Returns what each still wants and the brokers left short."""
+    wanted = dict(deficit)
+    blocked: set[int] = set()
+    hungriest = BrokerOrder(new, lambda b: (-wanted[b], rank(b)))
+    while True:
+        n = next((b for b in hungriest.brokers() if wanted[b] > 0 and b not in blocked), None)
+        if n is None:
+            return wanted, blocked
+        filled = take(n, wanted[n])
+        if filled is None:
+            blocked.add(n)
+            continue
+        wanted[n] -= filled
+        hungriest.update(n)
 
 
 def _finish(
@@ -194,7 +212,7 @@ def _add_one(
             break  # never take a broker below its share
         held = held_by.keys(src)
         # bytes: skip the partitions larger than the room left (they start at -size)
-        i = bisect_left(held, (-room,), key=held_by.order) if by == "bytes" else 0
+        i = held_by.first_at(src, -room) if by == "bytes" else 0
         best: tuple[tuple[bool, int, int, bool, Key], Key] | None = None
         for j in range(i, len(held)):
             key = held[j]
@@ -244,26 +262,21 @@ def _add_on_columns(
     held = RowsByBroker(run.work, rows, run.size if count else -run.size, is_old)
     rank = run.rank.tolist()
     sources = BrokerOrder(old, lambda b: (-int(loads[b]), rank[b]))
-    wanted = dict(deficit)
     moved: list[int] = []  # sizes
-    blocked: set[int] = set()
-    hungriest = BrokerOrder(new, lambda b: (-wanted[b], rank[b]))
-    while True:
-        n = next((b for b in hungriest.brokers() if wanted[b] > 0 and b not in blocked), None)
-        if n is None:
-            break
-        found = _add_one_on_columns(run, n, sources, held, loads, count, wanted[n], share)
+
+    def take(n: int, room: int) -> int | None:
+        found = _add_one_on_columns(run, n, sources, held, loads, count, room, share)
         if found is None:
-            blocked.add(n)
-            continue
+            return None
         row, slot, src = found
         size = int(run.size[row])
         run.move_one(row, slot, n)
         held.drop(src, row)
         sources.update(src)
-        wanted[n] -= 1 if count else size
-        hungriest.update(n)
         moved.append(size)
+        return 1 if count else size
+
+    wanted, blocked = _fill(new, deficit, rank.__getitem__, take)
     raw = run.columns.size
     if count:
         lb_moves = sum(deficit.values())
@@ -308,8 +321,8 @@ def _add_one_on_columns(
 
     topics = run.topic_replicas
     topic_of = run.topic_row
-    sizes = run.size
     work = run.work
+    rack = run.rack_list
     sign = 1 if count else -1
     held_rows, weights = held_by.rows, held_by.weights
     for src in sources.brokers():
@@ -320,26 +333,35 @@ def _add_one_on_columns(
         # bytes: skip the partitions larger than the room left (they start at -size)
         i = lo if count else lo + int(np.searchsorted(weights[lo:hi], -room, side="left"))
         best: tuple[tuple[bool, int, int, bool, int], int] | None = None
-        for j in range(i, hi):
-            row = int(held_rows[j])
-            if row in gone:
+        src_rack, n_rack = rack[src], rack[n]
+        for start in range(i, hi, 16):  # a few at a time: a walk mostly stops early
+            end = min(hi, start + 16)
+            for row, weight in zip(
+                held_rows[start:end].tolist(), weights[start:end].tolist(), strict=True
+            ):
+                if row in gone:
+                    continue
+                size = sign * weight
+                if best is not None and not best[0][0] and weight != best[0][1]:
+                    break  # past the size of the best candidate whose topic gets better
+                reps = work[row].tolist()
+                if n in reps:
+                    continue
+                others = [rack[b] for b in reps if b != src and b >= 0]  # run.rack_ok_one
+                if src_rack not in others and n_rack in others:
+                    continue
+                if not run.fits_one(row, n):
+                    continue
+                if not count and not 0 < size <= room:
+                    continue
+                t = int(topic_of[row])
+                on_src, on_n = int(topics[t, src]), int(topics[t, n])
+                rank = (on_src <= on_n, weight, on_n - on_src, reps[0] == src, row)
+                if best is None or rank < best[0]:
+                    best = (rank, row)
+            else:
                 continue
-            size = int(sizes[row])
-            if best is not None and not best[0][0] and sign * size != best[0][1]:
-                break  # past the size of the best candidate whose topic gets better
-            reps = work[row].tolist()
-            if n in reps:
-                continue
-            slot = reps.index(src)
-            if not run.rack_ok_one(reps, slot, n) or not run.fits_one(row, n):
-                continue
-            if not count and not 0 < size <= room:
-                continue
-            t = int(topic_of[row])
-            on_src, on_n = int(topics[t, src]), int(topics[t, n])
-            rank = (on_src <= on_n, sign * size, on_n - on_src, slot == 0, row)
-            if best is None or rank < best[0]:
-                best = (rank, row)
+            break  # the inner walk stopped early
         if best is not None:
             row = best[1]
             return row, work[row].tolist().index(src), src

@@ -51,6 +51,7 @@ from kreplica.planner.report import LowerBound
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
 _UNGUARDED = np.iinfo(np.int64).max // 4  # room of a broker the guard does not check
+_MAX_ID = 10_000_000  # broker id -> index: an int64 array of the largest id's length
 
 
 def column_refusal(snapshot: ClusterSnapshot, options: PlanOptions) -> str | None:
@@ -62,6 +63,8 @@ def column_refusal(snapshot: ClusterSnapshot, options: PlanOptions) -> str | Non
     if options.log_dirs != "any":
         return "log dirs `balanced` names a dir per new replica (the object run does)"
     listed = np.array(snapshot.broker_ids() or [0], dtype=np.int64)
+    if int(listed.max()) > _MAX_ID:
+        return f"a broker id above {_MAX_ID:,} (the column run looks brokers up in one array)"
     named = np.unique(columns.replicas[columns.replicas != PAD])
     if not bool(np.isin(named, listed).all()):
         return "a replica names a broker the snapshot does not list"
@@ -206,7 +209,8 @@ class ColumnRun:
                     snapshot.topic(name)  # raises, in its words
             scope = np.isin(topic_row, [index[n] for n in names])
         valid = dense >= 0
-        each = np.broadcast_to(size[:, None], dense.shape)[valid]
+        held_bytes = np.zeros(nb, dtype=np.int64)  # exact: float sums lose bytes past 2**53
+        np.add.at(held_bytes, dense[valid], np.broadcast_to(size[:, None], dense.shape)[valid])
         cell = (topic_row[:, None] * nb + dense)[valid]
         guard = DiskGuard.build(snapshot, options.disk_headroom)
         return cls(
@@ -229,7 +233,7 @@ class ColumnRun:
             topic_names=names,
             replicas=np.bincount(dense[valid], minlength=nb),
             leaders=np.bincount(dense[:, 0][dense[:, 0] >= 0], minlength=nb),
-            bytes=np.bincount(dense[valid], weights=each, minlength=nb).astype(np.int64),
+            bytes=held_bytes,
             topic_replicas=np.bincount(cell, minlength=len(columns.topics) * nb).reshape(
                 len(columns.topics), nb
             ),
@@ -333,11 +337,8 @@ class ColumnRun:
         nb = self.nb
         self.work[rows, slots] = new
         self.replicas += np.bincount(new, minlength=nb) - np.bincount(old, minlength=nb)
-        weights = sizes.astype(np.float64)
-        self.bytes += (
-            np.bincount(new, weights=weights, minlength=nb)
-            - np.bincount(old, weights=weights, minlength=nb)
-        ).astype(np.int64)
+        np.add.at(self.bytes, new, sizes)
+        np.subtract.at(self.bytes, old, sizes)
         lead = slots == 0
         if bool(lead.any()):
             self.leaders += np.bincount(new[lead], minlength=nb) - np.bincount(

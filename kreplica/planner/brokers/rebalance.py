@@ -4,7 +4,6 @@ budget of moves or bytes."""
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -263,9 +262,9 @@ class _Candidates:
         """The budget's `exhausted` as a full scan leaves it: set when the largest allowed
         partition (of a size in 1..below-1 when `below` is given) is over the bytes left."""
         run = self.run
-        held, order = self.all.keys(src), self.all.order
-        end = len(held) if below is None else bisect_left(held, (below,), key=order)
-        start = 0 if below is None else bisect_left(held, (1,), key=order)
+        held = self.all.keys(src)
+        end = len(held) if below is None else self.all.first_at(src, below)
+        start = 0 if below is None else self.all.first_at(src, 1)
         for i in range(end - 1, start - 1, -1):
             if _movable(run, held[i], src, dst, allowed):
                 budget.fits(run.size_bytes(held[i]) or 0)
@@ -299,10 +298,10 @@ class _Candidates:
         best_short = _find_move(run, self.shorts.keys(src), src, dst, budget, sized, rank)
         if best_short is not None and _gain(run, best_short, src, dst) > 0:
             return best_short
-        held, order = self.all.keys(src), self.all.order
-        low = bisect_left(held, (1,), key=order)
-        high = bisect_left(held, (gap,), low, key=order)
-        up = bisect_left(held, (-(-gap // 2),), low, high, key=order)  # first of 2 size >= gap
+        held, at = self.all.keys(src), self.all.first_at
+        low = at(src, 1)
+        high = at(src, gap, low)
+        up = at(src, -(-gap // 2), low, high)  # the first of 2 size >= gap
         down = up - 1
         best: tuple[int, bool, Key] | None = None
         while True:
@@ -566,6 +565,10 @@ class _LeadEdges:
     ) -> None:
         self.in_sync = in_sync
         self.eligible = eligible
+        # a broker's count of passes: its leadership (and so its lists and its leaders per
+        # topic) changed; a pair's first passing partition is kept while neither moved
+        self.changes: dict[int, int] = {}
+        self.passing: dict[tuple[int, int], tuple[int, int, Key | None]] = {}
         self.of: dict[int, dict[int, list[Key]]] = {}
         for k in sorted(keys):  # appended in key order: each list stays sorted
             reps = run.work[k]
@@ -581,8 +584,29 @@ class _LeadEdges:
                     else:
                         held.append(k)
 
+    def passes(self, a: int, b: int, fewer: Any) -> Key | None:
+        """The first partition a leads with b in sync that may pass its leadership to b:
+        any (`fewer` None), or one whose topic a leads more of than b."""
+        b_keys = self.of[a][b]
+        if fewer is None:
+            return b_keys[0] if b_keys else None
+        mark = (self.changes.get(a, 0), self.changes.get(b, 0))
+        known = self.passing.get((a, b))
+        if known is not None and known[:2] == mark:
+            return known[2]
+        found = None
+        for k in b_keys:
+            of_topic = fewer[k[0]]
+            if of_topic[a] > of_topic[b]:
+                found = k
+                break
+        self.passing[(a, b)] = (*mark, found)
+        return found
+
     def move(self, key: Key, old: int, new: int) -> None:
         """The partition's preferred leader goes from `old` to `new`."""
+        for b in (old, new):
+            self.changes[b] = self.changes.get(b, 0) + 1
         for b in self.in_sync(key):
             if b == old or b not in self.eligible:
                 continue
@@ -614,42 +638,43 @@ def _leader_path(
     rank = run.ctx.rank
     low = [b for b, n in counts.items() if n <= top - 2]
     came: dict[int, tuple[int, Key] | None] = {start: None}
-    queue = deque([start])
 
     def first(a: int, b: int, b_keys: Sequence[Key]) -> tuple[Key, int, int] | None:
         """(the first partition that may pass a's leadership to b, b's rank, b)."""
-        if fewer is None:
-            return (b_keys[0], rank(b), b) if b_keys else None
-        for k in b_keys:
-            of_topic = fewer[k[0]]
-            if of_topic[a] > of_topic[b]:
-                return (k, rank(b), b)
-        return None
+        key = edges.passes(a, b, fewer)
+        return None if key is None else (key, rank(b), b)
 
-    while queue:
-        a = queue.popleft()
-        near = edges.of.get(a, {})
-        ends = [e for e in (first(a, b, near[b]) for b in low if b in near) if e is not None]
-        if ends:
-            key, _, b = min(ends)
-            came[b] = (a, key)
-            path: list[tuple[Key, int]] = []
-            node = b
-            while came[node] is not None:
-                prev, k = came[node]  # type: ignore[misc]
-                path.append((k, node))
-                node = prev
-            return list(reversed(path))
-        found = []
-        for b, b_keys in near.items():
-            if b in came or b not in counts:
-                continue
-            entry = first(a, b, b_keys)
-            if entry is not None:
-                found.append(entry)
-        found.sort()
-        for key, _, b in found:
-            came[b] = (a, key)
-            queue.append(b)
+    level = [start]
+    while level:
+        # the walk ends at the first broker of the level, in BFS order, with a low
+        # neighbour: the low ones never join `came`, so the level's expansions before it
+        # do not change which one that is; the level is expanded only when none has one
+        for a in level:
+            near = edges.of.get(a, {})
+            ends = [e for e in (first(a, b, near[b]) for b in low if b in near) if e]
+            if ends:
+                key, _, b = min(ends)
+                came[b] = (a, key)
+                path: list[tuple[Key, int]] = []
+                node = b
+                while came[node] is not None:
+                    prev, k = came[node]  # type: ignore[misc]
+                    path.append((k, node))
+                    node = prev
+                return list(reversed(path))
+        following: list[int] = []
+        for a in level:
+            found = []
+            for b, b_keys in edges.of.get(a, {}).items():
+                if b in came or b not in counts:
+                    continue
+                entry = first(a, b, b_keys)
+                if entry is not None:
+                    found.append(entry)
+            found.sort()
+            for key, _, b in found:
+                came[b] = (a, key)
+                following.append(b)
+        level = following
     dead_ends.update(came)
     return None

@@ -135,7 +135,8 @@ class RowRun:
             ranks=run.rank.tolist(),
             racks=run.rack_list,
         )
-        return cls(run, _Work(run), _Parts(run), ctx, [_Topic(t) for t in topics])
+        topic_list = [_Topic(t) for t in topics]
+        return cls(run, _Work(run), _Parts(run), ctx, topic_list, findings=run.findings)
 
     def keys(self) -> list[RowKey]:
         """The keys in scope, in key order."""
@@ -218,8 +219,7 @@ class RowRun:
             if name.startswith("broker_") and isinstance(value, Mapping):
                 value = dict(sorted((ids[b], v) for b, v in value.items()))
             named[name] = value
-        self.columns.findings = self.findings
-        self.columns.bound = self.bound
+        self.columns.bound = self.bound  # the findings are one list already
         return self.columns.plan(operation, named)  # type: ignore[arg-type]
 
 

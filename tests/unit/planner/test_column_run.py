@@ -170,6 +170,11 @@ def test_snapshots_the_column_run_leaves_to_the_object_run() -> None:
         brokers=(Broker(0), Broker(1)), topics=(Topic("t", (Partition("t", 0, (0, 9)),)),)
     )
     assert "does not list" in str(column_refusal(columnar(gone), PlanOptions()))
+    far = ClusterSnapshot(
+        brokers=(Broker(0), Broker(2**31 - 1)),
+        topics=(Topic("t", (Partition("t", 0, (0, 2**31 - 1)),)),),
+    )
+    assert "above 10,000,000" in str(column_refusal(columnar(far), PlanOptions()))
 
 
 def test_an_unknown_topic_in_scope_is_refused_in_the_snapshots_words() -> None:
@@ -178,3 +183,63 @@ def test_an_unknown_topic_in_scope_is_refused_in_the_snapshots_words() -> None:
         snap.topic("nope")
     with pytest.raises(type(want.value), match=re.escape(str(want.value))):
         ColumnRun.start(columnar(snap), [0, 1], PlanOptions(), ["nope"])
+
+
+@pytest.mark.parametrize("skip", [False, True])
+def test_rows_in_flight_are_refused_or_left_out_in_the_object_runs_words(skip: bool) -> None:
+    """The columns never hold a partition in flight (their readers build objects then), so
+    a caller names those rows: the refusal, or the finding with skip_in_flight, is Run's."""
+    import dataclasses
+
+    from kreplica.errors import KreplicaError
+
+    snap = cluster(11, n=6, n_racks=3)
+    flying = {(t.name, p.partition) for t in snap.topics for p in t.partitions[:12:5]}
+    moving_snap = dataclasses.replace(
+        snap,
+        topics=tuple(
+            dataclasses.replace(
+                t,
+                partitions=tuple(
+                    dataclasses.replace(p, adding_replicas=p.replicas[:1])
+                    if (t.name, p.partition) in flying
+                    else p
+                    for p in t.partitions
+                ),
+            )
+            for t in snap.topics
+        ),
+    )
+    options = PlanOptions(skip_in_flight=skip)
+    run = Run.start(moving_snap, [0, 1, 2], options, None)
+    crun = ColumnRun.start(columnar(snap), [0, 1, 2], options, None)
+    keys = sorted(run.parts)
+    moving = np.array([k in flying for k in keys])
+    if not skip:
+        with pytest.raises(KreplicaError) as want:
+            run.in_flight(keys, options)
+        with pytest.raises(type(want.value), match=re.escape(str(want.value))):
+            crun.in_flight(crun.scope_rows(), moving)
+        return
+    kept = run.in_flight(keys, options)
+    rows = crun.in_flight(crun.scope_rows(), moving)
+    assert [keys[r] for r in rows.tolist()] == kept
+    assert crun.findings == run.findings and len(crun.findings) == 1
+
+
+def test_bytes_per_broker_are_exact_past_what_a_float_holds() -> None:
+    big = 2**53 + 1  # a float sum of two of these loses the odd bytes
+    snap = ClusterSnapshot(
+        brokers=tuple(Broker(b) for b in range(3)),
+        topics=(
+            Topic("t", tuple(Partition("t", p, (0, 1 + p % 2), size_bytes=big) for p in range(4))),
+        ),
+    )
+    run, crun = _both(snap, PlanOptions())
+    assert (
+        crun.bytes.tolist()
+        == [run.ctx.cluster_bytes[b] for b in range(3)]
+        == [4 * big, 2 * big, 2 * big]
+    )
+    _apply(run, crun, [("t", 0, 0, 2)])
+    assert crun.bytes.tolist() == [run.ctx.cluster_bytes[b] for b in range(3)]

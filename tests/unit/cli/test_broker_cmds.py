@@ -155,3 +155,26 @@ def test_the_cli_and_the_library_plan_through_the_same_run(args: list[str]) -> N
     assert list(library.changes) == list(objects.changes)
     same = {k: v for k, v in objects.report.items() if k != "engine"}
     assert {k: v for k, v in library.report.items() if k in same} == same
+
+
+def test_the_cli_and_the_library_drain_through_the_same_run() -> None:
+    """`kreplica drain` and kreplica.api.read_cluster + drain_plan read the snapshot file into
+    columns and plan on the column drain: the same plan, report and engine."""
+    from kreplica import api
+    from kreplica.planner.brokers import drain_plan
+
+    data = _json(["drain", "--brokers", "6"])
+    assert data["report"]["engine"]["name"] == "columns"
+    library = drain_plan(api.read_cluster(snapshot=EXAMPLE), [6])
+    assert library.report["engine"] == data["report"]["engine"]
+    listed = [
+        {"topic": c.topic, "partition": c.partition, "replicas": list(c.after)}
+        for c in library.changes
+    ]
+    got = [
+        {k: p[k] for k in ("topic", "partition", "replicas")}
+        for p in data["reassignment"]["partitions"]
+    ]
+    assert got == listed
+    for key in ("preferred_leader_changes", "replicas_added", "topic_spread_after"):
+        assert library.report[key] == data["report"][key], key

@@ -23,6 +23,18 @@ def _json(args: list[str]) -> dict[str, Any]:
     return data
 
 
+def _reassigned(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The plan's partitions as the JSON output lists them."""
+    keys = ("topic", "partition", "replicas")
+    return [{k: p[k] for k in keys} for p in data["reassignment"]["partitions"]]
+
+
+def _listed(changes: Any) -> list[dict[str, Any]]:
+    return [
+        {"topic": c.topic, "partition": c.partition, "replicas": list(c.after)} for c in changes
+    ]
+
+
 def test_drain_dry_run_shows_diff_and_bound() -> None:
     run = run_cli(["drain", "--brokers", "6", *S, "--dry-run"], ENV)
     assert run.code == 0, run.stderr
@@ -143,15 +155,7 @@ def test_the_cli_and_the_library_plan_through_the_same_run(args: list[str]) -> N
     objects = plan(load_snapshot(EXAMPLE))
     assert library.report["engine"] == data["report"]["engine"]
     assert objects.report["engine"]["name"] == "objects"
-    listed = [
-        {"topic": c.topic, "partition": c.partition, "replicas": list(c.after)}
-        for c in objects.changes
-    ]
-    got = [
-        {k: p[k] for k in ("topic", "partition", "replicas")}
-        for p in data["reassignment"]["partitions"]
-    ]
-    assert got == listed
+    assert _reassigned(data) == _listed(objects.changes)
     assert list(library.changes) == list(objects.changes)
     same = {k: v for k, v in objects.report.items() if k != "engine"}
     assert {k: v for k, v in library.report.items() if k in same} == same
@@ -167,14 +171,6 @@ def test_the_cli_and_the_library_drain_through_the_same_run() -> None:
     assert data["report"]["engine"]["name"] == "columns"
     library = drain_plan(api.read_cluster(snapshot=EXAMPLE), [6])
     assert library.report["engine"] == data["report"]["engine"]
-    listed = [
-        {"topic": c.topic, "partition": c.partition, "replicas": list(c.after)}
-        for c in library.changes
-    ]
-    got = [
-        {k: p[k] for k in ("topic", "partition", "replicas")}
-        for p in data["reassignment"]["partitions"]
-    ]
-    assert got == listed
+    assert _reassigned(data) == _listed(library.changes)
     for key in ("preferred_leader_changes", "replicas_added", "topic_spread_after"):
         assert library.report[key] == data["report"][key], key

@@ -83,7 +83,7 @@ def drain(
 
     ids = _ids(brokers, "--brokers")
     spec = source_spec(opts)
-    snap = read_cluster(spec)
+    snap = read_cluster(spec, columnar=True)  # the column run's, where the source can
     names = _topic_names(snap, topics, regex)
     plan = _planned(
         opts,
@@ -101,7 +101,7 @@ def add_brokers(opts: Options, *, brokers: str, by: str) -> None:
 
     ids = _ids(brokers, "--brokers")
     spec = source_spec(opts)
-    snap = read_cluster(spec)
+    snap = read_cluster(spec, columnar=True)  # the column run's, where the source can
     plan = _planned(
         opts, snap, lambda o: add_brokers_plan(snap, ids, by=by, options=o), named=ids, asked=ids
     )
@@ -159,7 +159,7 @@ def rebalance(
             raise UsageError(
                 f"--traffic-window measures traffic: it goes with --by traffic, not --by {by}"
             )
-        snap = read_cluster(spec)
+        snap = read_cluster(spec, columnar=by != "traffic")  # count, bytes: the column run's
 
     def make(o: Any) -> Any:
         if by == "traffic":  # from measured rates (snapshot --traffic): its own module

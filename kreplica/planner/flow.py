@@ -70,17 +70,26 @@ class Circulation:
         return out
 
     def negative_cycles(
-        self, out: list[list[tuple[int, int, int, int]]]
+        self,
+        out: list[list[tuple[int, int, int, int]]],
+        dist: list[int] | None = None,
+        seeds: list[int] | None = None,
     ) -> list[list[tuple[int, int]]]:
         """Negative cycles of the residual graph `out` as (arc index, direction) steps: the
         cycles of Bellman-Ford's parent pointers once it finds one (node-disjoint); [] when
-        none."""
+        none. `dist` (kept from the last search, changed in place) and `seeds` (the nodes
+        whose arcs out may beat it now): a search starts where the last one left off, as
+        any start converges (or shows a cycle); `seeds` ends as the nodes left to scan."""
         n = self.size
-        dist = [0] * n
+        if dist is None:
+            dist = [0] * n
         parent: list[tuple[int, int, int] | None] = [None] * n  # (node, arc, direction)
-        queue = deque(range(n))
-        queued = [True] * n
+        queue = deque(range(n) if seeds is None else seeds)
+        queued = [False] * n
+        for v in queue:
+            queued[v] = True
         relaxed = 0
+        cycles: list[list[tuple[int, int]]] = []
         while queue:
             u = queue.popleft()
             queued[u] = False
@@ -90,14 +99,19 @@ class Circulation:
                     dist[v] = du + c
                     parent[v] = (u, i, d)
                     relaxed += 1
-                    if relaxed % n == 0:
-                        cycles = _parent_cycles(parent)
-                        if cycles:
-                            return cycles
                     if not queued[v]:
                         queued[v] = True
                         queue.append(v)
-        return _parent_cycles(parent)
+                    if relaxed % n == 0:
+                        cycles = _parent_cycles(parent)
+                        if cycles:
+                            break
+            if cycles:
+                queue.appendleft(u)  # its arcs were not all scanned
+                break
+        if seeds is not None:
+            seeds[:] = list(dict.fromkeys(queue))
+        return cycles or _parent_cycles(parent)
 
     def _step_cost(self, i: int, d: int) -> int | None:
         """The marginal cost of one more unit on arc i in direction d; None: no room."""
@@ -119,12 +133,16 @@ class Circulation:
                 incident[a.head].append(i)
         out = [self._residual_of(v, incident[v]) for v in range(self.size)]
         done = 0
-        while cycles := self.negative_cycles(out):
+        dist = [0] * self.size
+        seeds = list(range(self.size))
+        while cycles := self.negative_cycles(out, dist, seeds):
             done += sum(self._push_while_negative(cycle) for cycle in cycles)
-            # only the pushed arcs changed: their ends' residual arcs are made again
+            # only the pushed arcs changed: their ends' residual arcs are made again, and
+            # the next search starts from them (and what this one left unscanned)
             ends = {v for cycle in cycles for i, _ in cycle for v in self._ends(i)}
             for v in ends:
                 out[v] = self._residual_of(v, incident[v])
+            seeds.extend(ends)
         return done
 
     def _ends(self, i: int) -> tuple[int, int]:

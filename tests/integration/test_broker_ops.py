@@ -75,6 +75,8 @@ def test_drain_then_rebalance_keeps_every_record(
     proc = _ok(op.run("drain", "--brokers", "4", "--yes", "--out", "drain.json", *op.source))
     doc = json.loads((tmp_path / "drain.kreplica.json").read_text())
     assert doc["report"]["replicas_added"] == doc["report"]["lower_bound_replicas_added"] == on_4
+    # read from the brokers into columns, disks known: the column drain, its plan fits
+    assert doc["report"]["engine"]["name"] == "columns", doc["report"]["engine"]
     _ok(op.run("verify", "drain.json", *op.source))
     now = {k: v for t in names for k, v in kafka.replicas(t).items()}
     assert not [k for k, reps in now.items() if 4 in reps]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from kreplica.errors import PlanInfeasible, UsageError
 from kreplica.model import ClusterSnapshot, Finding, Plan, PlanReport
+from kreplica.planner.brokers.dispatch import pick_engine
 from kreplica.planner.brokers.run import (
     Key,
     Run,
@@ -15,7 +15,17 @@ from kreplica.planner.brokers.run import (
 )
 from kreplica.planner.evaluate import spread
 from kreplica.planner.options import PlanOptions
-from kreplica.planner.spreadflow import Group, solve, split
+from kreplica.planner.plan import with_engine
+from kreplica.planner.spreadflow import (
+    Group,
+    flexible_leaders,
+    kept_leaders,
+    paired_leaders,
+    rule_layers,
+    solve,
+    solve_balanced,
+    split,
+)
 
 LayerKey = tuple[tuple[int, int, tuple[int, ...]], ...]
 
@@ -47,6 +57,30 @@ def drain_plan(
     check_known("`brokers`", drained, snapshot)
     live = snapshot.live_broker_ids()
     eligible = sorted(b for b in live if b not in drained and b not in options.exclude_brokers)
+    engine, why = pick_engine(snapshot, options, "drain")
+    if engine == "columns" and keep_rack_share:
+        engine, why = "objects", "keep_rack_share picks replica by replica (the object run)"
+    if engine == "columns":
+        from kreplica.planner.brokers.drain_arrays import drain_on_columns
+
+        done = drain_on_columns(snapshot, drained, eligible, topics, options)
+        if done is not None:
+            column_run, extra = done
+            _elect_after(column_run.findings, extra, drained)
+            return with_engine(column_run.plan("drain", extra), engine, why)
+        engine, why = "objects", "the balanced placement leaves a broker under its disk headroom"
+    plan = _drain_on_objects(snapshot, drained, eligible, topics, options, keep_rack_share)
+    return with_engine(plan, engine, why)
+
+
+def _drain_on_objects(
+    snapshot: ClusterSnapshot,
+    drained: frozenset[int],
+    eligible: list[int],
+    topics: Sequence[str] | None,
+    options: PlanOptions,
+    keep_rack_share: bool,
+) -> Plan:
     run = Run.start(snapshot, eligible, options, topics)
     touched = [k for k in sorted(run.parts) if any(b in drained for b in run.work[k])]
     touched = run.in_flight(touched, options)
@@ -66,6 +100,23 @@ def drain_plan(
         led += part.current_leader in drained
         run.bound.add_partition(count, count, part.size_bytes)
     changed = _drain_leaders(run, drained, touched, unplaced)
+    remaining = sum(1 for k in run.work for b in run.work[k] if b in drained)
+    extra: PlanReport = {
+        **_spreads_without(run, drained),
+        "drained_brokers": sorted(drained),
+        "keep_rack_share": keep_rack_share,
+        "replicas_left_on_drained": remaining,
+        "partitions_led_by_drained": led,
+        "preferred_leader_changes": changed,
+    }
+    _elect_after(run.findings, extra, drained)
+    return run.plan("drain", extra)
+
+
+def _elect_after(findings: list[Finding], extra: PlanReport, drained: frozenset[int]) -> None:
+    """The finding that says which preferred leaders the drain changes (either engine)."""
+    led = extra.get("partitions_led_by_drained", 0)
+    changed = extra.get("preferred_leader_changes", {})
     evened = sum(1 for old, _ in changed.values() if old not in drained)
     if led or evened:
         also = (
@@ -74,7 +125,7 @@ def drain_plan(
             if evened
             else ""
         )
-        run.findings.append(
+        findings.append(
             Finding(
                 "info",
                 "elect-after",
@@ -84,18 +135,6 @@ def drain_plan(
                 "makes them lead",
             )
         )
-    remaining = sum(1 for k in run.work for b in run.work[k] if b in drained)
-    return run.plan(
-        "drain",
-        {
-            **_spreads_without(run, drained),
-            "drained_brokers": sorted(drained),
-            "keep_rack_share": keep_rack_share,
-            "replicas_left_on_drained": remaining,
-            "partitions_led_by_drained": led,
-            "preferred_leader_changes": changed,
-        },
-    )
 
 
 def _drain_pick(run: Run, key: Key, r: int, *, own_rack_first: bool) -> int:
@@ -127,19 +166,8 @@ def _drain_pick(run: Run, key: Key, r: int, *, own_rack_first: bool) -> int:
 def _drain_layers(
     run: Run, rest: Sequence[int], k: int, rack_brokers: Mapping[str, list[int]]
 ) -> list[tuple[int, int, list[int]]]:
-    """The rack rule as layers (lo, hi, brokers) per partition: k units on racks the staying
-    replicas do not use, one each; with fewer such racks than units, each of them gets one
-    and the rest go anywhere (each broker once)."""
-    used = run.racks_of(rest)
-    fresh = [r for r in rack_brokers if r not in used]
-    if k <= len(fresh):
-        return [(0, 1, rack_brokers[r]) for r in fresh]
-    layers = []
-    for r, bs in rack_brokers.items():
-        free = [b for b in bs if b not in rest]
-        if free:
-            layers.append((int(r in fresh), min(k, len(free)), free))
-    return sorted(layers, key=lambda layer: -layer[0])
+    """spreadflow.rule_layers for a partition whose staying replicas are `rest`."""
+    return rule_layers(rest, run.racks_of(rest), k, rack_brokers)
 
 
 def _drain_balanced(
@@ -189,17 +217,15 @@ def _drain_balanced(
         g.members.sort(key=lambda k: (-(run.parts[k].size_bytes or 0), k))
         flow_groups.append((g, led))
     glist = [g for g, _ in flow_groups]
-    counts = {b: ctx.cluster_replicas[b] for b in ctx.eligible}
     topic_base = {t: dict(ctx.topic_replicas[t]) for t in {g.topic for g in glist}}
-    starts = _greedy_start(run, glist, counts, topic_base)
     base = {b: ctx.cluster_replicas[b] for b in ctx.eligible}
-    per_group = solve(glist, base, topic_base)
+    per_group = solve_balanced(glist, base, topic_base)
     later = []
-    for (g, led), per, first in zip(flow_groups, per_group, starts, strict=True):
+    for (g, led), per in zip(flow_groups, per_group, strict=True):
         if led is not None:
-            later.append((g, per or dict(Counter(b for (b,) in first)), led))
+            later.append((g, per, led))
             continue
-        for key, dest in zip(g.members, split(g, per) if per else first, strict=True):
+        for key, dest in zip(g.members, split(g, per), strict=True):
             _drain_place(run, key, drained, dest)
     for key in by_hand:
         for r in [b for b in run.work[key] if b in drained]:
@@ -224,54 +250,6 @@ def _drain_lows(g: Group, run: Run, rack_brokers: Mapping[str, list[int]]) -> in
     rest = [b for b in run.work[g.members[0]] if b in run.ctx.eligible_set]
     layers = _drain_layers(run, rest, g.units, rack_brokers)
     return sum(lo for lo, _, _ in layers)
-
-
-def _greedy_start(
-    run: Run,
-    groups: Sequence[Group],
-    counts: dict[int, int],
-    topic_counts: Mapping[str, Mapping[int, int]],
-) -> list[list[list[int]]]:
-    """A placement following the rack rule, least loaded first: the flow's feasible start
-    (g.start), and per member the brokers chosen."""
-    rank = run.ctx.rank
-    topic_add: dict[tuple[str, int], int] = {}
-    out: list[list[list[int]]] = [[] for _ in groups]
-    # the groups with the fewest brokers to choose from first: the others fill around them
-    order = sorted(
-        range(len(groups)), key=lambda i: (sum(len(bs) for _, _, bs in groups[i].layers), i)
-    )
-    for gi in order:
-        g = groups[gi]
-        chosen_all = []
-        for _ in g.members:
-            chosen: list[int] = []
-            taken = [0] * len(g.layers)
-            while len(chosen) < g.units:
-                must = [i for i, (lo, _, _) in enumerate(g.layers) if taken[i] < lo]
-                pool = must or [i for i, (_, hi, _) in enumerate(g.layers) if taken[i] < hi]
-                b, i = min(
-                    (
-                        (
-                            counts[b],
-                            topic_counts[g.topic].get(b, 0) + topic_add.get((g.topic, b), 0),
-                            rank(b),
-                        ),
-                        b,
-                        i,
-                    )
-                    for i in pool
-                    for b in g.layers[i][2]
-                    if b not in chosen
-                )[1:]
-                chosen.append(b)
-                taken[i] += 1
-                counts[b] += 1
-                topic_add[(g.topic, b)] = topic_add.get((g.topic, b), 0) + 1
-                g.start[b] = g.start.get(b, 0) + 1
-            chosen_all.append(chosen)
-        out[gi] = chosen_all
-    return out
 
 
 def _drain_leaders(
@@ -327,35 +305,30 @@ def _drain_leaders(
             counts[lead] += 1
             tc[lead] = tc.get(lead, 0) + 1
             g.start[lead] = g.start.get(lead, 0) + 1
-    flexible = []
-    for g, per, isr_rest in unplaced:
-        n = len(g.members)
-        caps = {**dict.fromkeys(isr_rest, n), **per}
-        start: dict[int, int] = {}
-        tc = tcounts[g.topic]
-        for _ in g.members:  # a greedy start: the least loaded candidate with room, on a
-            # tie the new replica (it takes the drained leader's place: the least change)
-            lead = min(
-                (b for b in caps if start.get(b, 0) < caps[b]),
-                key=lambda b: (counts[b], tc.get(b, 0), b not in per, ctx.rank(b)),
-            )
-            start[lead] = start.get(lead, 0) + 1
-            counts[lead] += 1
-            tc[lead] = tc.get(lead, 0) + 1
-        flexible.append(Group(g.topic, 1, [(0, 1, sorted(caps))], list(g.members), start, caps))
+
+    def load(t: str) -> Callable[[int], tuple[int, int, int]]:
+        return lambda b: (counts[b], tcounts[t].get(b, 0), ctx.rank(b))
+
+    def take(t: str) -> Callable[[int], None]:
+        def count(b: int) -> None:
+            counts[b] += 1
+            tcounts[t][b] = tcounts[t].get(b, 0) + 1
+
+        return count
+
+    flexible = [
+        flexible_leaders(g, per, isr_rest, load(g.topic), take(g.topic))
+        for g, per, isr_rest in unplaced
+    ]
     glist = list(groups.values()) + flexible
     solved = solve(glist, base, topic_base)
     for g, lead_per in zip(groups.values(), solved, strict=False):
-        for key, lead in zip(g.members, _keep_leaders(run, g.members, lead_per), strict=True):
+        now = [run.work[key][0] for key in g.members]
+        for key, lead in zip(g.members, kept_leaders(now, lead_per), strict=True):
             if run.work[key][0] != lead:
                 run.reorder(key, lead)
     for (g, per, _), lead_per in zip(unplaced, solved[len(groups) :], strict=True):
-        # partitions led by a new broker b take b; the others the brokers left over
-        pairs = [(b, b) for b in sorted(per) for _ in range(lead_per.get(b, 0))]
-        left = [b for b in sorted(per) for _ in range(per[b] - lead_per.get(b, 0))]
-        leads = [r for r in sorted(lead_per) if r not in per for _ in range(lead_per[r])]
-        pairs += list(zip(left, leads, strict=True))
-        for key, (dest, lead) in zip(g.members, pairs, strict=True):
+        for key, (dest, lead) in zip(g.members, paired_leaders(per, lead_per), strict=True):
             _drain_place(run, key, drained, [dest])
             if lead in run.work[key] and run.work[key][0] != lead:
                 run.reorder(key, lead)
@@ -365,20 +338,6 @@ def _drain_leaders(
         if old and new and old[0] != new[0]:
             changed[f"{key[0]}-{key[1]}"] = [old[0], new[0]]
     return changed
-
-
-def _keep_leaders(run: Run, members: Sequence[Key], lead_per: Mapping[int, int]) -> list[int]:
-    """The members' leaders to match the counts per broker, each keeping its own where the
-    counts allow."""
-    left = dict(lead_per)
-    kept: list[int | None] = []
-    for key in members:
-        now = run.work[key][0]
-        kept.append(now if left.get(now, 0) > 0 else None)
-        if now in left:
-            left[now] -= kept[-1] is not None
-    spare = iter([b for b in sorted(left) for _ in range(left[b])])
-    return [lead if lead is not None else next(spare) for lead in kept]
 
 
 def _spreads_without(run: Run, drained: frozenset[int]) -> PlanReport:

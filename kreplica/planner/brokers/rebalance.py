@@ -532,10 +532,11 @@ def _leader_pass(
         top = max(counts.values())
         path = None
         dead_ends: set[int] = set()  # reach no broker low enough: nor does what they reach
+        low = [b for b, n in counts.items() if n <= top - 2]  # where a chain may end
         for start in sorted((b for b in eligible if counts[b] == top), key=ctx.rank):
             if start in dead_ends:
                 continue
-            path = _leader_path(run, edges, start, top, counts, fewer, dead_ends)
+            path = _leader_path(run, edges, start, low, fewer, dead_ends)
             if path:
                 break
         if not path:
@@ -622,13 +623,12 @@ def _leader_path(
     run: BalancingRun,
     edges: _LeadEdges,
     start: int,
-    top: int,
-    counts: dict[int, int],
+    low: Sequence[int],
     fewer: Any,
     dead_ends: set[int],
 ) -> list[tuple[Key, int]] | None:
     """BFS over 'a leads a partition where b is in sync': a shortest chain from `start` to a
-    broker with at most top - 2 preferred leaders. None when there is none; then every
+    `low` broker (top - 2 preferred leaders or fewer). None when there is none; then every
     broker the search reached joins `dead_ends` (what it reaches, `start` reaches).
 
     A broker's neighbours are met in the order a walk of its partitions (key order, each
@@ -636,7 +636,7 @@ def _leader_path(
     ends at the first low one met, so a broker's low neighbours are asked first: the least
     of them by that order is where the walk ends."""
     rank = run.ctx.rank
-    low = [b for b, n in counts.items() if n <= top - 2]
+    eligible = edges.eligible
     came: dict[int, tuple[int, Key] | None] = {start: None}
 
     def first(a: int, b: int, b_keys: Sequence[Key]) -> tuple[Key, int, int] | None:
@@ -666,7 +666,7 @@ def _leader_path(
         for a in level:
             found = []
             for b, b_keys in edges.of.get(a, {}).items():
-                if b in came or b not in counts:
+                if b in came or b not in eligible:
                     continue
                 entry = first(a, b, b_keys)
                 if entry is not None:

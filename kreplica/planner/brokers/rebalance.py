@@ -566,10 +566,6 @@ class _LeadEdges:
     ) -> None:
         self.in_sync = in_sync
         self.eligible = eligible
-        # a broker's count of passes: its leadership (and so its lists and its leaders per
-        # topic) changed; a pair's first passing partition is kept while neither moved
-        self.changes: dict[int, int] = {}
-        self.passing: dict[tuple[int, int], tuple[int, int, Key | None]] = {}
         self.of: dict[int, dict[int, list[Key]]] = {}
         for k in sorted(keys):  # appended in key order: each list stays sorted
             reps = run.work[k]
@@ -591,23 +587,14 @@ class _LeadEdges:
         b_keys = self.of[a][b]
         if fewer is None:
             return b_keys[0] if b_keys else None
-        mark = (self.changes.get(a, 0), self.changes.get(b, 0))
-        known = self.passing.get((a, b))
-        if known is not None and known[:2] == mark:
-            return known[2]
-        found = None
         for k in b_keys:
             of_topic = fewer[k[0]]
             if of_topic[a] > of_topic[b]:
-                found = k
-                break
-        self.passing[(a, b)] = (*mark, found)
-        return found
+                return k
+        return None
 
     def move(self, key: Key, old: int, new: int) -> None:
         """The partition's preferred leader goes from `old` to `new`."""
-        for b in (old, new):
-            self.changes[b] = self.changes.get(b, 0) + 1
         for b in self.in_sync(key):
             if b == old or b not in self.eligible:
                 continue

@@ -21,6 +21,7 @@ from kreplica.planner.brokers.run import (
     check_known,
     check_live,
     counts_on,
+    eligible_live,
     movable_keys,
     need_sizes,
     smallest_sizes,
@@ -58,8 +59,7 @@ def add_brokers_plan(
     check_known("`brokers`", new, snapshot)
     check_live("`brokers`", new, snapshot)
     need_sizes(snapshot, by)
-    live = snapshot.live_broker_ids()
-    eligible = sorted(b for b in live if b not in options.exclude_brokers or b in new)
+    eligible = eligible_live(snapshot, options, keep=new)
     old = [b for b in eligible if b not in new]
     if not old:
         raise PlanInfeasible("every eligible broker is new: there is nothing to move from")

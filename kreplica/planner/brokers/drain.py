@@ -11,6 +11,7 @@ from kreplica.planner.brokers.run import (
     Key,
     Run,
     check_known,
+    eligible_live,
     ids_text,
 )
 from kreplica.planner.evaluate import spread
@@ -55,8 +56,7 @@ def drain_plan(
     if not drained:
         raise UsageError("`brokers`: no broker to drain; give ids like 4 or 4,5")
     check_known("`brokers`", drained, snapshot)
-    live = snapshot.live_broker_ids()
-    eligible = sorted(b for b in live if b not in drained and b not in options.exclude_brokers)
+    eligible = eligible_live(snapshot, options, leave_out=drained)
     engine, why = pick_engine(snapshot, options, "drain")
     if engine == "columns" and keep_rack_share:
         engine, why = "objects", "keep_rack_share picks replica by replica (the object run)"

@@ -70,6 +70,26 @@ def check_known(flag: str, ids: Iterable[int], snapshot: ClusterSnapshot) -> Non
         )
 
 
+def eligible_live(
+    snapshot: ClusterSnapshot,
+    options: PlanOptions,
+    leave_out: Iterable[int] = (),
+    keep: Iterable[int] = (),
+) -> list[int]:
+    """The live brokers an operation may place on: not excluded (`keep` even so, e.g. the
+    new brokers of add-brokers) and not in `leave_out` (e.g. the drained ones). An excluded id
+    the cluster does not know is refused, as the shape planner refuses it: a typo there would
+    leave the broker it meant in the plan."""
+    if options.exclude_brokers:
+        check_known("`exclude_brokers`", options.exclude_brokers, snapshot)
+    out, kept = set(leave_out), set(keep)
+    return sorted(
+        b
+        for b in snapshot.live_broker_ids()
+        if b not in out and (b not in options.exclude_brokers or b in kept)
+    )
+
+
 def check_live(flag: str, ids: Iterable[int], snapshot: ClusterSnapshot) -> None:
     listed = set(snapshot.broker_ids())
     live = snapshot.live_broker_ids()
@@ -315,8 +335,7 @@ def balancing_brokers(
     for flag, value in (("`max_moves`", max_moves), ("`max_bytes`", max_bytes)):
         if value is not None and value < 0:
             raise UsageError(f"{flag} {value}: give 0 or more")
-    live = snapshot.live_broker_ids()
-    eligible = sorted(b for b in live if b not in options.exclude_brokers)
+    eligible = eligible_live(snapshot, options)
     if not eligible:
         raise PlanInfeasible("no eligible broker to rebalance over")
     return eligible

@@ -78,6 +78,15 @@ def test_drain_out_writes_plan_files(tmp_path: Path) -> None:
         (["replace", "--broker", "1", "--with", "1"], ExitCode.USAGE, "two different brokers"),
         (["rebalance", "--max-bytes", "12XB"], ExitCode.USAGE, "is not a size"),
         (["rebalance", "--max-moves", "-1"], ExitCode.USAGE, "give 0 or more"),
+        # a typo in --exclude-brokers would leave the broker it meant in the plan
+        *(
+            ([*op, "--exclude-brokers", "99"], ExitCode.USAGE, "--exclude-brokers: broker 99 is")
+            for op in (
+                ["drain", "--brokers", "6"],
+                ["add-brokers", "--brokers", "6"],
+                ["rebalance"],
+            )
+        ),
     ],
 )
 def test_bad_input_one_line_nothing_written(

@@ -289,7 +289,7 @@ class Finding:
 
 class PlanReport(TypedDict, total=False):
     """The numbers a plan carries (kreplica.planner.report.build_report, the array planner's
-    report_arrays, and what the broker operations add), as the plan document and `--output
+    measure_report, and what the broker operations add), as the plan document and `--output
     json` hold them. Every key may be missing: a report read back from an older plan document
     lacks later ones."""
 

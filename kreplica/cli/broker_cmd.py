@@ -98,7 +98,7 @@ def add_brokers(opts: Options, *, brokers: str, by: str) -> None:
 
     ids = _ids(brokers, "--brokers")
     spec = source_spec(opts)
-    snap = read_cluster(spec)
+    snap = read_cluster(spec, columnar=True)  # the column run's, where the source can
     plan = _planned(
         opts, snap, lambda o: add_brokers_plan(snap, ids, by=by, options=o), named=ids, asked=ids
     )
@@ -132,7 +132,7 @@ def rebalance(opts: Options, *, by: str, max_moves: int | None, max_bytes: str |
     if by not in ("count", "bytes", "traffic"):
         raise UsageError(f"--by {by!r}: use count, bytes or traffic")
     spec = source_spec(opts)
-    snap = read_cluster(spec)
+    snap = read_cluster(spec, columnar=by != "traffic")  # count, bytes: the column run's
 
     def make(o: Any) -> Any:
         if by == "traffic":  # from measured rates (snapshot --traffic): its own module

@@ -41,8 +41,8 @@ one, as the object planner does.
 
 The result's topic spreads are the lowest any placement under the rack rule reaches (what
 balance.py proves for the object planner); the cluster stays even through step 3's order.
-The report, fingerprint and plan files are computed from the same arrays (report_arrays
-below, columns.py, serialize.py).
+The report, fingerprint and plan files are computed from the same arrays (planner/measure.py,
+columns.py, serialize.py).
 """
 
 from __future__ import annotations
@@ -53,13 +53,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kreplica.columns import ISR_OTHER, NO_LEADER, NO_SIZE, PAD, ArrayChanges, PartitionColumns
+from kreplica.columns import ISR_OTHER, NO_LEADER, PAD, ArrayChanges, PartitionColumns
 from kreplica.errors import KreplicaError
 from kreplica.model import ClusterSnapshot, Finding, Plan, PlanReport
 from kreplica.planner.array_setup import popcount
 from kreplica.planner.degraded import dead_broker_finding, lagging_finding
-from kreplica.planner.disk import REMOTE_STORAGE, DiskGuard, disk_report, unchecked_reason
 from kreplica.planner.evaluate import spread, spread_floor
+from kreplica.planner.measure import DiskOverflow, measure_disk, measure_report
 from kreplica.planner.options import PlanOptions, TopicRequest
 from kreplica.planner.racks_arrays import Unrepaired, repair
 from kreplica.planner.report import imbalance_note
@@ -142,14 +142,10 @@ def plan_if_taken(
         return None, why or "no request"
     try:
         return plan_arrays(snapshot, requests, options, setup), TAKEN
-    except _DiskOverflow:
+    except DiskOverflow:
         return None, "the array plan leaves a broker under its disk headroom"
     except Unrepaired:
         return None, "a partition rack repair cannot bring to its target"
-
-
-class _DiskOverflow(Exception):
-    """The array plan fills a disk (plan_if_taken hands the request to the object planner)."""
 
 
 def _prepare(
@@ -628,8 +624,10 @@ def plan_arrays(
     after_ids = np.where(after >= 0, setup.ids[np.maximum(after, 0)], PAD).astype(np.int32)
     rows = np.flatnonzero(changed)
     changes = ArrayChanges(columns, rows, after_ids[rows], rf_after[rows])
-    report = report_arrays(snapshot, options, eligible, [r.topic for r in requests], setup, changes)
-    report["disk"] = _disk(snapshot, options, setup, changes)
+    report = measure_report(
+        snapshot, options, eligible, [r.topic for r in requests], setup, changes
+    )
+    report["disk"] = measure_disk(snapshot, options, setup, changes)
     findings.extend(_imbalance(report, setup, columns, index, changes))
     return Plan(
         cluster_id=snapshot.cluster_id,
@@ -721,211 +719,6 @@ def _dead_findings(
             lowers = bool((columns.rf[lo:hi] > (req.rf or 0)).any())
             out.append(lagging_finding(req.topic, pids, lowers))
     return out
-
-
-def _disk(
-    snapshot: ClusterSnapshot,
-    options: PlanOptions,
-    setup: _Setup,
-    changes: ArrayChanges,
-) -> dict[str, object]:
-    """disk.finish_plan's check and report (log dirs `any`): every new replica's copy (the
-    leader's own log when known, else the partition's largest replica) summed per broker
-    and checked against the guard. _DiskOverflow when a broker would end under its
-    headroom."""
-    columns = setup.columns
-    moved = np.unique(changes.topic_index).tolist()
-    remote = sorted(
-        columns.topics[i].name
-        for i in moved
-        if str(columns.topics[i].configs.get(REMOTE_STORAGE, "")).lower() == "true"
-    )
-    guard = DiskGuard.build(snapshot, options.disk_headroom)
-    if guard is not None:
-        rows = changes.rows
-        after = setup.to_dense(changes.after)
-        before = setup.dense[rows]
-        new = (after >= 0) & ~(after[:, :, None] == before[:, None, :]).any(axis=2)
-        copy = columns.size if columns.copy_size is None else columns.copy_size
-        each = np.repeat(np.maximum(copy[rows], 0), new.sum(axis=1))  # NO_SIZE copies 0
-        incoming = np.zeros(setup.nb, dtype=np.int64)
-        np.add.at(incoming, after[new], each)
-        received = np.bincount(after[new], minlength=setup.nb) > 0
-        ids = setup.ids.tolist()
-        for b in np.flatnonzero(received).tolist():
-            guard.take(ids[b], int(incoming[b]))
-        if guard.first_overflow(per_dir=False) is not None:
-            raise _DiskOverflow
-    return disk_report(
-        snapshot,
-        guard,
-        unchecked_reason(snapshot),
-        options.disk_headroom,
-        options.log_dirs,
-        None,
-        remote=remote,
-    )
-
-
-def _per_broker(ids: Sequence[int], counts: Sequence[int]) -> dict[int, int]:
-    return dict(zip(ids, counts, strict=True))
-
-
-def report_arrays(
-    snapshot: ClusterSnapshot,
-    options: PlanOptions,
-    eligible: Sequence[int],
-    topics: Sequence[str],
-    setup: _Setup,
-    changes: ArrayChanges,
-) -> PlanReport:
-    """build_report's dict (report.py), counted with bincount over the arrays. Each change
-    adds replicas after the existing ones or drops replicas (RF -> 1): no moves."""
-    columns = setup.columns
-    nb = setup.nb
-    ids = setup.ids.tolist()
-    dense = setup.dense
-    index = {t.name: i for i, t in enumerate(columns.topics)}
-    topic_row = columns.topic_of_rows()
-    valid = dense >= 0
-    before = np.bincount(dense[valid], minlength=nb)
-    first = dense[:, 0]
-    preferred = np.bincount(first[first >= 0], minlength=nb)
-    # leaders now: the recorded one, the preferred one when unknown; offline (<0) leads none
-    leader = columns.leader
-    now = np.where(leader == NO_LEADER, columns.replicas[:, 0].astype(np.int64), leader)
-    now = now[now >= 0]
-    now_idx = setup.to_dense(now)
-    actual = np.bincount(now_idx[now_idx >= 0], minlength=nb)
-    leaders_before = _per_broker(ids, actual.tolist())
-    for b, count in zip(*np.unique(now[now_idx < 0], return_counts=True), strict=True):
-        leaders_before[int(b)] = int(count)
-    leaders_before = dict(sorted(leaders_before.items()))
-    del now, now_idx
-
-    rows = changes.rows
-    rf0 = columns.rf[rows]
-    after_dense = setup.to_dense(changes.after)
-    before_rows = dense[rows]
-    kept = (after_dense[:, :, None] == before_rows[:, None, :]).any(axis=2)
-    new_mask = (after_dense >= 0) & ~kept
-    stays = (before_rows[:, :, None] == after_dense[:, None, :]).any(axis=2)
-    gone_mask = (before_rows >= 0) & ~stays
-    del kept, stays
-    new_idx = after_dense[new_mask]
-    added_per = np.bincount(new_idx, minlength=nb)
-    removed_per = np.bincount(before_rows[gone_mask], minlength=nb)
-    after_counts = before + added_per - removed_per
-    per_row_added = new_mask.sum(axis=1)
-    per_row_removed = gone_mask.sum(axis=1)
-    preferred_after = (
-        preferred
-        - np.bincount(before_rows[:, 0][before_rows[:, 0] >= 0], minlength=nb)
-        + np.bincount(after_dense[:, 0][after_dense[:, 0] >= 0], minlength=nb)
-    )
-    sizes = columns.size[rows]
-    sizes_known = not bool(((sizes == NO_SIZE) & (per_row_added > 0)).any())
-    size_each = np.repeat(np.where(sizes == NO_SIZE, 0, sizes), per_row_added)
-    bytes_in = np.bincount(new_idx, weights=size_each, minlength=nb)
-    lead = columns.leader[rows]
-    source = np.where(lead >= 0, lead, columns.replicas[rows, 0].astype(np.int64))
-    source_each = np.repeat(source, per_row_added)
-    src_idx = setup.to_dense(source_each)
-    src_known = src_idx >= 0
-    bytes_out_arr = np.bincount(src_idx[src_known], weights=size_each[src_known], minlength=nb)
-    bytes_out = _per_broker(ids, [int(v) for v in bytes_out_arr.tolist()])
-    for b, v in zip(source_each[~src_known].tolist(), size_each[~src_known].tolist(), strict=True):
-        bytes_out[b] = bytes_out.get(b, 0) + int(v)
-    known = src_known.nonzero()[0]
-    cross = int(
-        size_each[known[setup.rack_of[src_idx[known]] != setup.rack_of[new_idx[known]]]].sum()
-    )
-    cross += int(size_each[~src_known].sum())  # a source the snapshot does not list: another rack
-    leaders_changed = int((source != changes.after[:, 0]).sum())
-    del sizes, lead, source, source_each, src_idx, src_known, known  # a million rows each
-
-    # rack violations and spreads over the requested topics
-    live_racks = len(set(setup.rack_of[setup.live].tolist()))
-    req_idx = sorted(index[t] for t in set(topics))
-    req_rows = np.isin(topic_row, req_idx)
-    viol_before = _violations(setup.racks(dense[req_rows]), columns.rf[req_rows], live_racks)
-    viol_changed_before = _violations(setup.racks(dense[rows]), rf0, live_racks)
-    viol_changed_after = _violations(setup.racks(after_dense), changes.rf, live_racks)
-    del after_dense
-    viol_after = viol_before - viol_changed_before + viol_changed_after
-
-    elig = setup.eligible
-    spread_before: dict[str, int] = {}
-    spread_after: dict[str, int] = {}
-    nt = len(columns.topics)
-    # replicas per (topic, broker), before and added, in two bincounts
-    cell = np.repeat(topic_row * nb, dense.shape[1])
-    cell += dense.ravel()
-    tb_all = np.bincount(cell[dense.ravel() >= 0], minlength=nt * nb).reshape(nt, nb)
-    del cell
-    change_topic = np.repeat(topic_row[rows], per_row_added)
-    gone_topic = np.repeat(topic_row[rows], per_row_removed)
-    ta_all = (
-        tb_all
-        + np.bincount(change_topic * nb + new_idx, minlength=nt * nb).reshape(nt, nb)
-        - np.bincount(gone_topic * nb + before_rows[gone_mask], minlength=nt * nb).reshape(nt, nb)
-    )
-    for name in sorted(set(topics)):
-        i = index[name]
-        tb, ta = tb_all[i], ta_all[i]
-        scope = (elig | (tb > 0) | (ta > 0)) & setup.live
-        spread_before[name] = _spread(tb, scope)
-        spread_after[name] = _spread(ta, scope)
-    cluster_scope = (elig | (before > 0) | (after_counts > 0)) & setup.live
-    peak = before + added_per
-    added_total = int(per_row_added.sum())
-    removed_total = int(per_row_removed.sum())
-    return {
-        "strategy": options.strategy,
-        "topics": sorted(set(topics)),
-        "eligible_brokers": list(eligible),
-        "partitions_changed": len(rows),
-        "partitions_created": 0,
-        "replicas_added": added_total,
-        "replicas_removed": removed_total,
-        "existing_replicas_moved": int(np.minimum(per_row_added, per_row_removed).sum()),
-        "lower_bound_replicas_added": added_total,
-        "lower_bound_replicas_removed": removed_total,
-        "bytes_to_move": int(size_each.sum()) if sizes_known else None,
-        "bytes_lower_bound": int(size_each.sum()) if sizes_known else None,
-        "cross_rack_bytes": int(cross) if sizes_known else None,
-        "leaders_changed": leaders_changed,
-        "rack_violations_before": viol_before,
-        "rack_violations_after": viol_after,
-        "broker_replicas_before": _per_broker(ids, before.tolist()),
-        "broker_replicas_peak": _per_broker(ids, peak.tolist()),
-        "broker_replicas_after": _per_broker(ids, after_counts.tolist()),
-        "broker_leaders_before": leaders_before,
-        "broker_preferred_leaders_before": _per_broker(ids, preferred.tolist()),
-        "broker_leaders_after": _per_broker(ids, preferred_after.tolist()),
-        "broker_bytes_in": _per_broker(ids, [int(v) for v in bytes_in.tolist()]),
-        "broker_bytes_out": dict(sorted(bytes_out.items())),
-        "topic_spread_before": spread_before,
-        "topic_spread_after": spread_after,
-        "cluster_spread_before": _spread(before, cluster_scope),
-        "cluster_spread_after": _spread(after_counts, cluster_scope),
-        "fallbacks": [],
-    }
-
-
-def _violations(racks: I64, rf: I64, available: int) -> int:
-    """Rows spanning fewer racks than min(RF, racks available) (none with one rack)."""
-    if available <= 1 or not len(racks):
-        return 0
-    ordered = np.sort(racks.astype(np.int8), axis=1)  # rack indexes < MAX_RACKS
-    distinct = ordered >= 0
-    distinct[:, 1:] &= ordered[:, 1:] != ordered[:, :-1]
-    return int((distinct.sum(axis=1) < np.minimum(rf, available)).sum())
-
-
-def _spread(counts: I64, scope: npt.NDArray[np.bool_]) -> int:
-    values = counts[scope]
-    return int(values.max() - values.min()) if values.size else 0
 
 
 def _imbalance(

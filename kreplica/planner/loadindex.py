@@ -24,7 +24,7 @@ Pure (standard library only).
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -195,10 +195,11 @@ Key = tuple[str, int]
 class KeysByBroker:
     """Each broker's partitions (of `keys`) by (weight, key), kept current by `move`: a search
     for a move from one broker reads that broker's partitions in the order it prefers them
-    (by size), not every partition of the cluster per move. The lists hold the keys only
-    (the order is computed when a bisect needs it): no tuple per (partition, broker)."""
+    (by size), not every partition of the cluster per move. Beside each broker's keys, their
+    weights in the same order: a search by weight bisects those ints (`first_at`), with no
+    key function called per probe."""
 
-    __slots__ = ("of", "order")
+    __slots__ = ("of", "weight", "weights")
 
     def __init__(
         self,
@@ -206,33 +207,93 @@ class KeysByBroker:
         keys: Iterable[Key],
         weight: Callable[[Key], int],
     ) -> None:
-        # (weight, key); a bisect probes it with (weight,) alone
-        self.order: Callable[[Key], tuple[Any, ...]] = lambda k: (weight(k), k)
+        self.weight = weight
         of: dict[int, list[Key]] = {}
         self.of = of
+        weights: dict[int, list[int]] = {}
+        self.weights = weights
         for k in keys:
             for b in work[k]:
                 held = of.get(b)
                 if held is None:
                     held = of[b] = []
                 held.append(k)
-        for held in of.values():
-            held.sort(key=self.order)
+        for b, held in of.items():
+            pairs = sorted((weight(k), k) for k in held)
+            held[:] = [k for _, k in pairs]
+            weights[b] = [w for w, _ in pairs]
 
     def keys(self, broker: int) -> list[Key]:
         """The broker's partitions, in order; read only."""
         return self.of.get(broker, [])
 
+    def first_at(self, broker: int, weight: int, lo: int = 0, hi: int | None = None) -> int:
+        """The index in keys(broker) of the first partition of `weight` or more (in lo..hi)."""
+        ws = self.weights.get(broker, [])
+        return bisect_left(ws, weight, lo, len(ws) if hi is None else hi)
+
+    def _place(self, broker: int, key: Key) -> int:
+        """Where the key is, or goes, in the broker's order."""
+        ws = self.weights.setdefault(broker, [])
+        w = self.weight(key)
+        lo = bisect_left(ws, w)
+        return bisect_left(self.of.setdefault(broker, []), key, lo, bisect_right(ws, w, lo))
+
     def move(self, key: Key, src: int, dst: int) -> None:
         """The partition's replica on `src` moves to `dst`."""
-        order = self.order
-        mine = self.of[src]
-        del mine[bisect_left(mine, order(key), key=order)]
-        insort(self.of.setdefault(dst, []), key, key=order)
+        self.drop(key, (src,))
+        i = self._place(dst, key)
+        self.of[dst].insert(i, key)
+        self.weights[dst].insert(i, self.weight(key))
 
     def drop(self, key: Key, brokers: Iterable[int]) -> None:
         """Forget the partition (on `brokers`, where it is)."""
-        order = self.order
         for b in brokers:
-            held = self.of[b]
-            del held[bisect_left(held, order(key), key=order)]
+            i = self._place(b, key)
+            del self.of[b][i]
+            del self.weights[b][i]
+
+
+class RowsByBroker:
+    """KeysByBroker on columns (column_run.py): the replicas of `rows` on the indexed
+    brokers, each broker's by (weight, row), as one sorted array sliced per broker (the
+    numpy arrays are built once; no list per broker). A replica that leaves its broker is
+    dropped (`drop`); none arrives, so add-brokers' sources, which only lose replicas, are
+    what it serves."""
+
+    __slots__ = ("bounds", "first", "gone", "rows", "weights")
+
+    def __init__(self, work: Any, rows: Any, weight: Any, indexed: Any) -> None:
+        """`work`: replicas per row (dense broker indexes, -1 pads); `weight` per row of
+        the columns; `indexed`: a mask of the brokers to index."""
+        import numpy as np
+
+        reps = work[rows]
+        held = (reps >= 0) & indexed[np.maximum(reps, 0)]
+        # each row's place in (weight, row) order (rows ascend: a stable sort by weight),
+        # then the replicas by (broker, that place), one int64 key each
+        n = max(len(rows), 1)
+        order = np.argsort(weight[rows], kind="stable")
+        place = np.empty(len(rows), dtype=np.int64)
+        place[order] = np.arange(len(rows))
+        key = reps[held] * n + np.broadcast_to(place[:, None], reps.shape)[held]
+        key.sort()
+        self.rows = rows[order][key % n]
+        self.weights = weight[self.rows]
+        nb = len(indexed)
+        self.bounds = np.searchsorted(key // n, np.arange(nb + 1)).tolist()
+        self.first = self.bounds[:-1]  # per broker: where its rows not dropped start
+        self.gone: dict[int, set[int]] = {}
+
+    def span(self, broker: int) -> tuple[int, int]:
+        """The broker's slice of `rows` / `weights`, from its first row not dropped (later
+        dropped ones are still in it: see `gone`)."""
+        return self.first[broker], self.bounds[broker + 1]
+
+    def drop(self, broker: int, row: int) -> None:
+        gone = self.gone.setdefault(broker, set())
+        gone.add(row)
+        i, end, rows = self.first[broker], self.bounds[broker + 1], self.rows
+        while i < end and int(rows[i]) in gone:  # a greedy drops from the front mostly
+            i += 1
+        self.first[broker] = i

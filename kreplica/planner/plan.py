@@ -521,13 +521,13 @@ def make_plan(
 
         taken, why = arrays.plan_if_taken(snapshot, requests, options)  # None: arrays.refusal
         if taken is not None:
-            return _with_engine(taken, "arrays", why)
+            return with_engine(taken, "arrays", why)
     plan = _best_plan(snapshot, requests, options)
     plan = finish_plan(plan, snapshot, options.disk_headroom, options.log_dirs)
-    return _with_engine(plan, "objects", f"the array planner refuses it: {why}")
+    return with_engine(plan, "objects", f"the array planner refuses it: {why}")
 
 
-def _with_engine(plan: Plan, name: str, why: str) -> Plan:
+def with_engine(plan: Plan, name: str, why: str) -> Plan:
     """The plan with its report naming the planner that made it, and why (`engine`)."""
     report = plan.report.copy()
     report["engine"] = {"name": name, "why": why}

@@ -6,12 +6,12 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kreplica.gcpause import gc_paused
 from kreplica.model import ClusterSnapshot, Finding, Plan
+from kreplica.planner.brokers.dispatch import pick_engine
 from kreplica.planner.brokers.run import (
-    Key,
-    Run,
     bytes_on,
     counts_on,
     need_sizes,
@@ -21,7 +21,13 @@ from kreplica.planner.brokers.run import (
 from kreplica.planner.evaluate import spread
 from kreplica.planner.loadindex import BrokerOrder, KeysByBroker
 from kreplica.planner.options import PlanOptions
+from kreplica.planner.plan import with_engine
 from kreplica.planner.report import LowerBound
+
+# The searches run on either run: run.Run (keys (topic name, partition)) or, on a snapshot
+# in columns, row_run.RowRun (keys (topic index, row)); both sort in the same order.
+BalancingRun = Any
+Key = tuple[Any, int]
 
 
 def _excess_bound(counts: dict[int, int], after: dict[int, int]) -> int:
@@ -64,7 +70,16 @@ def rebalance_plan(
        preferred leaders to one with >= 2 fewer (per topic first, then cluster)
     """
     need_sizes(snapshot, by)
-    run, eligible, keys = start_balancing(snapshot, options, max_moves, max_bytes)
+    engine, why = pick_engine(snapshot, options, "rebalance")
+    run: BalancingRun
+    eligible: list[int]
+    keys: list[Key]
+    if engine == "columns":
+        from kreplica.planner.brokers.row_run import start_balancing_rows
+
+        run, eligible, keys = start_balancing_rows(snapshot, options, max_moves, max_bytes)
+    else:
+        run, eligible, keys = start_balancing(snapshot, options, max_moves, max_bytes)
     ctx = run.ctx
     counts_before = counts_on(run, eligible)
     bytes_before = bytes_on(run, eligible)
@@ -72,7 +87,7 @@ def rebalance_plan(
         t.name: {b: ctx.topic_replicas[t.name][b] for b in eligible} for t in run.topics
     }
     budget = _Budget(max_moves, max_bytes)
-    by_topic: dict[str, list[Key]] = {}
+    by_topic: dict[Any, list[Key]] = {}
     for k in keys:
         by_topic.setdefault(k[0], []).append(k)
     for topic in sorted(by_topic):
@@ -92,7 +107,7 @@ def rebalance_plan(
         for t in topic_before
     )
     moves_lb = topic_lb
-    sizes = [run.parts[k].size_bytes for k in keys]
+    sizes = [run.size_bytes(k) for k in keys]
     if by == "count":
         moves_lb = max(moves_lb, _excess_bound(counts_before, counts_on(run, eligible)))
         bytes_lb = smallest_sizes(sizes, moves_lb)
@@ -126,7 +141,7 @@ def rebalance_plan(
                 "by `kreplica rebalance` after applying) makes it lead",
             )
         )
-    return run.plan(
+    plan = run.plan(
         "rebalance",
         {
             "by": by,
@@ -138,6 +153,7 @@ def rebalance_plan(
             "broker_bytes_after": dict(sorted(bytes_on(run, eligible).items())),
         },
     )
+    return with_engine(plan, engine, why)
 
 
 @dataclass
@@ -181,12 +197,12 @@ class _Candidates:
     they can gain a rack by a move, which comes before any size. A count pass's best move is
     then the best rack-gaining one, else the first allowed one in order; no full scan."""
 
-    def __init__(self, run: Run, keys: Sequence[Key]) -> None:
+    def __init__(self, run: BalancingRun, keys: Sequence[Key]) -> None:
         self.run = run
-        parts = run.parts
+        size_bytes = run.size_bytes
 
         def size(k: Key) -> int:
-            return parts[k].size_bytes or 0
+            return size_bytes(k) or 0
 
         self.all = KeysByBroker(run.work, keys, size)
         self.short = {k for k in keys if self._short(k)}
@@ -215,11 +231,11 @@ class _Candidates:
         best = _find_move(run, self.shorts.keys(src), src, dst, budget, allowed, _size(run))
         if best is not None and _gain(run, best, src, dst) > 0:
             return best
-        parts = run.parts
+        size_bytes = run.size_bytes
         found: tuple[bool, Key] | None = None
         found_size = 0
         for key in self.all.keys(src):
-            size = parts[key].size_bytes or 0
+            size = size_bytes(key) or 0
             if found is not None and size != found_size:
                 break
             if not _movable(run, key, src, dst, allowed):
@@ -246,12 +262,12 @@ class _Candidates:
         """The budget's `exhausted` as a full scan leaves it: set when the largest allowed
         partition (of a size in 1..below-1 when `below` is given) is over the bytes left."""
         run = self.run
-        held, order = self.all.keys(src), self.all.order
-        end = len(held) if below is None else bisect_left(held, (below,), key=order)
-        start = 0 if below is None else bisect_left(held, (1,), key=order)
+        held = self.all.keys(src)
+        end = len(held) if below is None else self.all.first_at(src, below)
+        start = 0 if below is None else self.all.first_at(src, 1)
         for i in range(end - 1, start - 1, -1):
             if _movable(run, held[i], src, dst, allowed):
-                budget.fits(run.parts[held[i]].size_bytes or 0)
+                budget.fits(run.size_bytes(held[i]) or 0)
                 return
 
     def halving(
@@ -268,10 +284,10 @@ class _Candidates:
         nearest distance with an allowed partition that fits the budget, or at `limit` (a
         distance that could not beat the move the caller has)."""
         run = self.run
-        parts = run.parts
+        size_bytes = run.size_bytes
 
         def size(k: Key) -> int:
-            return parts[k].size_bytes or 0
+            return size_bytes(k) or 0
 
         def sized(k: Key) -> bool:
             return 0 < size(k) < gap and allowed(k)
@@ -282,10 +298,10 @@ class _Candidates:
         best_short = _find_move(run, self.shorts.keys(src), src, dst, budget, sized, rank)
         if best_short is not None and _gain(run, best_short, src, dst) > 0:
             return best_short
-        held, order = self.all.keys(src), self.all.order
-        low = bisect_left(held, (1,), key=order)
-        high = bisect_left(held, (gap,), low, key=order)
-        up = bisect_left(held, (-(-gap // 2),), low, high, key=order)  # first of 2 size >= gap
+        held, at = self.all.keys(src), self.all.first_at
+        low = at(src, 1)
+        high = at(src, gap, low)
+        up = at(src, -(-gap // 2), low, high)  # the first of 2 size >= gap
         down = up - 1
         best: tuple[int, bool, Key] | None = None
         while True:
@@ -311,26 +327,28 @@ class _Candidates:
         return best[2] if best is not None else None
 
 
-def _size(run: Run) -> Callable[[Key], tuple[int, ...]]:
-    return lambda k: (run.parts[k].size_bytes or 0,)
+def _size(run: BalancingRun) -> Callable[[Key], tuple[int, ...]]:
+    return lambda k: (run.size_bytes(k) or 0,)
 
 
-def _movable(run: Run, key: Key, src: int, dst: int, allowed: Callable[[Key], bool]) -> bool:
+def _movable(
+    run: BalancingRun, key: Key, src: int, dst: int, allowed: Callable[[Key], bool]
+) -> bool:
     """src's replica of the partition may go to dst (the budget aside)."""
     reps = run.work[key]
     if src not in reps or dst in reps or not allowed(key) or not run.fits(key, dst):
         return False
-    return run.rack_ok(key, src, dst)
+    return bool(run.rack_ok(key, src, dst))
 
 
-def _gain(run: Run, key: Key, src: int, dst: int) -> int:
+def _gain(run: BalancingRun, key: Key, src: int, dst: int) -> int:
     """The racks the partition gains when src's replica goes to dst."""
     reps = run.work[key]
     return len(run.racks_of([b for b in reps if b != src] + [dst])) - len(run.racks_of(reps))
 
 
 def _find_move(
-    run: Run,
+    run: BalancingRun,
     keys: Iterable[Key],
     src: int,
     dst: int,
@@ -343,7 +361,7 @@ def _find_move(
     for key in keys:
         if not _movable(run, key, src, dst, allowed):
             continue
-        if not budget.fits(run.parts[key].size_bytes or 0):
+        if not budget.fits(run.size_bytes(key) or 0):
             continue
         r = (-_gain(run, key, src, dst), *rank(key), run.work[key][0] == src)
         if best is None or (r, key) < (best[0], best[1]):  # a move that repairs racks first
@@ -352,15 +370,15 @@ def _find_move(
 
 
 def _apply_move(
-    run: Run, candidates: _Candidates, key: Key, src: int, dst: int, budget: _Budget
+    run: BalancingRun, candidates: _Candidates, key: Key, src: int, dst: int, budget: _Budget
 ) -> None:
-    budget.spend(run.parts[key].size_bytes or 0)
+    budget.spend(run.size_bytes(key) or 0)
     run.move(key, src, dst)
     candidates.move(key, src, dst)
 
 
 def _even_counts(
-    run: Run,
+    run: BalancingRun,
     candidates: _Candidates,
     eligible: Sequence[int],
     budget: _Budget,
@@ -397,7 +415,7 @@ def _even_counts(
 
 
 def _even_topic(
-    run: Run, candidates: _Candidates, topic: str, eligible: Sequence[int], budget: _Budget
+    run: BalancingRun, candidates: _Candidates, topic: str, eligible: Sequence[int], budget: _Budget
 ) -> None:
     ctx = run.ctx
     _even_counts(
@@ -412,7 +430,7 @@ def _even_topic(
 
 
 def _even_cluster_count(
-    run: Run, candidates: _Candidates, eligible: Sequence[int], budget: _Budget
+    run: BalancingRun, candidates: _Candidates, eligible: Sequence[int], budget: _Budget
 ) -> None:
     ctx = run.ctx
 
@@ -423,7 +441,11 @@ def _even_cluster_count(
 
 
 def _even_cluster_bytes(
-    run: Run, candidates: _Candidates, n_keys: int, eligible: Sequence[int], budget: _Budget
+    run: BalancingRun,
+    candidates: _Candidates,
+    n_keys: int,
+    eligible: Sequence[int],
+    budget: _Budget,
 ) -> None:
     """From the broker with the most bytes, the move that best halves its gap to a broker
     with fewer: per destination (fewest bytes first) the best rack-gaining partition, else
@@ -452,7 +474,7 @@ def _even_cluster_bytes(
             limit = best[0] + gap if best is not None else None  # the score to beat
             key = candidates.halving(src, dst, gap, budget, _fewer_of_topic(run, src, dst), limit)
             if key is not None:
-                score = abs(gap - 2 * (run.parts[key].size_bytes or 0)) - gap
+                score = abs(gap - 2 * (run.size_bytes(key) or 0)) - gap
                 if best is None or score < best[0]:
                     best = (score, key, dst)
         if best is None:
@@ -463,126 +485,196 @@ def _even_cluster_bytes(
             order.update(best[2])
 
 
-def _fewer_of_topic(run: Run, src: int, dst: int) -> Callable[[Key], bool]:
+def _fewer_of_topic(run: BalancingRun, src: int, dst: int) -> Callable[[Key], bool]:
     """The destination holds fewer of the partition's topic (its spread stays <= 1)."""
     topics = run.ctx.topic_replicas
     return lambda k: topics[k[0]][src] > topics[k[0]][dst]
 
 
-def _even_leaders(run: Run, keys: Sequence[Key], eligible: Sequence[int]) -> int:
+def _even_leaders(run: BalancingRun, keys: Sequence[Key], eligible: Sequence[int]) -> int:
     """Reorder replicas so preferred leaders spread <= 1 per topic, then per cluster.
     Returns how many partitions only had their preferred leader changed."""
     ctx = run.ctx
-    elig = set(eligible)
-
-    ranked: dict[Key, list[int]] = {}  # reorders keep a partition's replicas: ask once
-
-    def in_sync(key: Key) -> list[int]:
-        """Who may lead after the move, in rank order: replicas in sync now, and replicas
-        this plan adds (the move completes only once they are in sync, and the election
-        runs after it)."""
-        found = ranked.get(key)
-        if found is None:
-            part = run.parts[key]
-            isr = set(part.in_sync)
-            found = ranked[key] = sorted(
-                (b for b in run.work[key] if b in elig and (b in isr or b not in part.replicas)),
-                key=ctx.rank,
-            )
-        return found
-
+    in_sync = run.leader_candidates(eligible)
     reorders: set[Key] = set()
     by_topic: dict[str, list[Key]] = {}
     for k in keys:
         by_topic.setdefault(k[0], []).append(k)
     for topic in sorted(by_topic):
-        _leader_pass(run, by_topic[topic], eligible, in_sync, lambda t, a, b: True, topic, reorders)
-    tl = ctx.topic_leaders
-    _leader_pass(
-        run, list(keys), eligible, in_sync, lambda t, a, b: tl[t][a] > tl[t][b], None, reorders
-    )
+        _leader_pass(run, by_topic[topic], eligible, in_sync, None, topic, reorders)
+    # the cluster pass: only to a broker leading fewer of the topic (its spread stays <= 1)
+    _leader_pass(run, list(keys), eligible, in_sync, ctx.topic_leaders, None, reorders)
     moved_data = {k for k in reorders if set(run.work[k]) != set(run.parts[k].replicas)}
     return sum(1 for k in reorders - moved_data if tuple(run.work[k]) != run.parts[k].replicas)
 
 
 def _leader_pass(
-    run: Run,
+    run: BalancingRun,
     keys: Sequence[Key],
     eligible: Sequence[int],
     in_sync: Callable[[Key], Sequence[int]],
-    allowed: Callable[[str, int, int], bool],
-    topic: str | None,
+    fewer: Any,
+    topic: Any | None,
     reorders: set[Key],
 ) -> None:
+    """`fewer`: None, or preferred leaders per topic and broker: a partition's leadership
+    then goes only to a broker that leads fewer of its topic than the one passing it."""
     ctx = run.ctx
 
-    def count(b: int) -> int:
-        return ctx.topic_leaders[topic][b] if topic is not None else ctx.cluster_leaders[b]
-
-    led = _led_by(run, keys)
+    led = ctx.topic_leaders[topic] if topic is not None else ctx.cluster_leaders
+    counts = {b: int(led[b]) for b in eligible}  # kept as the chains pass leadership
+    edges: _LeadEdges | None = None  # built at the first search (most passes need none)
     for _ in range(4 * len(keys) + 4):
-        counts = {b: count(b) for b in eligible}
         if spread(counts) <= 1:
             return
+        if edges is None:
+            edges = _LeadEdges(run, keys, in_sync, set(eligible))
         top = max(counts.values())
         path = None
         dead_ends: set[int] = set()  # reach no broker low enough: nor does what they reach
         for start in sorted((b for b in eligible if counts[b] == top), key=ctx.rank):
             if start in dead_ends:
                 continue
-            path = _leader_path(run, led, start, top, counts, in_sync, allowed, dead_ends)
+            path = _leader_path(run, edges, start, top, counts, fewer, dead_ends)
             if path:
                 break
         if not path:
             return
         for key, new_leader in path:
-            led[run.work[key][0]].remove(key)
-            insort(led.setdefault(new_leader, []), key)
+            old = run.work[key][0]
+            edges.move(key, old, new_leader)
             run.reorder(key, new_leader)
             reorders.add(key)
+            counts[old] -= 1  # a chain runs over eligible brokers only
+            counts[new_leader] += 1
 
 
-def _led_by(run: Run, keys: Sequence[Key]) -> dict[int, list[Key]]:
-    """The partitions of `keys` each broker is the preferred leader of, in key order; a pass
-    keeps it current as it reorders (a rebuild per chain made the pass quadratic)."""
-    led: dict[int, list[Key]] = {}
-    for k in sorted(keys):
-        reps = run.work[k]
-        if reps:
-            led.setdefault(reps[0], []).append(k)
-    return led
+class _LeadEdges:
+    """'a leads a partition where b is in sync', per pair: for each broker a, per eligible
+    broker b, the partitions of `keys` a is the preferred leader of with b in sync (key
+    order). A pass keeps it current as it reorders: a search reads a broker's neighbours,
+    not every replica of every partition it leads (a rebuild per chain, or a scan of the
+    partitions per step, made the pass quadratic)."""
+
+    def __init__(
+        self,
+        run: BalancingRun,
+        keys: Sequence[Key],
+        in_sync: Callable[[Key], Sequence[int]],
+        eligible: set[int],
+    ) -> None:
+        self.in_sync = in_sync
+        self.eligible = eligible
+        # a broker's count of passes: its leadership (and so its lists and its leaders per
+        # topic) changed; a pair's first passing partition is kept while neither moved
+        self.changes: dict[int, int] = {}
+        self.passing: dict[tuple[int, int], tuple[int, int, Key | None]] = {}
+        self.of: dict[int, dict[int, list[Key]]] = {}
+        for k in sorted(keys):  # appended in key order: each list stays sorted
+            reps = run.work[k]
+            if not reps:
+                continue
+            a = reps[0]
+            edges = self.of.setdefault(a, {})
+            for b in in_sync(k):
+                if b != a and b in eligible:
+                    held = edges.get(b)
+                    if held is None:
+                        edges[b] = [k]
+                    else:
+                        held.append(k)
+
+    def passes(self, a: int, b: int, fewer: Any) -> Key | None:
+        """The first partition a leads with b in sync that may pass its leadership to b:
+        any (`fewer` None), or one whose topic a leads more of than b."""
+        b_keys = self.of[a][b]
+        if fewer is None:
+            return b_keys[0] if b_keys else None
+        mark = (self.changes.get(a, 0), self.changes.get(b, 0))
+        known = self.passing.get((a, b))
+        if known is not None and known[:2] == mark:
+            return known[2]
+        found = None
+        for k in b_keys:
+            of_topic = fewer[k[0]]
+            if of_topic[a] > of_topic[b]:
+                found = k
+                break
+        self.passing[(a, b)] = (*mark, found)
+        return found
+
+    def move(self, key: Key, old: int, new: int) -> None:
+        """The partition's preferred leader goes from `old` to `new`."""
+        for b in (old, new):
+            self.changes[b] = self.changes.get(b, 0) + 1
+        for b in self.in_sync(key):
+            if b == old or b not in self.eligible:
+                continue
+            held = self.of[old][b]
+            del held[bisect_left(held, key)]
+        edges = self.of.setdefault(new, {})
+        for b in self.in_sync(key):
+            if b != new and b in self.eligible:
+                insort(edges.setdefault(b, []), key)
 
 
 def _leader_path(
-    run: Run,
-    led: Mapping[int, Sequence[Key]],
+    run: BalancingRun,
+    edges: _LeadEdges,
     start: int,
     top: int,
     counts: dict[int, int],
-    in_sync: Callable[[Key], Sequence[int]],
-    allowed: Callable[[str, int, int], bool],
+    fewer: Any,
     dead_ends: set[int],
 ) -> list[tuple[Key, int]] | None:
     """BFS over 'a leads a partition where b is in sync': a shortest chain from `start` to a
     broker with at most top - 2 preferred leaders. None when there is none; then every
-    broker the search reached joins `dead_ends` (what it reaches, `start` reaches)."""
+    broker the search reached joins `dead_ends` (what it reaches, `start` reaches).
+
+    A broker's neighbours are met in the order a walk of its partitions (key order, each
+    one's in-sync replicas by rank) meets them: by (first such partition, rank). The walk
+    ends at the first low one met, so a broker's low neighbours are asked first: the least
+    of them by that order is where the walk ends."""
+    rank = run.ctx.rank
+    low = [b for b, n in counts.items() if n <= top - 2]
     came: dict[int, tuple[int, Key] | None] = {start: None}
-    queue = [start]
-    while queue:
-        a = queue.pop(0)
-        for key in led.get(a, []):
-            for b in in_sync(key):
-                if b == a or b in came or b not in counts or not allowed(key[0], a, b):
-                    continue
+
+    def first(a: int, b: int, b_keys: Sequence[Key]) -> tuple[Key, int, int] | None:
+        """(the first partition that may pass a's leadership to b, b's rank, b)."""
+        key = edges.passes(a, b, fewer)
+        return None if key is None else (key, rank(b), b)
+
+    level = [start]
+    while level:
+        # the walk ends at the first broker of the level, in BFS order, with a low
+        # neighbour: the low ones never join `came`, so the level's expansions before it
+        # do not change which one that is; the level is expanded only when none has one
+        for a in level:
+            near = edges.of.get(a, {})
+            ends = [e for e in (first(a, b, near[b]) for b in low if b in near) if e]
+            if ends:
+                key, _, b = min(ends)
                 came[b] = (a, key)
-                if counts[b] <= top - 2:
-                    path: list[tuple[Key, int]] = []
-                    node = b
-                    while came[node] is not None:
-                        prev, k = came[node]  # type: ignore[misc]
-                        path.append((k, node))
-                        node = prev
-                    return list(reversed(path))
-                queue.append(b)
+                path: list[tuple[Key, int]] = []
+                node = b
+                while came[node] is not None:
+                    prev, k = came[node]  # type: ignore[misc]
+                    path.append((k, node))
+                    node = prev
+                return list(reversed(path))
+        following: list[int] = []
+        for a in level:
+            found = []
+            for b, b_keys in edges.of.get(a, {}).items():
+                if b in came or b not in counts:
+                    continue
+                entry = first(a, b, b_keys)
+                if entry is not None:
+                    found.append(entry)
+            found.sort()
+            for key, _, b in found:
+                came[b] = (a, key)
+                following.append(b)
+        level = following
     dead_ends.update(came)
     return None

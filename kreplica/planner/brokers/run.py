@@ -3,8 +3,9 @@ the disk guard, the plan it ends in) and the checks of the broker ids they are g
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kreplica.errors import PlanInfeasible, UsageError
 from kreplica.model import (
@@ -31,9 +32,24 @@ def ids_text(ids: Iterable[int]) -> str:
     return ", ".join(map(str, sorted(ids)))
 
 
+def _unbuilt_columns(snapshot: ClusterSnapshot) -> Any:
+    """The snapshot's columns when its topics were not built from them (None otherwise): a
+    question about every partition is then asked of the arrays."""
+    columns = getattr(snapshot, "columns", None)
+    return None if getattr(snapshot, "materialised", True) else columns
+
+
 def known_brokers(snapshot: ClusterSnapshot) -> set[int]:
     """Listed brokers plus any id a replica names (a dead broker whose registration is gone)."""
     ids = set(snapshot.broker_ids())
+    columns = _unbuilt_columns(snapshot)
+    if columns is not None:
+        import numpy as np
+
+        from kreplica.columns import PAD
+
+        named = columns.replicas[columns.replicas != PAD]
+        return ids | set(np.unique(named).tolist())
     for t in snapshot.topics:
         for p in t.partitions:
             ids.update(p.replicas)
@@ -113,6 +129,35 @@ class Run:
             return True
         self.disk_blocked.append((broker, key))
         return False
+
+    def leader_candidates(self, eligible: Iterable[int]) -> Callable[[Key], list[int]]:
+        """key -> who may lead the partition after the move, in rank order: its eligible
+        replicas in sync now, and those this plan adds (the move completes only once they
+        are in sync, and the election runs after it). Asked once per key: reorders keep a
+        partition's replicas."""
+        elig = set(eligible)
+        ranked: dict[Key, list[int]] = {}
+        rank = self.ctx.rank
+
+        def in_sync(key: Key) -> list[int]:
+            found = ranked.get(key)
+            if found is None:
+                part = self.parts[key]
+                isr = set(part.in_sync)
+                found = ranked[key] = sorted(
+                    (
+                        b
+                        for b in self.work[key]
+                        if b in elig and (b in isr or b not in part.replicas)
+                    ),
+                    key=rank,
+                )
+            return found
+
+        return in_sync
+
+    def size_bytes(self, key: Key) -> int | None:
+        return self.parts[key].size_bytes
 
     def racks_of(self, replicas: Iterable[int]) -> set[str]:
         return {self.ctx.rack(b) for b in replicas}
@@ -259,6 +304,23 @@ def movable_keys(run: Run, keys: Iterable[Key]) -> list[Key]:
     return [k for k in keys if not run.has_dead(k)]
 
 
+def balancing_brokers(
+    snapshot: ClusterSnapshot,
+    options: PlanOptions,
+    max_moves: int | None,
+    max_bytes: int | None,
+) -> list[int]:
+    """A rebalance's brokers (the live ones not excluded), its budget checked."""
+    for flag, value in (("`max_moves`", max_moves), ("`max_bytes`", max_bytes)):
+        if value is not None and value < 0:
+            raise UsageError(f"{flag} {value}: give 0 or more")
+    live = snapshot.live_broker_ids()
+    eligible = sorted(b for b in live if b not in options.exclude_brokers)
+    if not eligible:
+        raise PlanInfeasible("no eligible broker to rebalance over")
+    return eligible
+
+
 def start_balancing(
     snapshot: ClusterSnapshot,
     options: PlanOptions,
@@ -267,13 +329,7 @@ def start_balancing(
 ) -> tuple[Run, list[int], list[Key]]:
     """A rebalance's run over the live brokers not excluded, its budget checked, and the
     partitions it may move (none in flight, none with a dead replica)."""
-    for flag, value in (("`max_moves`", max_moves), ("`max_bytes`", max_bytes)):
-        if value is not None and value < 0:
-            raise UsageError(f"{flag} {value}: give 0 or more")
-    live = snapshot.live_broker_ids()
-    eligible = sorted(b for b in live if b not in options.exclude_brokers)
-    if not eligible:
-        raise PlanInfeasible("no eligible broker to rebalance over")
+    eligible = balancing_brokers(snapshot, options, max_moves, max_bytes)
     run = Run.start(snapshot, eligible, options, None)
     return run, eligible, movable_keys(run, run.in_flight(sorted(run.parts), options))
 
@@ -289,7 +345,14 @@ def bytes_on(run: Run, brokers: Iterable[int]) -> dict[int, int]:
 def need_sizes(snapshot: ClusterSnapshot, by: str) -> None:
     if by not in BY:
         raise UsageError(f"`by` {by!r}: use count or bytes")
-    if by == "bytes" and any(p.size_bytes is None for t in snapshot.topics for p in t.partitions):
+    columns = _unbuilt_columns(snapshot)
+    if columns is not None:
+        from kreplica.columns import NO_SIZE
+
+        unknown = bool((columns.size == NO_SIZE).any())
+    else:
+        unknown = any(p.size_bytes is None for t in snapshot.topics for p in t.partitions)
+    if by == "bytes" and unknown:
         raise UsageError(
             "`by` bytes needs every partition's size and the source has none for some; "
             "read the cluster from the brokers (`bootstrap_server`: DescribeLogDirs) or use "

@@ -110,3 +110,48 @@ def test_add_brokers_and_rebalance_reports() -> None:
     assert report["replicas_added"] >= report["lower_bound_replicas_added"]
     capped = _json(["rebalance", "--max-moves", "2", "--by", "bytes"])["report"]
     assert capped["replicas_added"] <= 2
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["add-brokers", "--brokers", "6"],
+        ["add-brokers", "--brokers", "6", "--by", "bytes"],
+        ["rebalance"],
+        ["rebalance", "--by", "bytes", "--max-moves", "3"],
+    ],
+)
+def test_the_cli_and_the_library_plan_through_the_same_run(args: list[str]) -> None:
+    """The CLI reads a snapshot file into columns and plans on the column run, as a library
+    caller reading it with kreplica.api.read_cluster does; the object run (the same file
+    parsed into objects) gives the same plan, and the report says which run made it."""
+    from kreplica import api
+    from kreplica.planner.brokers import add_brokers_plan, rebalance_plan
+    from kreplica.sources.snapshot import load_snapshot
+
+    data = _json(args)
+    assert data["report"]["engine"]["name"] == "columns"
+    by = args[args.index("--by") + 1] if "--by" in args else "count"
+
+    def plan(snap: Any) -> Any:
+        if args[0] == "add-brokers":
+            return add_brokers_plan(snap, [6], by=by)
+        budget = int(args[args.index("--max-moves") + 1]) if "--max-moves" in args else None
+        return rebalance_plan(snap, by=by, max_moves=budget)
+
+    library = plan(api.read_cluster(snapshot=EXAMPLE))
+    objects = plan(load_snapshot(EXAMPLE))
+    assert library.report["engine"] == data["report"]["engine"]
+    assert objects.report["engine"]["name"] == "objects"
+    listed = [
+        {"topic": c.topic, "partition": c.partition, "replicas": list(c.after)}
+        for c in objects.changes
+    ]
+    got = [
+        {k: p[k] for k in ("topic", "partition", "replicas")}
+        for p in data["reassignment"]["partitions"]
+    ]
+    assert got == listed
+    assert list(library.changes) == list(objects.changes)
+    same = {k: v for k, v in objects.report.items() if k != "engine"}
+    assert {k: v for k, v in library.report.items() if k in same} == same

@@ -79,11 +79,11 @@ class _Setup:
         self.ids = ids
         nb = len(ids)
         self.nb = nb
-        top = int(max(int(ids.max()) if nb else 0, int(columns.replicas.max(initial=0)))) + 2
-        lookup = np.full(top, -1, dtype=np.int64)
-        lookup[ids] = np.arange(nb)
-        self.lookup = lookup
-        self.dense = lookup[columns.replicas]  # PAD (-1) reads lookup[-1] == -1
+        # ids found by search in a sorted copy: a table indexed by id would be as long as
+        # the largest id (gigabytes for an id near 2**31)
+        self.id_order = np.argsort(ids, kind="stable")
+        self.sorted_ids = ids[self.id_order]
+        self.dense = self.to_dense(columns.replicas)
         self.unknown = bool(((columns.replicas != PAD) & (self.dense < 0)).any())
         rack_names = sorted({str(b.rack) for b in snapshot.brokers})
         rank = {r: i for i, r in enumerate(rack_names)}
@@ -109,9 +109,12 @@ class _Setup:
 
     def to_dense(self, broker_ids: npt.NDArray[Any]) -> I64:
         """Broker ids as indexes into the broker table; -1 for PAD and unlisted brokers."""
-        ids = np.asarray(broker_ids)
-        inside = (ids >= 0) & (ids < len(self.lookup) - 1)
-        out: I64 = self.lookup[np.where(inside, ids, -1)]  # lookup[-1] is -1: no id is top
+        ids = np.asarray(broker_ids).astype(np.int64, copy=False)
+        if not self.nb:
+            return np.full(ids.shape, -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.sorted_ids, ids), self.nb - 1)
+        found = self.sorted_ids[at] == ids  # PAD (-1) is never an id
+        out: I64 = np.where(found, self.id_order[at], -1)
         return out
 
     def racks(self, dense: I64) -> I64:

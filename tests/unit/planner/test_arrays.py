@@ -21,6 +21,7 @@ import dataclasses
 import json
 import random
 
+import numpy as np
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -631,3 +632,46 @@ def test_kafka_placed_topics_get_the_object_planners_figures(vector):
         assert plan.findings == expected.findings
         if target == 1:
             assert list(plan.changes) == list(expected.changes)
+
+
+# --- broker ids far apart ---------------------------------------------------------------------
+
+
+def _far_ids_cluster(top: int) -> ClusterSnapshot:
+    """Six brokers on three racks, two of them with ids near `top`."""
+    ids = [1, 2, 3, 4, top - 1, top]
+    brokers = tuple(Broker(b, rack=f"r{i % 3}") for i, b in enumerate(ids))
+    parts = tuple(Partition("t", p, (ids[p % 6], ids[(p + 1) % 6])) for p in range(12))
+    return ClusterSnapshot(brokers=brokers, topics=(Topic("t", parts),), cluster_id="c")
+
+
+@pytest.mark.parametrize("top", [60_000_000, 2**31 - 1])
+def test_broker_ids_near_the_int32_limit_are_mapped_without_a_table_as_long_as_the_largest_id(
+    top,
+):
+    import tracemalloc
+
+    snap = _far_ids_cluster(top)
+    col = columnar(snap)
+    requests = [TopicRequest(topic="t", rf=3)]
+    tracemalloc.start()
+    try:
+        plan = make_plan(col, requests)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert plan.report["engine"]["name"] == "arrays"
+    assert peak < 20 * 2**20  # a table by id would be 480 MiB at 60M, 16 GiB at 2**31
+    expected = make_plan(snap, requests)
+    for key in TIED:
+        assert plan.report[key] == expected.report[key], key
+    setup = arrays._Setup(col, col.columns, [b.id for b in col.brokers])
+    assert setup.to_dense(np.array([-1, 0, 5, top, top - 1, 1, 2**40])).tolist() == [
+        -1,
+        -1,
+        -1,
+        5,
+        4,
+        0,
+        -1,
+    ]

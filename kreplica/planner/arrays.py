@@ -311,28 +311,49 @@ def _floor(base_e: I64, fixed: I64, added: int) -> int:
 
 
 class _Topic:
-    """One topic's step (module doc, 1-3)."""
+    """One topic's step (module doc, 1-3): `base` its replicas per broker that stay where
+    they are, and the units to place as items (row, first slot, fresh racks as bits, count);
+    a unit of an item goes to one of its fresh racks, no two of an item to one rack."""
 
-    def __init__(self, setup: _Setup, lo: int, hi: int, target: int) -> None:
+    def __init__(
+        self,
+        setup: _Setup,
+        base: I64,
+        item_row: I64,
+        item_slot: I64,
+        item_fresh: I64,
+        item_units: I64,
+    ) -> None:
         self.s = setup
-        self.dense = setup.kept[lo:hi]
-        fresh = setup.fresh[lo:hi] if setup.fresh is not None else _fresh_masks(setup, self.dense)
-        self.rf = setup.columns.rf[lo:hi]
-        units = (target - self.rf).astype(np.int64)
-        self.units = units
-        used = self.dense[self.dense >= 0]
-        self.base = np.bincount(used, minlength=setup.nb).astype(np.int64)
-        # the units to place, as items (row, first slot, fresh racks, count): the RF raise's
-        # after each row's replicas; a dead replica's, in its slot on its rack
+        self.base = base
+        self.item_row = item_row
+        self.item_slot = item_slot
+        self.item_fresh = item_fresh
+        self.item_units = item_units
+        self.added = int(item_units.sum())
+
+    @classmethod
+    def raising(cls, setup: _Setup, lo: int, hi: int, target: int) -> _Topic:
+        """The RF raise of rows lo:hi to `target`: the units after each row's replicas; a
+        dead replica's, in its slot on its rack."""
+        dense = setup.kept[lo:hi]
+        fresh = setup.fresh[lo:hi] if setup.fresh is not None else _fresh_masks(setup, dense)
+        rf = setup.columns.rf[lo:hi]
+        units = (target - rf).astype(np.int64)
+        used = dense[dense >= 0]
+        base = np.bincount(used, minlength=setup.nb).astype(np.int64)
         grows = np.flatnonzero(units > 0)
         dead_slot = setup.dead_slot[lo:hi]
         swaps = np.flatnonzero((dead_slot >= 0) & ~setup.shared_swap[lo:hi])
-        self.item_row = np.concatenate([grows, swaps])
-        self.item_slot = np.concatenate([self.rf[grows], dead_slot[swaps]])
         dead_rack = setup.rack_of[np.maximum(setup.dense[lo:hi][swaps, dead_slot[swaps]], 0)]
-        self.item_fresh = np.concatenate([fresh[grows], np.left_shift(np.int64(1), dead_rack)])
-        self.item_units = np.concatenate([units[grows], np.ones(len(swaps), dtype=np.int64)])
-        self.added = int(self.item_units.sum())
+        return cls(
+            setup,
+            base,
+            np.concatenate([grows, swaps]),
+            np.concatenate([rf[grows], dead_slot[swaps]]),
+            np.concatenate([fresh[grows], np.left_shift(np.int64(1), dead_rack)]),
+            np.concatenate([units[grows], np.ones(len(swaps), dtype=np.int64)]),
+        )
 
     def plan(self) -> tuple[I64, I64, I64, I64]:
         """(row, slot, broker index, broker count delta) of every new replica."""
@@ -615,7 +636,7 @@ def plan_arrays(
             )
             continue
         _swap_on_shared_racks(setup, lo, hi, after)
-        topic = _Topic(setup, lo, hi, req.rf)
+        topic = _Topic.raising(setup, lo, hi, req.rf)
         if not topic.added:
             continue
         rows, slots, brokers, delta = topic.plan()

@@ -270,7 +270,11 @@ def test_an_isr_of_every_replica_in_another_order_is_in_sync_for_the_array_plann
             "not an RF change alone",
         ),
         (
-            lambda s, r, o: (s, [TopicRequest(topic=x.topic, partitions=20) for x in r], o),
+            lambda s, r, o: (
+                s,
+                [TopicRequest(topic=x.topic, rf=3, partitions=20) for x in r],
+                o,
+            ),
             "not an RF change alone",
         ),
         (

@@ -36,6 +36,7 @@ files, the diff and apply read), one per new partition only.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 
 import numpy as np
 import numpy.typing as npt
@@ -182,11 +183,13 @@ def plan_partitions(
     ids = np.where(dense >= 0, setup.ids[np.maximum(dense, 0)], PAD)
     changes: list[PartitionChange] = []
     for (i, lo, hi, total), block in zip(growing, blocks, strict=True):
-        name = columns.topics[i].name
-        rows = ids[len(changes) : len(changes) + len(block)].tolist()
+        # a topic's new partitions all have its RF: the block has no padding
+        rows = ids[len(changes) : len(changes) + len(block), : block.shape[1]].tolist()
+        pids = range(hi - lo, total)
+        n = len(pids)
+        name = repeat(columns.topics[i].name, n)
         changes.extend(
-            PartitionChange(name, pid, None, tuple(b for b in row if b != PAD), 0)
-            for pid, row in zip(range(hi - lo, total), rows, strict=True)
+            map(PartitionChange, name, pids, repeat(None, n), map(tuple, rows), repeat(0, n))
         )
     created = Created(topic_index, dense)
     empty = ArrayChanges(

@@ -151,6 +151,43 @@ def plan_if_taken(
         return None, "a partition rack repair cannot bring to its target"
 
 
+def shared_refusal(
+    snapshot: ClusterSnapshot,
+    columns: PartitionColumns,
+    requests: Sequence[TopicRequest],
+    options: PlanOptions,
+) -> str | None:
+    """What every array engine leaves to the object planner (None: nothing here): a seed,
+    log dirs, more racks than the rack-set checks take, a topic asked twice or unknown."""
+    if options.seed is not None:
+        return "a --seed"
+    if options.log_dirs != "any":
+        return "log dirs named"
+    if len({b.rack for b in snapshot.brokers}) > MAX_RACKS:
+        return f"more than {MAX_RACKS} racks"
+    names = [r.topic for r in requests]
+    if len(set(names)) != len(names):
+        return "a topic asked twice"
+    known = {t.name for t in columns.topics}
+    if any(n not in known for n in names):
+        return "an unknown topic"
+    return None
+
+
+def setup_of(
+    snapshot: ClusterSnapshot, columns: PartitionColumns, options: PlanOptions
+) -> tuple[str | None, _Setup | None]:
+    """The setup over the eligible brokers, or why there is none for the array engines."""
+    try:
+        eligible, _why = eligible_brokers(snapshot, options)
+    except KreplicaError:
+        return "a broker list to refuse", None
+    setup = _Setup(snapshot, columns, eligible)
+    if setup.unknown:
+        return "replicas on brokers the snapshot does not list", None
+    return None, setup
+
+
 def _prepare(
     snapshot: ClusterSnapshot, requests: Sequence[TopicRequest], options: PlanOptions
 ) -> tuple[str | None, _Setup | None]:
@@ -159,37 +196,26 @@ def _prepare(
         return "the snapshot is not in columns", None
     if options.strategy != "balanced":
         return f"strategy {options.strategy}", None
-    if options.seed is not None:
-        return "a --seed", None
-    if options.log_dirs != "any":
-        return "log dirs named", None
     if not requests:
         return "no request", None
     if any(not b.alive for b in snapshot.brokers) and not options.replace_dead:
         return "a broker is down", None
     if any(b.rack is None for b in snapshot.brokers):
         return "a broker without a rack", None
-    if len({b.rack for b in snapshot.brokers}) > MAX_RACKS:
-        return f"more than {MAX_RACKS} racks", None
-    names = [r.topic for r in requests]
-    if len(set(names)) != len(names):
-        return "a topic asked twice", None
+    why = shared_refusal(snapshot, columns, requests, options)
+    if why is not None:
+        return why, None
     index = {t.name: i for i, t in enumerate(columns.topics)}
-    if any(n not in index for n in names):
-        return "an unknown topic", None
     for req in requests:
         repair_only = req.fix_racks and req.rf is None and req.partitions is None
         if not repair_only and (req.rf is None or req.partitions is not None or req.fix_racks):
             return "not an RF change alone, nor rack repair alone", None
         if req.rf is not None and req.rf < 1:
             return "an invalid RF", None
-    try:
-        eligible, _why = eligible_brokers(snapshot, options)
-    except KreplicaError:
-        return "a broker list to refuse", None
-    setup = _Setup(snapshot, columns, eligible)
-    if setup.unknown:
-        return "replicas on brokers the snapshot does not list", None
+    why, setup = setup_of(snapshot, columns, options)
+    if setup is None:
+        return why, None
+    eligible = setup.eligible_ids
     target = np.full(columns.rows, -1, dtype=np.int64)  # the RF asked per row (-1: none)
     for req in requests:
         i = index[req.topic]

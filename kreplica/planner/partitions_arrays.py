@@ -42,18 +42,17 @@ import numpy as np
 import numpy.typing as npt
 
 from kreplica.columns import ISR_OTHER, PAD, ArrayChanges, PartitionColumns
-from kreplica.errors import KreplicaError
 from kreplica.kafka.zk import rack_alternated_brokers, zk_add_start_index
 from kreplica.model import ClusterSnapshot, Finding, PartitionChange, Plan, PlanReport
 from kreplica.planner.array_setup import popcount
-from kreplica.planner.arrays import MAX_RACKS, _Setup, _Topic
+from kreplica.planner.arrays import _cluster_bytes, _Setup, _Topic, setup_of, shared_refusal
 from kreplica.planner.disk import DiskGuard
 from kreplica.planner.evaluate import spread, spread_floor
 from kreplica.planner.layout_arrays import aware_replicas
 from kreplica.planner.measure import Created, measure_disk, measure_report
 from kreplica.planner.options import PlanOptions, TopicRequest
 from kreplica.planner.report import LowerBound, imbalance_note
-from kreplica.planner.requests import _min_isr_findings, eligible_brokers
+from kreplica.planner.requests import _min_isr_findings
 
 I64 = npt.NDArray[np.int64]
 
@@ -103,32 +102,21 @@ def _prepare(
         return "not new partitions alone", None
     if options.strategy not in ("balanced", "kafka"):
         return f"strategy {options.strategy}", None
-    if options.seed is not None:
-        return "a --seed", None
-    if options.log_dirs != "any":
-        return "log dirs named", None
     if any(not b.alive for b in snapshot.brokers):
         return "a broker is down", None
     racked = sum(b.rack is not None for b in snapshot.brokers)
     if racked < len(snapshot.brokers) and (options.strategy == "balanced" or racked):
         return "a broker without a rack", None  # kafka: all or none (Kafka refuses a mix)
-    if len({b.rack for b in snapshot.brokers}) > MAX_RACKS:
-        return f"more than {MAX_RACKS} racks", None
+    why = shared_refusal(snapshot, columns, requests, options)
+    if why is not None:
+        return why, None
     if DiskGuard.build(snapshot, options.disk_headroom) is not None:
         return "disk capacities known (new partitions steer around full disks)", None
-    names = [r.topic for r in requests]
-    if len(set(names)) != len(names):
-        return "a topic asked twice", None
+    why, setup = setup_of(snapshot, columns, options)
+    if setup is None:
+        return why, None
+    eligible = setup.eligible_ids
     index = {t.name: i for i, t in enumerate(columns.topics)}
-    if any(n not in index for n in names):
-        return "an unknown topic", None
-    try:
-        eligible, _why = eligible_brokers(snapshot, options)
-    except KreplicaError:
-        return "a broker list to refuse", None
-    setup = _Setup(snapshot, columns, eligible)
-    if setup.unknown:
-        return "replicas on brokers the snapshot does not list", None
     elig_racks = int(popcount(np.array([setup.elig_rack_mask], dtype=np.int64))[0])
     topics: list[tuple[int, int, int, int]] = []
     for req in sorted(requests, key=lambda r: r.topic):
@@ -343,15 +331,6 @@ def _turns(rack: I64, srank: I64) -> I64:
     first = np.searchsorted(sorted_rack, sorted_rack)
     out = np.empty(len(rack), dtype=np.int64)
     out[order] = np.arange(len(rack)) - first
-    return out
-
-
-def _cluster_bytes(setup: _Setup) -> I64:
-    """Bytes per broker (0 where no size is known): pick_leader's tie-break after counts."""
-    sizes = np.maximum(setup.columns.size, 0)
-    valid = setup.dense >= 0
-    each = np.broadcast_to(sizes[:, None], setup.dense.shape)[valid]
-    out: I64 = np.bincount(setup.dense[valid], weights=each, minlength=setup.nb).astype(np.int64)
     return out
 
 

@@ -246,11 +246,29 @@ def test_an_isr_of_every_replica_in_another_order_is_in_sync_for_the_array_plann
     assert col.topics == parse_snapshot(data).topics
 
 
+# (change, reason): cases every array engine leaves to the object planner, and its reason
+COMMON_REFUSALS = [
+    (lambda s, r, o: (s, r, PlanOptions(strategy="append")), "strategy append"),
+    (lambda s, r, o: (s, r, PlanOptions(seed=3)), "a --seed"),
+    (lambda s, r, o: (s, r, PlanOptions(log_dirs="balanced")), "log dirs named"),
+    (
+        lambda s, r, o: (
+            ClusterSnapshot(
+                tuple(Broker(b.id, b.rack, alive=b.id != s.brokers[0].id) for b in s.brokers),
+                s.topics,
+            ),
+            r,
+            o,
+        ),
+        "a broker is down",
+    ),
+]
+
+
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
-        (lambda s, r, o: (s, r, PlanOptions(strategy="append")), "strategy append"),
-        (lambda s, r, o: (s, r, PlanOptions(seed=3)), "a --seed"),
+        *COMMON_REFUSALS,
         (
             lambda s, r, o: (
                 s,
@@ -279,24 +297,12 @@ def test_an_isr_of_every_replica_in_another_order_is_in_sync_for_the_array_plann
         ),
         (
             lambda s, r, o: (
-                ClusterSnapshot(
-                    tuple(Broker(b.id, b.rack, alive=b.id != s.brokers[0].id) for b in s.brokers),
-                    s.topics,
-                ),
-                r,
-                o,
-            ),
-            "a broker is down",
-        ),
-        (
-            lambda s, r, o: (
                 ClusterSnapshot(tuple(Broker(b.id) for b in s.brokers), s.topics),
                 r,
                 o,
             ),
             "a broker without a rack",
         ),
-        (lambda s, r, o: (s, r, PlanOptions(log_dirs="balanced")), "log dirs named"),
         (lambda s, r, o: (s, [TopicRequest(topic=r[0].topic, rf=9)], o), "more new replicas"),
     ],
 )

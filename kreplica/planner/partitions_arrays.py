@@ -45,7 +45,15 @@ from kreplica.columns import ISR_OTHER, PAD, ArrayChanges, PartitionColumns
 from kreplica.kafka.zk import rack_alternated_brokers, zk_add_start_index
 from kreplica.model import ClusterSnapshot, Finding, PartitionChange, Plan, PlanReport
 from kreplica.planner.array_setup import popcount
-from kreplica.planner.arrays import _cluster_bytes, _Setup, _Topic, setup_of, shared_refusal
+from kreplica.planner.arrays import (
+    _cluster_bytes,
+    _floor,
+    _Setup,
+    _Topic,
+    _water_level,
+    setup_of,
+    shared_refusal,
+)
 from kreplica.planner.disk import DiskGuard
 from kreplica.planner.evaluate import spread, spread_floor
 from kreplica.planner.layout_arrays import aware_replicas
@@ -254,50 +262,77 @@ def _balanced(setup: _Setup, topics: list[tuple[int, int, int, int]]) -> list[I6
         rf = int(columns.rf[lo])
         block = setup.dense[lo:hi]
         base = np.bincount(block[block >= 0], minlength=nb).astype(np.int64)
-        lead_now = np.bincount(block[:, 0][block[:, 0] >= 0], minlength=nb)
+        lead_now = np.bincount(block[:, 0][block[:, 0] >= 0], minlength=nb)[elig_idx]
         key = np.lexsort(
-            (
-                elig_idx,
-                cluster_bytes[elig_idx],
-                setup.cluster[elig_idx],
-                cluster_leaders[elig_idx],
-                base[elig_idx],
-            )
-        )
+            (elig_idx, cluster_bytes[elig_idx], setup.cluster[elig_idx], cluster_leaders[elig_idx])
+        )  # the topic's replicas come first, in _leader_slots
         srank = np.empty(len(elig_idx), dtype=np.int64)
         srank[key] = np.arange(len(elig_idx))
-        slots = _leader_slots(lead_now[elig_idx], setup.rack_of[elig_idx], base[elig_idx], srank, k)
-        leaders = elig_idx[slots]
-        placed = np.full((k, rf), -1, dtype=np.int64)
-        placed[:, 0] = leaders
-        per_leader = np.bincount(leaders, minlength=nb)
-        base += per_leader
-        setup.cluster += per_leader
-        cluster_leaders += per_leader
-        if rf > 1:
-            bit = np.left_shift(np.int64(1), setup.rack_of[leaders])
-            topic = _Topic(
-                setup,
-                base,
-                np.arange(k, dtype=np.int64),
-                np.ones(k, dtype=np.int64),
-                np.int64(setup.elig_rack_mask) & ~bit,
-                np.full(k, rf - 1, dtype=np.int64),
+        # pick_leader reads a broker's topic replicas with the followers placed so far, and
+        # the emptiest brokers get followers first: their count nears the water level. That
+        # estimate spreads leaders over the cluster as pick_leader does; where it leaves the
+        # topic above its floor, the leaders by the replicas now are tried too (the lower
+        # topic spread wins)
+        replicas = base[elig_idx]
+        level = _water_level(np.sort(replicas), k * rf)
+        leaders = _leader_slots(lead_now, replicas, level, srank, k, setup)
+        placed, spread_after = _place(setup, base, leaders, rf)
+        scope = setup.eligible | (base > 0)
+        floor = _floor(base[setup.eligible], base[scope & ~setup.eligible], k * rf)
+        if spread_after > floor:
+            other, other_spread = _place(
+                setup, base, _leader_slots(lead_now, replicas, 0, srank, k, setup), rf
             )
-            rows, slots, brokers, delta = topic.plan()
-            placed[rows, slots] = brokers
-            setup.cluster += delta
+            if other_spread < spread_after:
+                placed = other
+        added = np.bincount(placed[placed >= 0], minlength=nb)
+        setup.cluster += added
+        cluster_leaders += np.bincount(placed[:, 0], minlength=nb)
         out.append(placed)
     return out
 
 
-def _leader_slots(counts: I64, rack: I64, replicas: I64, srank: I64, k: int) -> I64:
-    """The positions (into the eligible brokers) of `k` new leaders, in partition order:
+def _place(setup: _Setup, base: I64, leaders: I64, rf: int) -> tuple[I64, int]:
+    """A topic's new partitions with these leaders (dense indexes), the followers by the
+    topic step, and the topic's spread after; setup's counts are left as they were."""
+    nb = setup.nb
+    k = len(leaders)
+    placed = np.full((k, rf), -1, dtype=np.int64)
+    placed[:, 0] = leaders
+    per_leader = np.bincount(leaders, minlength=nb)
+    with_leaders = base + per_leader
+    if rf > 1:
+        bit = np.left_shift(np.int64(1), setup.rack_of[leaders])
+        setup.cluster += per_leader  # the fill breaks ties by cluster load, leaders included
+        topic = _Topic(
+            setup,
+            with_leaders,
+            np.arange(k, dtype=np.int64),
+            np.ones(k, dtype=np.int64),
+            np.int64(setup.elig_rack_mask) & ~bit,
+            np.full(k, rf - 1, dtype=np.int64),
+        )
+        rows, slots, brokers, _delta = topic.plan()
+        setup.cluster -= per_leader
+        placed[rows, slots] = brokers
+    after = base + np.bincount(placed[placed >= 0], minlength=nb)
+    scope = setup.eligible | (base > 0)
+    return placed, int(after[scope].max() - after[scope].min())
+
+
+def _leader_slots(
+    counts: I64, replicas: I64, estimate: int, srank: I64, k: int, setup: _Setup
+) -> I64:
+    """The `k` new leaders (dense indexes), in partition order; `counts`, `replicas` and
+    `srank` are per eligible broker:
     the brokers with the fewest topic leaders raised to a common level W, the remainder at
     W as pick_leader takes them (the racks with the fewest topic leaders first, one broker
-    each in turn, by topic replicas then `srank`); the slots of a level one rack per turn."""
+    each in turn, by topic `replicas` (at least `estimate`) then `srank`); the slots of a level
+    one rack per turn."""
     if k == 0:
         return np.zeros(0, dtype=np.int64)
+    elig_idx = np.flatnonzero(setup.eligible)
+    rack = setup.rack_of[elig_idx]
     ordered = np.sort(counts)
     n = len(ordered)
     reach = (k + np.cumsum(ordered)) // np.arange(1, n + 1)  # level if the lowest i+1 share k
@@ -309,7 +344,7 @@ def _leader_slots(counts: I64, rack: I64, replicas: I64, srank: I64, k: int) -> 
     level = counts[owner] + (np.arange(len(owner)) - np.repeat(np.cumsum(below) - below, below))
     at_w = np.flatnonzero(np.maximum(counts, w) == w)
     rack_total = np.bincount(rack, weights=counts + below).astype(np.int64)
-    held = (replicas + below)[at_w]  # topic replicas once the fill's leaders are placed
+    held = np.maximum(replicas + below, estimate)[at_w]  # topic replicas when picked
     within = np.empty(len(at_w), dtype=np.int64)
     within[np.lexsort((srank[at_w], held))] = np.arange(len(at_w))
     turn = _turns(rack[at_w], within)
@@ -320,7 +355,7 @@ def _leader_slots(counts: I64, rack: I64, replicas: I64, srank: I64, k: int) -> 
     for lv in np.unique(level).tolist():
         mine = np.flatnonzero(level == lv)
         turn[mine] = _turns(rack[owner[mine]], srank[owner[mine]])
-    result: I64 = owner[np.lexsort((srank[owner], turn, level))]
+    result: I64 = elig_idx[owner[np.lexsort((srank[owner], turn, level))]]
     return result
 
 

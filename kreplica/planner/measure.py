@@ -8,8 +8,9 @@ once from the before and after columns (bincounts over the arrays, no object per
 array planner's setup, planner/arrays.py, and the broker operations' column run,
 planner/brokers/column_run.py); `changes` the changed rows and their replicas after
 (columns.ArrayChanges); `bound` the operation's lower bound (None: the plan only adds or
-drops replicas, so what it adds and drops is the bound, as for an RF change). The keys and
-values are report.build_report's, the object planner's.
+drops replicas, so what it adds and drops is the bound, as for an RF change); `created` the
+partitions the plan creates (planner/partitions_arrays.py). The keys and values are
+report.build_report's, the object planner's.
 """
 
 from __future__ import annotations

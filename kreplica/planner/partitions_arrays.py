@@ -2,10 +2,11 @@
 per existing partition.
 
 make_plan sends a request here when every topic asked only gains partitions and `refusal()`
-finds nothing outside what this engine does (brokers alive and with racks, the default
-strategy or `kafka` without --seed, log dirs left to the brokers, no disk capacities to
-steer around, partition ids 0..n-1, every partition in sync, at least as many eligible
-racks as replicas for `balanced`); anything else goes to the object planner (plan.py).
+finds nothing outside what this engine does (brokers alive and with racks, or for `kafka`
+none with a rack; the default strategy or `kafka` without --seed; log dirs left to the
+brokers; no disk capacities to steer around; partition ids 0..n-1; every partition in sync;
+at least as many eligible racks as replicas for `balanced`); anything else goes to the
+object planner (plan.py).
 
 `kafka`: Kafka's ZooKeeper-mode add-partitions placement (kafka/zk.py `add_partitions`) for
 every topic at once: the rack-alternated list of the eligible brokers, partition 0's leader's
@@ -18,12 +19,15 @@ crosses a multiple of the list's length, and Kafka's follower scan vectorised
 1. Leaders: the new partitions' leaders raise the topic's fewest-leader brokers to a common
    level (water filling over the eligible brokers, as pick_leader's first key does, so the
    topic's leader spread is the lowest there is); within a level one broker per rack in turn
-   (pick_leader's rack rotation), each rack's brokers by (topic replicas, cluster leaders,
-   cluster replicas, cluster bytes, id), the key pick_leader reads next.
+   (pick_leader's rack rotation), each rack's brokers by topic replicas (read as the
+   followers' fill will leave them, at least the water level: pick_leader sees the followers
+   placed so far), then cluster leaders, cluster replicas, cluster bytes and id.
 2. Followers: each new partition's other replicas are units of the array planner's topic
    step (arrays._Topic: the lowest topic spread the rack rule admits with the leaders fixed,
    each unit on a rack its partition lacks, least loaded brokers first), the same objective
-   as the object planner's exact balance (balance.py) with its leaders fixed.
+   as the object planner's exact balance (balance.py) with its leaders fixed. Where that
+   leaves the topic above the water-filling floor, leaders read by the topic's replicas now
+   are placed too, and the lower topic spread is kept.
 
 So a topic's leader spread is the lowest any placement gives, and its replica spread the
 lowest with those leaders; the object planner reaches the same spreads when its leaders

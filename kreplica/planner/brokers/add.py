@@ -334,8 +334,8 @@ def _add_one_on_columns(
         i = lo if count else lo + int(np.searchsorted(weights[lo:hi], -room, side="left"))
         best: tuple[tuple[bool, int, int, bool, int], int] | None = None
         src_rack, n_rack = rack[src], rack[n]
-        for start in range(i, hi, 64):  # a few at a time: a walk mostly stops early
-            end = min(hi, start + 64)
+        for start in range(i, hi, 16):  # a few at a time: a walk mostly stops early
+            end = min(hi, start + 16)
             for row, weight in zip(
                 held_rows[start:end].tolist(), weights[start:end].tolist(), strict=True
             ):

@@ -544,6 +544,14 @@ class ColumnarSnapshot(ClusterSnapshot):
             for i, shell in enumerate(columns.topics)
         }
 
+    def partition_counts(self) -> dict[str, int]:
+        """Partitions per topic name, from the columns when no topic was built."""
+        columns = self.columns
+        if columns is None or self.materialised:
+            return super().partition_counts()
+        counts = np.diff(columns.start).tolist()
+        return {shell.name: n for shell, n in zip(columns.topics, counts, strict=True)}
+
     def topic(self, name: str) -> Topic:
         columns = self.columns
         if columns is not None and not self.materialised:

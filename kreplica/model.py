@@ -209,6 +209,10 @@ class ClusterSnapshot:
         listed at all) is on a dead broker: Kafka rejects it in a reassignment."""
         return frozenset(b.id for b in self.brokers if b.alive)
 
+    def partition_counts(self) -> dict[str, int]:
+        """Partitions per topic name."""
+        return {t.name: len(t.partitions) for t in self.topics}
+
     def topic(self, name: str) -> Topic:
         for t in self.topics:
             if t.name == name:

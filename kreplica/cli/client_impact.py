@@ -27,9 +27,9 @@ def plan_client_impact(
     from kreplica.impact.report import group_impact, plan_impact
 
     counts: dict[str, tuple[int, int]] = {}
+    sizes: dict[str, int] = snap.partition_counts()  # no topic object built from columns
     for change in plan.new_partitions:
-        # the topic looked up once, not once per new partition (a search by name each time)
-        old, new = counts.get(change.topic) or (len(snap.topic(change.topic).partitions),) * 2
+        old, new = counts.get(change.topic) or (sizes[change.topic],) * 2
         counts[change.topic] = (old, max(new, change.partition + 1))
     measured = {}
     if keys_file is not None:
@@ -66,7 +66,7 @@ def plan_client_impact(
         try:
             source = spec.open()
             try:
-                found = read_groups(source, {t.name: len(t.partitions) for t in snap.topics})
+                found = read_groups(source, sizes)
             finally:
                 source.close()
         except KreplicaError as exc:

@@ -79,11 +79,11 @@ class _Setup:
         self.ids = ids
         nb = len(ids)
         self.nb = nb
-        top = int(max(int(ids.max()) if nb else 0, int(columns.replicas.max(initial=0)))) + 2
-        lookup = np.full(top, -1, dtype=np.int64)
-        lookup[ids] = np.arange(nb)
-        self.lookup = lookup
-        self.dense = lookup[columns.replicas]  # PAD (-1) reads lookup[-1] == -1
+        # ids found by search in a sorted copy: a table indexed by id would be as long as
+        # the largest id (gigabytes for an id near 2**31)
+        self.id_order = np.argsort(ids, kind="stable")
+        self.sorted_ids = ids[self.id_order]
+        self.dense = self.to_dense(columns.replicas)
         self.unknown = bool(((columns.replicas != PAD) & (self.dense < 0)).any())
         rack_names = sorted({str(b.rack) for b in snapshot.brokers})
         rank = {r: i for i, r in enumerate(rack_names)}
@@ -109,9 +109,12 @@ class _Setup:
 
     def to_dense(self, broker_ids: npt.NDArray[Any]) -> I64:
         """Broker ids as indexes into the broker table; -1 for PAD and unlisted brokers."""
-        ids = np.asarray(broker_ids)
-        inside = (ids >= 0) & (ids < len(self.lookup) - 1)
-        out: I64 = self.lookup[np.where(inside, ids, -1)]  # lookup[-1] is -1: no id is top
+        ids = np.asarray(broker_ids).astype(np.int64, copy=False)
+        if not self.nb:
+            return np.full(ids.shape, -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.sorted_ids, ids), self.nb - 1)
+        found = self.sorted_ids[at] == ids  # PAD (-1) is never an id
+        out: I64 = np.where(found, self.id_order[at], -1)
         return out
 
     def racks(self, dense: I64) -> I64:
@@ -148,6 +151,43 @@ def plan_if_taken(
         return None, "a partition rack repair cannot bring to its target"
 
 
+def shared_refusal(
+    snapshot: ClusterSnapshot,
+    columns: PartitionColumns,
+    requests: Sequence[TopicRequest],
+    options: PlanOptions,
+) -> str | None:
+    """What every array engine leaves to the object planner (None: nothing here): a seed,
+    log dirs, more racks than the rack-set checks take, a topic asked twice or unknown."""
+    if options.seed is not None:
+        return "a --seed"
+    if options.log_dirs != "any":
+        return "log dirs named"
+    if len({b.rack for b in snapshot.brokers}) > MAX_RACKS:
+        return f"more than {MAX_RACKS} racks"
+    names = [r.topic for r in requests]
+    if len(set(names)) != len(names):
+        return "a topic asked twice"
+    known = {t.name for t in columns.topics}
+    if any(n not in known for n in names):
+        return "an unknown topic"
+    return None
+
+
+def setup_of(
+    snapshot: ClusterSnapshot, columns: PartitionColumns, options: PlanOptions
+) -> tuple[str | None, _Setup | None]:
+    """The setup over the eligible brokers, or why there is none for the array engines."""
+    try:
+        eligible, _why = eligible_brokers(snapshot, options)
+    except KreplicaError:
+        return "a broker list to refuse", None
+    setup = _Setup(snapshot, columns, eligible)
+    if setup.unknown:
+        return "replicas on brokers the snapshot does not list", None
+    return None, setup
+
+
 def _prepare(
     snapshot: ClusterSnapshot, requests: Sequence[TopicRequest], options: PlanOptions
 ) -> tuple[str | None, _Setup | None]:
@@ -156,37 +196,26 @@ def _prepare(
         return "the snapshot is not in columns", None
     if options.strategy != "balanced":
         return f"strategy {options.strategy}", None
-    if options.seed is not None:
-        return "a --seed", None
-    if options.log_dirs != "any":
-        return "log dirs named", None
     if not requests:
         return "no request", None
     if any(not b.alive for b in snapshot.brokers) and not options.replace_dead:
         return "a broker is down", None
     if any(b.rack is None for b in snapshot.brokers):
         return "a broker without a rack", None
-    if len({b.rack for b in snapshot.brokers}) > MAX_RACKS:
-        return f"more than {MAX_RACKS} racks", None
-    names = [r.topic for r in requests]
-    if len(set(names)) != len(names):
-        return "a topic asked twice", None
+    why = shared_refusal(snapshot, columns, requests, options)
+    if why is not None:
+        return why, None
     index = {t.name: i for i, t in enumerate(columns.topics)}
-    if any(n not in index for n in names):
-        return "an unknown topic", None
     for req in requests:
         repair_only = req.fix_racks and req.rf is None and req.partitions is None
         if not repair_only and (req.rf is None or req.partitions is not None or req.fix_racks):
             return "not an RF change alone, nor rack repair alone", None
         if req.rf is not None and req.rf < 1:
             return "an invalid RF", None
-    try:
-        eligible, _why = eligible_brokers(snapshot, options)
-    except KreplicaError:
-        return "a broker list to refuse", None
-    setup = _Setup(snapshot, columns, eligible)
-    if setup.unknown:
-        return "replicas on brokers the snapshot does not list", None
+    why, setup = setup_of(snapshot, columns, options)
+    if setup is None:
+        return why, None
+    eligible = setup.eligible_ids
     target = np.full(columns.rows, -1, dtype=np.int64)  # the RF asked per row (-1: none)
     for req in requests:
         i = index[req.topic]
@@ -308,28 +337,49 @@ def _floor(base_e: I64, fixed: I64, added: int) -> int:
 
 
 class _Topic:
-    """One topic's step (module doc, 1-3)."""
+    """One topic's step (module doc, 1-3): `base` its replicas per broker that stay where
+    they are, and the units to place as items (row, first slot, fresh racks as bits, count);
+    a unit of an item goes to one of its fresh racks, no two of an item to one rack."""
 
-    def __init__(self, setup: _Setup, lo: int, hi: int, target: int) -> None:
+    def __init__(
+        self,
+        setup: _Setup,
+        base: I64,
+        item_row: I64,
+        item_slot: I64,
+        item_fresh: I64,
+        item_units: I64,
+    ) -> None:
         self.s = setup
-        self.dense = setup.kept[lo:hi]
-        fresh = setup.fresh[lo:hi] if setup.fresh is not None else _fresh_masks(setup, self.dense)
-        self.rf = setup.columns.rf[lo:hi]
-        units = (target - self.rf).astype(np.int64)
-        self.units = units
-        used = self.dense[self.dense >= 0]
-        self.base = np.bincount(used, minlength=setup.nb).astype(np.int64)
-        # the units to place, as items (row, first slot, fresh racks, count): the RF raise's
-        # after each row's replicas; a dead replica's, in its slot on its rack
+        self.base = base
+        self.item_row = item_row
+        self.item_slot = item_slot
+        self.item_fresh = item_fresh
+        self.item_units = item_units
+        self.added = int(item_units.sum())
+
+    @classmethod
+    def raising(cls, setup: _Setup, lo: int, hi: int, target: int) -> _Topic:
+        """The RF raise of rows lo:hi to `target`: the units after each row's replicas; a
+        dead replica's, in its slot on its rack."""
+        dense = setup.kept[lo:hi]
+        fresh = setup.fresh[lo:hi] if setup.fresh is not None else _fresh_masks(setup, dense)
+        rf = setup.columns.rf[lo:hi]
+        units = (target - rf).astype(np.int64)
+        used = dense[dense >= 0]
+        base = np.bincount(used, minlength=setup.nb).astype(np.int64)
         grows = np.flatnonzero(units > 0)
         dead_slot = setup.dead_slot[lo:hi]
         swaps = np.flatnonzero((dead_slot >= 0) & ~setup.shared_swap[lo:hi])
-        self.item_row = np.concatenate([grows, swaps])
-        self.item_slot = np.concatenate([self.rf[grows], dead_slot[swaps]])
         dead_rack = setup.rack_of[np.maximum(setup.dense[lo:hi][swaps, dead_slot[swaps]], 0)]
-        self.item_fresh = np.concatenate([fresh[grows], np.left_shift(np.int64(1), dead_rack)])
-        self.item_units = np.concatenate([units[grows], np.ones(len(swaps), dtype=np.int64)])
-        self.added = int(self.item_units.sum())
+        return cls(
+            setup,
+            base,
+            np.concatenate([grows, swaps]),
+            np.concatenate([rf[grows], dead_slot[swaps]]),
+            np.concatenate([fresh[grows], np.left_shift(np.int64(1), dead_rack)]),
+            np.concatenate([units[grows], np.ones(len(swaps), dtype=np.int64)]),
+        )
 
     def plan(self) -> tuple[I64, I64, I64, I64]:
         """(row, slot, broker index, broker count delta) of every new replica."""
@@ -612,7 +662,7 @@ def plan_arrays(
             )
             continue
         _swap_on_shared_racks(setup, lo, hi, after)
-        topic = _Topic(setup, lo, hi, req.rf)
+        topic = _Topic.raising(setup, lo, hi, req.rf)
         if not topic.added:
             continue
         rows, slots, brokers, delta = topic.plan()

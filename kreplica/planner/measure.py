@@ -8,13 +8,15 @@ once from the before and after columns (bincounts over the arrays, no object per
 array planner's setup, planner/arrays.py, and the broker operations' column run,
 planner/brokers/column_run.py); `changes` the changed rows and their replicas after
 (columns.ArrayChanges); `bound` the operation's lower bound (None: the plan only adds or
-drops replicas, so what it adds and drops is the bound, as for an RF change). The keys and
-values are report.build_report's, the object planner's.
+drops replicas, so what it adds and drops is the bound, as for an RF change); `created` the
+partitions the plan creates (planner/partitions_arrays.py). The keys and values are
+report.build_report's, the object planner's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -54,6 +56,15 @@ class MeasuredBrokers(Protocol):
     def to_dense(self, broker_ids: npt.NDArray[Any]) -> I64: ...
 
     def racks(self, dense: I64) -> I64: ...
+
+
+@dataclass(frozen=True)
+class Created:
+    """Partitions a plan creates: each one's topic index and replicas (dense indexes, -1
+    padded). They hold no data: their replicas count as added, with no bytes to copy."""
+
+    topic_index: I64
+    dense: I64
 
 
 class DiskOverflow(Exception):
@@ -118,11 +129,12 @@ def measure_report(
     changes: ArrayChanges,
     bound: LowerBound | None = None,
     strategy: str | None = None,
+    created: Created | None = None,
 ) -> PlanReport:
     """build_report's dict (report.py), counted with bincount over the arrays. `bound`:
     the operation's lower bound; None: the replicas added and dropped are the bound (a
     change that only adds replicas after the existing ones, or drops some). `strategy`:
-    the report's, options.strategy when None."""
+    the report's, options.strategy when None. `created`: the partitions the plan adds."""
     columns = brokers.columns
     nb = brokers.nb
     ids = brokers.ids.tolist()
@@ -156,14 +168,22 @@ def measure_report(
     del kept, stays
     new_idx = after_dense[new_mask]
     added_per = np.bincount(new_idx, minlength=nb)
+    if created is None:
+        created = Created(np.zeros(0, dtype=np.int64), np.zeros((0, 1), dtype=np.int64))
+    created_valid = created.dense >= 0
+    created_idx = created.dense[created_valid]
+    created_per = np.bincount(created_idx, minlength=nb)
+    added_per = added_per + created_per
     removed_per = np.bincount(before_rows[gone_mask], minlength=nb)
     after_counts = before + added_per - removed_per
     per_row_added = new_mask.sum(axis=1)
     per_row_removed = gone_mask.sum(axis=1)
+    new_first = created.dense[:, 0]
     preferred_after = (
         preferred
         - np.bincount(before_rows[:, 0][before_rows[:, 0] >= 0], minlength=nb)
         + np.bincount(after_dense[:, 0][after_dense[:, 0] >= 0], minlength=nb)
+        + np.bincount(new_first[new_first >= 0], minlength=nb)
     )
     sizes = columns.size[rows]
     sizes_known = not bool(((sizes == NO_SIZE) & (per_row_added > 0)).any())
@@ -196,6 +216,9 @@ def measure_report(
     viol_changed_after = _violations(brokers.racks(after_dense), changes.rf, live_racks)
     del after_dense
     viol_after = viol_before - viol_changed_before + viol_changed_after
+    viol_after += _violations(
+        brokers.racks(created.dense), created_valid.sum(axis=1), live_racks
+    )  # created partitions are of the requested topics
 
     elig = brokers.eligible
     spread_before: dict[str, int] = {}
@@ -208,10 +231,12 @@ def measure_report(
     del cell
     change_topic = np.repeat(topic_row[rows], per_row_added)
     gone_topic = np.repeat(topic_row[rows], per_row_removed)
+    created_topic = np.repeat(created.topic_index, created_valid.sum(axis=1))
     ta_all = (
         tb_all
         + np.bincount(change_topic * nb + new_idx, minlength=nt * nb).reshape(nt, nb)
         - np.bincount(gone_topic * nb + before_rows[gone_mask], minlength=nt * nb).reshape(nt, nb)
+        + np.bincount(created_topic * nb + created_idx, minlength=nt * nb).reshape(nt, nb)
     )
     for name in sorted(set(topics)):
         i = index[name]
@@ -221,7 +246,7 @@ def measure_report(
         spread_after[name] = _spread(ta, scope)
     cluster_scope = (elig | (before > 0) | (after_counts > 0)) & brokers.live
     peak = before + added_per
-    added_total = int(per_row_added.sum())
+    added_total = int(per_row_added.sum()) + len(created_idx)
     removed_total = int(per_row_removed.sum())
     moved_bytes = int(size_each.sum()) if sizes_known else None
     if bound is None:
@@ -231,7 +256,7 @@ def measure_report(
         "topics": sorted(set(topics)),
         "eligible_brokers": list(eligible),
         "partitions_changed": len(rows),
-        "partitions_created": 0,
+        "partitions_created": len(created.topic_index),
         "replicas_added": added_total,
         "replicas_removed": removed_total,
         "existing_replicas_moved": int(np.minimum(per_row_added, per_row_removed).sum()),

@@ -513,13 +513,19 @@ def make_plan(
     repairs racks is never worse than `kafka` or `append` on its spread.
     The disk guard checks the result (planner/disk.py).
 
-    A ColumnarSnapshot (kreplica/columns.py) goes to the array planner (planner/arrays.py)
-    when its `refusal` finds nothing it does not handle; it returns the same kind of plan."""
+    A ColumnarSnapshot (kreplica/columns.py) goes to the array planner (planner/arrays.py;
+    new partitions alone: planner/partitions_arrays.py) when its `refusal` finds nothing it
+    does not handle; it returns the same kind of plan."""
     why = "the snapshot is not in columns"
     if getattr(snapshot, "columns", None) is not None:
-        from kreplica.planner import arrays
+        from kreplica.planner import arrays, partitions_arrays
 
-        taken, why = arrays.plan_if_taken(snapshot, requests, options)  # None: arrays.refusal
+        engine = (
+            partitions_arrays
+            if partitions_arrays.adds_partitions_only(requests)
+            else arrays  # None: the engine's refusal
+        )
+        taken, why = engine.plan_if_taken(snapshot, requests, options)
         if taken is not None:
             return with_engine(taken, "arrays", why)
     plan = _best_plan(snapshot, requests, options)

@@ -21,6 +21,7 @@ import dataclasses
 import json
 import random
 
+import numpy as np
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -245,11 +246,29 @@ def test_an_isr_of_every_replica_in_another_order_is_in_sync_for_the_array_plann
     assert col.topics == parse_snapshot(data).topics
 
 
+# (change, reason): cases every array engine leaves to the object planner, and its reason
+COMMON_REFUSALS = [
+    (lambda s, r, o: (s, r, PlanOptions(strategy="append")), "strategy append"),
+    (lambda s, r, o: (s, r, PlanOptions(seed=3)), "a --seed"),
+    (lambda s, r, o: (s, r, PlanOptions(log_dirs="balanced")), "log dirs named"),
+    (
+        lambda s, r, o: (
+            ClusterSnapshot(
+                tuple(Broker(b.id, b.rack, alive=b.id != s.brokers[0].id) for b in s.brokers),
+                s.topics,
+            ),
+            r,
+            o,
+        ),
+        "a broker is down",
+    ),
+]
+
+
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
-        (lambda s, r, o: (s, r, PlanOptions(strategy="append")), "strategy append"),
-        (lambda s, r, o: (s, r, PlanOptions(seed=3)), "a --seed"),
+        *COMMON_REFUSALS,
         (
             lambda s, r, o: (
                 s,
@@ -269,19 +288,12 @@ def test_an_isr_of_every_replica_in_another_order_is_in_sync_for_the_array_plann
             "not an RF change alone",
         ),
         (
-            lambda s, r, o: (s, [TopicRequest(topic=x.topic, partitions=20) for x in r], o),
-            "not an RF change alone",
-        ),
-        (
             lambda s, r, o: (
-                ClusterSnapshot(
-                    tuple(Broker(b.id, b.rack, alive=b.id != s.brokers[0].id) for b in s.brokers),
-                    s.topics,
-                ),
-                r,
+                s,
+                [TopicRequest(topic=x.topic, rf=3, partitions=20) for x in r],
                 o,
             ),
-            "a broker is down",
+            "not an RF change alone",
         ),
         (
             lambda s, r, o: (
@@ -291,7 +303,6 @@ def test_an_isr_of_every_replica_in_another_order_is_in_sync_for_the_array_plann
             ),
             "a broker without a rack",
         ),
-        (lambda s, r, o: (s, r, PlanOptions(log_dirs="balanced")), "log dirs named"),
         (lambda s, r, o: (s, [TopicRequest(topic=r[0].topic, rf=9)], o), "more new replicas"),
     ],
 )
@@ -631,3 +642,46 @@ def test_kafka_placed_topics_get_the_object_planners_figures(vector):
         assert plan.findings == expected.findings
         if target == 1:
             assert list(plan.changes) == list(expected.changes)
+
+
+# --- broker ids far apart ---------------------------------------------------------------------
+
+
+def _far_ids_cluster(top: int) -> ClusterSnapshot:
+    """Six brokers on three racks, two of them with ids near `top`."""
+    ids = [1, 2, 3, 4, top - 1, top]
+    brokers = tuple(Broker(b, rack=f"r{i % 3}") for i, b in enumerate(ids))
+    parts = tuple(Partition("t", p, (ids[p % 6], ids[(p + 1) % 6])) for p in range(12))
+    return ClusterSnapshot(brokers=brokers, topics=(Topic("t", parts),), cluster_id="c")
+
+
+@pytest.mark.parametrize("top", [60_000_000, 2**31 - 1])
+def test_broker_ids_near_the_int32_limit_are_mapped_without_a_table_as_long_as_the_largest_id(
+    top,
+):
+    import tracemalloc
+
+    snap = _far_ids_cluster(top)
+    col = columnar(snap)
+    requests = [TopicRequest(topic="t", rf=3)]
+    tracemalloc.start()
+    try:
+        plan = make_plan(col, requests)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert plan.report["engine"]["name"] == "arrays"
+    assert peak < 20 * 2**20  # a table by id would be 480 MiB at 60M, 16 GiB at 2**31
+    expected = make_plan(snap, requests)
+    for key in TIED:
+        assert plan.report[key] == expected.report[key], key
+    setup = arrays._Setup(col, col.columns, [b.id for b in col.brokers])
+    assert setup.to_dense(np.array([-1, 0, 5, top, top - 1, 1, 2**40])).tolist() == [
+        -1,
+        -1,
+        -1,
+        5,
+        4,
+        0,
+        -1,
+    ]

@@ -20,7 +20,7 @@ def pick_engine(snapshot: ClusterSnapshot, options: PlanOptions, operation: str)
     """("columns", why) or ("objects", why) for `operation` (its name, for the why)."""
     why: str | None = NOT_IN_COLUMNS
     if snapshot.traffic is not None:
-        why = "the snapshot's rates are not in the columns (placement by traffic)"
+        why = "the snapshot carries rates, which the columns do not hold"
     elif getattr(snapshot, "columns", None) is not None:
         from kreplica.planner.brokers.column_run import column_refusal
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kreplica.model import Broker, ClusterSnapshot, Partition, Plan, Topic, TrafficWindow
+from kreplica.model import Broker, ClusterSnapshot, LogDir, Partition, Plan, Topic, TrafficWindow
 from kreplica.planner.brokers import add_brokers_plan, drain_plan
 from kreplica.planner.serialize import reassignment_json
 from kreplica.planner.traffic import broker_traffic
@@ -82,10 +82,9 @@ def _check_against_count_plan(snap: ClusterSnapshot, rated: Plan, counted: Plan)
     for c in rated.changes:
         assert len(set(c.after)) == len(c.after)  # no broker twice
         assert set(c.after) <= alive
+        # no fewer racks than the count plan gives it (the disk guard may already cost one)
         before = len({racks[b] for b in c.before})
-        assert len({racks[b] for b in c.after}) >= max(
-            before, count_racks.get((c.topic, c.partition), before)
-        )
+        assert len({racks[b] for b in c.after}) >= count_racks.get((c.topic, c.partition), before)
     assert max(b.nw_in for b in loads) <= max(b.nw_in for b in loads0) + 1e-3
     assert max(b.nw_out for b in loads) <= max(b.nw_out for b in loads0) + 1e-3
 
@@ -190,3 +189,44 @@ def test_without_rates_the_plan_is_the_count_plan_byte_for_byte(operation: str) 
     assert json.dumps(reassignment_json(one)) == json.dumps(reassignment_json(two))
     assert "traffic" not in one.report
     assert not any(f.code == "traffic-placement" for f in one.findings)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), operation=st.sampled_from(["drain", "add"]))
+def test_the_disk_guard_holds_by_traffic(seed: int, operation: str) -> None:
+    """Tight disks (room for a few partitions on some brokers): the bytes each broker
+    receives by traffic stay within its room, as the count plan's do."""
+    from kreplica.errors import PlanInfeasible
+    from kreplica.planner.disk import DiskGuard
+    from kreplica.planner.options import PlanOptions
+
+    rng = random.Random(seed)
+    new = (10, 11) if operation == "add" else ()
+    snap = _cluster(seed, 12, 90, 3, 3, new)
+    gib = 2**30
+    brokers = tuple(
+        dataclasses.replace(
+            b, disks=(LogDir("/d", total_bytes=10 * gib, usable_bytes=rng.choice([1, 2, 9]) * gib),)
+        )
+        for b in snap.brokers
+    )
+    snap = dataclasses.replace(snap, brokers=brokers)
+
+    def plan(s: ClusterSnapshot) -> Plan:
+        return drain_plan(s, [0]) if operation == "drain" else add_brokers_plan(s, new)
+
+    try:
+        counted = plan(_without_rates(snap))
+    except PlanInfeasible:
+        return  # no count plan fits these disks: nothing to place by traffic
+    rated = plan(snap)
+    _check_against_count_plan(snap, rated, counted)
+    guard = DiskGuard.build(snap, PlanOptions().disk_headroom)
+    assert guard is not None
+    incoming: dict[int, int] = {}
+    for c in rated.changes:
+        for b in set(c.after) - set(c.before):
+            incoming[b] = incoming.get(b, 0) + (c.size_bytes or 0)
+    for b, got in incoming.items():
+        room = guard.room(b)
+        assert room is not None and got <= room

@@ -532,10 +532,11 @@ def _leader_pass(
         top = max(counts.values())
         path = None
         dead_ends: set[int] = set()  # reach no broker low enough: nor does what they reach
+        low = [b for b, n in counts.items() if n <= top - 2]  # where a chain may end
         for start in sorted((b for b in eligible if counts[b] == top), key=ctx.rank):
             if start in dead_ends:
                 continue
-            path = _leader_path(run, edges, start, top, counts, fewer, dead_ends)
+            path = _leader_path(run, edges, start, low, fewer, dead_ends)
             if path:
                 break
         if not path:
@@ -565,10 +566,6 @@ class _LeadEdges:
     ) -> None:
         self.in_sync = in_sync
         self.eligible = eligible
-        # a broker's count of passes: its leadership (and so its lists and its leaders per
-        # topic) changed; a pair's first passing partition is kept while neither moved
-        self.changes: dict[int, int] = {}
-        self.passing: dict[tuple[int, int], tuple[int, int, Key | None]] = {}
         self.of: dict[int, dict[int, list[Key]]] = {}
         for k in sorted(keys):  # appended in key order: each list stays sorted
             reps = run.work[k]
@@ -590,23 +587,14 @@ class _LeadEdges:
         b_keys = self.of[a][b]
         if fewer is None:
             return b_keys[0] if b_keys else None
-        mark = (self.changes.get(a, 0), self.changes.get(b, 0))
-        known = self.passing.get((a, b))
-        if known is not None and known[:2] == mark:
-            return known[2]
-        found = None
         for k in b_keys:
             of_topic = fewer[k[0]]
             if of_topic[a] > of_topic[b]:
-                found = k
-                break
-        self.passing[(a, b)] = (*mark, found)
-        return found
+                return k
+        return None
 
     def move(self, key: Key, old: int, new: int) -> None:
         """The partition's preferred leader goes from `old` to `new`."""
-        for b in (old, new):
-            self.changes[b] = self.changes.get(b, 0) + 1
         for b in self.in_sync(key):
             if b == old or b not in self.eligible:
                 continue
@@ -622,13 +610,12 @@ def _leader_path(
     run: BalancingRun,
     edges: _LeadEdges,
     start: int,
-    top: int,
-    counts: dict[int, int],
+    low: Sequence[int],
     fewer: Any,
     dead_ends: set[int],
 ) -> list[tuple[Key, int]] | None:
     """BFS over 'a leads a partition where b is in sync': a shortest chain from `start` to a
-    broker with at most top - 2 preferred leaders. None when there is none; then every
+    `low` broker (top - 2 preferred leaders or fewer). None when there is none; then every
     broker the search reached joins `dead_ends` (what it reaches, `start` reaches).
 
     A broker's neighbours are met in the order a walk of its partitions (key order, each
@@ -636,7 +623,7 @@ def _leader_path(
     ends at the first low one met, so a broker's low neighbours are asked first: the least
     of them by that order is where the walk ends."""
     rank = run.ctx.rank
-    low = [b for b, n in counts.items() if n <= top - 2]
+    eligible = edges.eligible
     came: dict[int, tuple[int, Key] | None] = {start: None}
 
     def first(a: int, b: int, b_keys: Sequence[Key]) -> tuple[Key, int, int] | None:
@@ -666,7 +653,7 @@ def _leader_path(
         for a in level:
             found = []
             for b, b_keys in edges.of.get(a, {}).items():
-                if b in came or b not in counts:
+                if b in came or b not in eligible:
                     continue
                 entry = first(a, b, b_keys)
                 if entry is not None:

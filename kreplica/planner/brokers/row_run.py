@@ -12,11 +12,12 @@ more); `move` and `reorder` keep them and the column run's arrays current.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from kreplica.columns import ISR_OTHER, NO_SIZE
 from kreplica.model import ClusterSnapshot, Finding, Plan, PlanReport
@@ -138,9 +139,8 @@ class RowRun:
         topic_list = [_Topic(t) for t in topics]
         return cls(run, _Work(run), _Parts(run), ctx, topic_list, findings=run.findings)
 
-    def keys(self) -> list[RowKey]:
-        """The keys in scope, in key order."""
-        rows = self.columns.scope_rows()
+    def keys_of(self, rows: npt.NDArray[np.int64]) -> list[RowKey]:
+        """The rows' keys (rows ascending: in key order)."""
         return list(zip(self.columns.topic_row[rows].tolist(), rows.tolist(), strict=True))
 
     def leader_candidates(self, eligible: Iterable[int]) -> Callable[[RowKey], list[int]]:
@@ -206,11 +206,6 @@ class RowRun:
             ctx.topic_leaders[t][b] += step
             ctx.cluster_leaders[b] += step
 
-    def in_flight(self, keys: Sequence[RowKey], options: PlanOptions) -> list[RowKey]:
-        rows = self.columns.in_flight(np.array([k[1] for k in keys], dtype=np.int64))
-        kept = set(rows.tolist())
-        return [k for k in keys if k[1] in kept]
-
     def plan(self, operation: str, extra: PlanReport | None = None) -> Plan:
         """The column run's plan, the per-broker maps of `extra` by broker id."""
         ids = self.columns.ids.tolist()
@@ -234,8 +229,6 @@ def start_balancing_rows(
     eligible = balancing_brokers(snapshot, options, max_moves, max_bytes)
     crun = ColumnRun.start(snapshot, eligible, options, None)
     run = RowRun.over(crun)
-    keys = run.in_flight(run.keys(), options)
-    rows = np.array([k[1] for k in keys], dtype=np.int64)
-    movable = crun.movable(rows).tolist()
-    keys = [k for k, ok in zip(keys, movable, strict=True) if ok]
+    rows = crun.in_flight(crun.scope_rows())
+    keys = run.keys_of(rows[crun.movable(rows)])
     return run, crun.to_dense(np.array(eligible)).tolist(), keys

@@ -3,6 +3,7 @@ the disk guard, the plan it ends in) and the checks of the broker ids they are g
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -290,10 +291,10 @@ def leader_spreads(
 def smallest_sizes(sizes: Iterable[int | None], n: int) -> int | None:
     """The bytes of the `n` smallest replicas: no plan moving `n` of them copies less."""
     listed = list(sizes)
-    known = sorted(s for s in listed if s is not None)
+    known = [s for s in listed if s is not None]
     if len(known) < len(listed):
         return None
-    return sum(known[:n])
+    return sum(heapq.nsmallest(n, known))
 
 
 def movable_keys(run: Run, keys: Iterable[Key]) -> list[Key]:

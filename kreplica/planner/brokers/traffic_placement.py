@@ -130,9 +130,11 @@ def _step(
     from_h = np.flatnonzero((src == h) & (dst >= 0))
     if from_h.size:
         # replace (h a source): j, a heavier replica on h, goes where i went; i stays
+        # (leaving h: a replica that stays on h now; arriving: i, kept home)
         pool = home(h)
         for i in from_h.tolist():
-            _gather_home(cands, i, pool, h, top, top_other, load, w, other, wo, items)
+            one = np.array([i])
+            _gather(cands, 2, pool, one, dst[one], h, top, top_other, load, w, other, wo, items)
     cands.sort()
     for _, kind, i, j, y in cands[:_TRIES]:
         if _try(kind, i, j, y, h, items, room, allowed):
@@ -156,9 +158,10 @@ def _gather(
     wo: F64,
     items: Items,
 ) -> None:
-    """Exchanges where i leaves h for y and j comes to h from y (y per j): h sheds
-    w[i] - w[j], y gains it; kept when both end under h's load now and the other load
-    under its largest."""
+    """Exchanges where a replica of `ii` leaves h for y and one of `jj` takes its place on h
+    (y per j): h sheds w[i] - w[j], y gains it; kept when both end under h's load now and
+    the other load under its largest. Listed as (score, kind, moved item, other, y): for
+    `kind` 2 the item of `jj` is the moved one."""
     if not ii.size or not jj.size:
         return
     same = items.lead[ii][:, None] == items.lead[jj][None, :]
@@ -178,44 +181,9 @@ def _gather(
         return
     score = np.maximum(top - d[a, b], new_y[a, b])
     order = np.argsort(score, kind="stable")[:_TRIES]
-    cands.extend(
-        (float(score[k]), kind, int(ii[a[k]]), int(jj[b[k]]), int(ys[b[k]])) for k in order
-    )
-
-
-def _gather_home(
-    cands: list[tuple[float, int, int, int, int]],
-    i: int,
-    pool: I64,
-    h: int,
-    top: float,
-    top_other: float,
-    load: F64,
-    w: F64,
-    other: F64,
-    wo: F64,
-    items: Items,
-) -> None:
-    """Replace on h's side: j (on h) goes to i's destination y, i stays on h: h sheds
-    w[j] - w[i], y gains it."""
-    y = int(items.dst[i])
-    same = items.lead[pool] == items.lead[i]
-    d = w[pool] - w[i]
-    do = wo[pool] - wo[i]
-    new_y = load[y] + d
-    ok = (
-        same
-        & (d > EPSILON)
-        & (new_y < top - EPSILON)
-        & (other[h] - do <= top_other + EPSILON)
-        & (other[y] + do <= top_other + EPSILON)
-    )
-    k = np.flatnonzero(ok)
-    if not k.size:
-        return
-    score = np.maximum(top - d[k], new_y[k])
-    order = np.argsort(score, kind="stable")[:_TRIES]
-    cands.extend((float(score[o]), 2, i, int(pool[k[o]]), y) for o in order)
+    for k in order.tolist():
+        i, j = int(ii[a[k]]), int(jj[b[k]])
+        cands.append((float(score[k]), kind, *((j, i) if kind == 2 else (i, j)), int(ys[b[k]])))
 
 
 def _try(

@@ -19,6 +19,15 @@ from kreplica.planner.serialize import reassignment_json
 from kreplica.planner.traffic import broker_traffic
 
 WINDOW = TrafficWindow(60.0, "2026-11-28T00:00:00Z")
+RANDOM_CLUSTERS = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+SHAPES = {
+    "seed": st.integers(0, 10_000),
+    "brokers": st.integers(6, 12),
+    "racks": st.integers(1, 4),
+    "rf": st.integers(2, 3),
+}
 
 
 def _cluster(
@@ -89,14 +98,8 @@ def _check_against_count_plan(snap: ClusterSnapshot, rated: Plan, counted: Plan)
     assert max(b.nw_out for b in loads) <= max(b.nw_out for b in loads0) + 1e-3
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    seed=st.integers(0, 10_000),
-    brokers=st.integers(6, 12),
-    racks=st.integers(1, 4),
-    rf=st.integers(2, 3),
-    drained=st.integers(1, 2),
-)
+@RANDOM_CLUSTERS
+@given(**SHAPES, drained=st.integers(1, 2))
 def test_drain_by_traffic_keeps_the_count_plan_and_lowers_no_load(
     seed: int, brokers: int, racks: int, rf: int, drained: int
 ) -> None:
@@ -110,14 +113,8 @@ def test_drain_by_traffic_keeps_the_count_plan_and_lowers_no_load(
     )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    seed=st.integers(0, 10_000),
-    brokers=st.integers(6, 12),
-    racks=st.integers(1, 4),
-    rf=st.integers(2, 3),
-    added=st.integers(1, 3),
-)
+@RANDOM_CLUSTERS
+@given(**SHAPES, added=st.integers(1, 3))
 def test_add_brokers_by_traffic_keeps_the_count_plan_and_lowers_no_load(
     seed: int, brokers: int, racks: int, rf: int, added: int
 ) -> None:

@@ -12,9 +12,11 @@ the optimum by count, kept here. What this step changes, exchange by exchange:
 Either keeps every broker's replicas and preferred leaders; each is taken only where the
 rules allow it: no broker twice in a partition, no fewer racks than the count plan gives
 the partition, the disk guard's headroom; dead, excluded and in-flight partitions are never
-items. Each step takes the broker highest in network in (then out), finds the exchange that
-lowers it most without raising the other's largest load, and stops when none helps: the
-largest load never rises above the count plan's.
+items. Each step takes the broker highest in network in (then out) and the exchange that
+lowers it most, the broker that gains staying under it and the other load under its largest,
+until none does; then, within a budget of steps, the next brokers down the same way (so a new
+broker comes nearer the mean). No step raises a largest load: neither ends above the count
+plan's.
 
 Loads are traffic.py's: a replica of a partition written at r B/s adds r to its broker's
 network in; its preferred leader (the first replica, elected after the move) sends
@@ -40,6 +42,7 @@ I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
 EPSILON = 1e-6  # B/s: what float sums may be off by
 _TRIES = 64  # best exchanges checked against the rules per step
+_SIDE = 32  # replicas (or sources) of a broker weighed per step: the heaviest, or lightest
 
 
 @dataclass
@@ -76,15 +79,38 @@ def place(
     bounds = np.searchsorted(items.src[by_src], np.arange(len(eligible) + 1))
     loads = (nw_in, nw_out)
     weights = (items.rate, items.out)
+    index = (by_src, bounds)
     steps = 0
     limit = max_steps if max_steps is not None else 8 * int(moved.sum()) + 8
-    while steps < limit:
+    while steps < limit:  # the largest load first, as long as it drops
+        if not any(
+            _step(loads, weights, m, None, items, eligible, room, busy, allowed, index)
+            for m in (0, 1)
+        ):
+            break
+        steps += 1
+    # then the next brokers down (a new broker nearer the mean), within a budget of steps
+    stuck: tuple[set[int], set[int]] = (set(), set())  # until their own load changes
+    ranked = int(eligible.sum())
+    budget = steps + 2 * ranked
+    while steps < min(limit, budget):
+        touched = None
         for m in (0, 1):
-            if _step(loads, weights, m, items, eligible, room, busy, allowed, (by_src, bounds)):
-                steps += 1
+            order = np.argsort(-np.where(eligible, loads[m], -np.inf), kind="stable")[:ranked]
+            for h in order.tolist():
+                if h in stuck[m]:
+                    continue
+                touched = _step(loads, weights, m, h, items, eligible, room, busy, allowed, index)
+                if touched is not None:
+                    break
+                stuck[m].add(h)
+            if touched is not None:
                 break
-        else:
-            return steps
+        if touched is None:
+            break
+        steps += 1
+        for held in stuck:
+            held.difference_update(touched)
     return steps
 
 
@@ -92,19 +118,20 @@ def _step(
     loads: tuple[F64, F64],
     weights: tuple[F64, F64],
     m: int,
+    at: int | None,
     items: Items,
     eligible: Mask,
     room: F64,
     busy: I64,
     allowed: Callable[[int, int], bool],
     index: tuple[I64, I64],
-) -> bool:
-    """One exchange that lowers the broker highest in load `m` (0 in, 1 out) without raising
-    either load's largest; False when none does."""
+) -> tuple[int, int] | None:
+    """The exchange that lowers broker `at` (None: the highest) in load `m` (0 in, 1 out)
+    most, the broker that gains ending under its load now and the other load under its
+    largest; returns the two brokers whose loads changed, None when there is none."""
     load, w = loads[m], weights[m]
     other, wo = loads[1 - m], weights[1 - m]
-    masked = np.where(eligible, load, -np.inf)
-    h = int(np.argmax(masked))
+    h = int(np.argmax(np.where(eligible, load, -np.inf))) if at is None else at
     top, top_other = float(load[h]), float(np.max(np.where(eligible, other, -np.inf)))
     cands: list[tuple[float, int, int, int, int]] = []  # (score, kind, i, j, broker)
     dst, src = items.dst, items.src
@@ -116,18 +143,28 @@ def _step(
         out: I64 = on[(dst[on] < 0) & (busy[items.part[on]] == 0)]
         return out
 
-    on_h = np.flatnonzero(dst == h)
+    def heaviest(rows: I64, sign: float = 1.0) -> I64:
+        """The _SIDE rows heaviest (sign -1: lightest) in w: where the best exchanges are."""
+        if rows.size <= _SIDE:
+            return rows
+        out: I64 = rows[np.argsort(-sign * w[rows], kind="stable")[:_SIDE]]
+        return out
+
+    on_h = heaviest(np.flatnonzero(dst == h))
     if on_h.size:
         # swap: i (to h) and j (to y) trade destinations
         js = np.flatnonzero((dst >= 0) & (dst != h))
         _gather(cands, 0, on_h, js, dst[js], h, top, top_other, load, w, other, wo, items)
-        # replace (h a destination): i stays on its source, j from that source takes h
-        for s in np.unique(src[on_h]).tolist():
+        # replace (h a destination): i stays on its source, j from that source takes h; the
+        # least loaded sources (they gain) first
+        sources = np.unique(src[on_h])
+        sources = sources[np.argsort(load[sources], kind="stable")[:_SIDE]]
+        for s in sources.tolist():
             ii, jj = on_h[src[on_h] == s], home(s)
             _gather(
                 cands, 1, ii, jj, np.full(jj.size, s), h, top, top_other, load, w, other, wo, items
             )
-    from_h = np.flatnonzero((src == h) & (dst >= 0))
+    from_h = heaviest(np.flatnonzero((src == h) & (dst >= 0)), -1.0)
     if from_h.size:
         # replace (h a source): j, a heavier replica on h, goes where i went; i stays
         # (leaving h: a replica that stays on h now; arriving: i, kept home)
@@ -139,8 +176,8 @@ def _step(
     for _, kind, i, j, y in cands[:_TRIES]:
         if _try(kind, i, j, y, h, items, room, allowed):
             _apply(kind, i, j, y, h, loads, weights, items, room, busy)
-            return True
-    return False
+            return h, y
+    return None
 
 
 def _gather(

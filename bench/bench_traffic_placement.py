@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from bench_traffic_balance import applied, skewed
 
@@ -38,18 +38,25 @@ def _timed(*args: object, **kwargs: object) -> object:
 traffic_placement.by_traffic = _timed  # type: ignore[assignment]
 
 
-def figures(snap: ClusterSnapshot, plan: Plan, stay: set[int]) -> str:
+def figures(snap: ClusterSnapshot, plan: Plan, stay: set[int], new: Sequence[int]) -> str:
     loads = [b for b in broker_traffic(applied(snap, plan.changes)) if b.id in stay]
     out = []
     for name in ("nw_in", "nw_out"):
         values = [getattr(b, name) for b in loads]
         mean = sum(values) / len(values)
         out.append(f"{name} max {max(values) / 1e6:7.2f} MB/s max/mean {max(values) / mean:5.2f}")
+        if new:  # where the new brokers end, against the mean
+            mine = [getattr(b, name) / mean for b in loads if b.id in new]
+            out[-1] += f" new/mean {min(mine):4.2f}-{max(mine):4.2f}"
     return "  ".join(out)
 
 
 def run(
-    label: str, snap: ClusterSnapshot, make: Callable[[ClusterSnapshot], Plan], stay: set[int]
+    label: str,
+    snap: ClusterSnapshot,
+    make: Callable[[ClusterSnapshot], Plan],
+    stay: set[int],
+    new: Sequence[int] = (),
 ) -> None:
     counted = dataclasses.replace(snap, traffic=None)
     for name, source in (
@@ -64,7 +71,8 @@ def run(
         took = time.perf_counter() - start
         moves = plan.report["replicas_added"]
         step = f"(step {sum(STEP):5.2f} s)" if STEP else " " * 14
-        print(f"{label} {name} {took:6.2f} s {step} moves {moves:6d}  {figures(snap, plan, stay)}")
+        shown = figures(snap, plan, stay, new)
+        print(f"{label} {name} {took:6.2f} s {step} moves {moves:6d}  {shown}")
 
 
 def main() -> None:
@@ -81,7 +89,7 @@ def main() -> None:
     new = tuple(Broker(brokers + i, f"r{i % 6}") for i in range(args.add))
     bigger = dataclasses.replace(snap, brokers=snap.brokers + new)
     ids = [b.id for b in new]
-    run("add  ", bigger, lambda s: add_brokers_plan(s, ids), {b.id for b in bigger.brokers})
+    run("add  ", bigger, lambda s: add_brokers_plan(s, ids), {b.id for b in bigger.brokers}, ids)
 
 
 if __name__ == "__main__":

@@ -258,34 +258,25 @@ def _apply(
     room: F64,
     busy: I64,
 ) -> None:
+    """Make the exchange (kinds as in _try): one replica leaves h, another takes its place
+    there, y sees the opposite; the disk room changes where the plan sends them."""
     dst, size = items.dst, items.size
+    leave, arrive = (j, i) if kind == 2 else (i, j)
     if kind == 0:
-        gone, come, at, back = h, y, i, j  # i: h -> y, j: y -> h
         dst[i], dst[j] = y, h
-    else:
-        at, back = j, i  # i stays home, j goes where i went
-        gone = h if kind == 1 else int(items.src[j])
-        come = int(items.src[i]) if kind == 1 else y
-        target = int(dst[i])
-        dst[i], dst[j] = -1, target
+    else:  # i stays home, j goes where i went
+        dst[i], dst[j] = -1, dst[i]
         busy[items.part[i]] -= 1
         busy[items.part[j]] += 1
     for load, w in zip(loads, weights, strict=True):
-        d = float(w[at] - w[back]) if kind == 0 else float(w[i] - w[j])
-        if kind == 0:
-            load[gone] -= d
-            load[come] += d
-        elif kind == 1:
-            load[gone] -= d  # h: i (w[i]) leaves, j (w[j]) comes
-            load[come] += d  # i's source keeps i, loses j
-        else:
-            load[gone] += d  # h keeps i, loses j
-            load[come] -= d  # y: gets j instead of i
-    if kind == 0:
-        room[h] += size[i] - size[j]
-        room[y] += size[j] - size[i]
-    else:
-        room[int(dst[j])] += size[i] - size[j]
+        d = float(w[arrive] - w[leave])
+        load[h] += d
+        load[y] -= d
+    shift = size[leave] - size[arrive]
+    if kind != 2:  # h receives replicas of the plan (else it is where j comes from)
+        room[h] += shift
+    if kind != 1:  # so does y (else it is i's source, taking i back)
+        room[y] -= shift
 
 
 # -- on a Run, after its count plan ------------------------------------------------------------

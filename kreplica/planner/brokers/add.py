@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from kreplica.errors import PlanInfeasible, UsageError
 from kreplica.gcpause import gc_paused
 from kreplica.model import ClusterSnapshot, Finding, Plan
-from kreplica.planner.brokers.dispatch import pick_engine
+from kreplica.planner.brokers.dispatch import by_traffic_when_rated, pick_engine
 from kreplica.planner.brokers.run import (
     Key,
     Run,
@@ -177,6 +177,7 @@ def _finish(
     return run.plan(
         "add-brokers",
         {
+            **by_traffic_when_rated(run, "add-brokers", replace=True),
             "new_brokers": sorted(deficit),
             "by": by,
             "share": share,

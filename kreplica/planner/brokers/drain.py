@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from kreplica.errors import PlanInfeasible, UsageError
 from kreplica.model import ClusterSnapshot, Finding, Plan, PlanReport
-from kreplica.planner.brokers.dispatch import pick_engine
+from kreplica.planner.brokers.dispatch import by_traffic_when_rated, pick_engine
 from kreplica.planner.brokers.run import (
     Key,
     Run,
@@ -109,6 +109,8 @@ def _drain_on_objects(
         "partitions_led_by_drained": led,
         "preferred_leader_changes": changed,
     }
+    if not keep_rack_share:  # it places by rack first, on purpose
+        extra.update(by_traffic_when_rated(run, "drain", replace=False))
     _elect_after(run.findings, extra, drained)
     return run.plan("drain", extra)
 

@@ -183,3 +183,28 @@ def test_the_cli_and_the_library_drain_through_the_same_run() -> None:
     assert _reassigned(data) == _listed(library.changes)
     for key in ("preferred_leader_changes", "replicas_added", "topic_spread_after"):
         assert library.report[key] == data["report"][key], key
+
+
+RATED = EXAMPLE.parent / "traffic-skewed.json"  # a snapshot taken with `snapshot --traffic`
+
+
+@pytest.mark.parametrize("args", [["drain", "--brokers", "1"], ["add-brokers", "--brokers", "5,6"]])
+def test_with_rates_the_cli_and_the_library_place_by_traffic(args: list[str]) -> None:
+    """A snapshot with rates: `kreplica drain` / `add-brokers` and the library's plan place
+    by traffic alike (the object run), the report's `traffic` and the info line say so."""
+    from kreplica import api
+    from kreplica.planner.brokers import add_brokers_plan, drain_plan
+
+    run = run_cli([*args, "--snapshot", str(RATED), "--dry-run", "--output", "json"], ENV)
+    assert run.code == 0, run.stderr
+    data = run.json()["data"]
+    ids = [int(b) for b in args[2].split(",")]
+    snap = api.read_cluster(snapshot=RATED)
+    library = drain_plan(snap, ids) if args[0] == "drain" else add_brokers_plan(snap, ids)
+    assert data["report"]["engine"]["name"] == "objects"
+    assert _reassigned(data) == _listed(library.changes)
+    assert data["report"]["traffic"] == json.loads(json.dumps(library.report["traffic"]))
+    traffic = data["report"]["traffic"]
+    assert traffic["after"]["nw_out"]["max"] < traffic["count_plan"]["nw_out"]["max"]
+    text = run_cli([*args, "--snapshot", str(RATED), "--dry-run"], ENV)
+    assert f"info: {args[0]} by traffic (the snapshot's rates)" in text.stdout + text.stderr

@@ -318,7 +318,7 @@ def _fresh_masks(setup: _Setup, dense: I64) -> I64:
 
 
 def _water_level(counts: I64, added: int) -> int:
-    """balance._water_level on a sorted array."""
+    """evaluate.water_level on a sorted array."""
     n = len(counts)
     levels = (added + np.cumsum(counts)) // np.arange(1, n + 1)
     nxt = np.append(counts[1:], np.iinfo(np.int64).max)

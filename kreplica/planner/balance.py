@@ -39,6 +39,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
+from kreplica.planner.evaluate import spread_floor, water_level
+
 _BIG = 1 << 30
 
 # residual-graph nodes: ("b", broker, 0), ("r", partition, rack), ("p", partition, 0)
@@ -428,32 +430,14 @@ def _unwind(parent: Mapping[_Node, _Node | None], end: _Node) -> list[_Node]:
     return path
 
 
-def _water_level(counts: Sequence[int], added: int) -> int:
-    """The highest level L with sum(max(0, L - c)) <= added (counts sorted, not empty):
-    fill the k lowest brokers, k = 1, 2, ..., until the level stays below the next one."""
-    filled = 0
-    n = len(counts)
-    for k in range(1, n + 1):
-        filled += counts[k - 1]
-        level = (added + filled) // k
-        if k == n or level < counts[k]:
-            return level
-    raise AssertionError("unreachable")
-
-
 def floor_of(base: Mapping[int, int], eligible: Sequence[int], added: int) -> int:
     """Water filling: the lowest spread any placement of `added` units on the eligible brokers
     reaches, ignoring per-partition rules (no placement does better)."""
     eligible_set = set(eligible)
-    counts = sorted(base[b] for b in eligible)
-    fixed = [n for b, n in base.items() if b not in eligible_set]
-    if not counts:
+    fixed = {b: n for b, n in base.items() if b not in eligible_set}
+    if not eligible_set:
         return spread_of(base)
-    low = _water_level(counts, added)
-    extra = added - sum(low - c for c in counts if c < low)
-    top = max(counts[-1], low + (1 if extra else 0), *fixed)
-    bottom = min(low, *fixed) if fixed else low
-    return top - bottom
+    return spread_floor(fixed, {b: base[b] for b in eligible}, added)
 
 
 def _windows(
@@ -466,7 +450,7 @@ def _windows(
     counts = sorted(base[b] for b in eligible)
     total = sum(counts) + added
     low_l = max(max(base.values()) - s, -(-total // len(counts)) - s, 0)
-    high_l = min([*fixed, _water_level(counts, added)])
+    high_l = min([*fixed, water_level(counts, added)])
     out = []
     for level in range(high_l, low_l - 1, -1):
         if fixed and max(fixed) > level + s:

@@ -79,27 +79,32 @@ def spread(counts: Mapping[int, int]) -> int:
     return max(values) - min(values)
 
 
+def water_level(counts: Sequence[int], added: int) -> int:
+    """The highest level L with sum(max(0, L - c)) <= added (counts sorted, not empty):
+    fill the k lowest brokers, k = 1, 2, ..., until the level stays below the next one."""
+    filled = 0
+    n = len(counts)
+    for k in range(1, n + 1):
+        filled += counts[k - 1]
+        level = (added + filled) // k
+        if k == n or level < counts[k]:
+            return level
+    raise AssertionError("unreachable")
+
+
 def spread_floor(fixed: Mapping[int, int], eligible: Mapping[int, int], added: int) -> int:
     """The lowest spread any placement of `added` more replicas on the `eligible` brokers can
     reach, every other broker keeping its `fixed` count (per-partition and rack rules ignored,
     so no real plan does better). Water filling: raise the emptiest eligible brokers to a
-    common level L, the remainder one above it."""
+    common level L, the remainder one above it. The one copy of this rule for the object
+    planners (balance.floor_of calls it); arrays._floor is its form on numpy arrays, held to
+    it by test_water_filling_floor_is_one_rule."""
     if not eligible:
         values = list(fixed.values())
         return max(values) - min(values) if values else 0
     counts = sorted(eligible.values())
-
-    def need(level: int) -> int:
-        return sum(level - c for c in counts if c < level)
-
-    low, high = counts[0], counts[0] + added
-    while low < high:  # the highest level `added` replicas can fill
-        mid = (low + high + 1) // 2
-        if need(mid) <= added:
-            low = mid
-        else:
-            high = mid - 1
-    extra = added - need(low)  # fewer than the brokers at `low`: they go one above
+    low = water_level(counts, added)
+    extra = added - sum(low - c for c in counts if c < low)  # they go one above `low`
     top = max(counts[-1], low + (1 if extra else 0), *fixed.values())
     bottom = min(low, *fixed.values()) if fixed else low
     return top - bottom

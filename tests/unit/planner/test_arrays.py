@@ -685,3 +685,22 @@ def test_broker_ids_near_the_int32_limit_are_mapped_without_a_table_as_long_as_t
         0,
         -1,
     ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    eligible=st.lists(st.integers(0, 40), min_size=1, max_size=12),
+    fixed=st.lists(st.integers(0, 40), max_size=5),
+    added=st.integers(0, 200),
+)
+def test_water_filling_floor_is_one_rule(eligible, fixed, added):
+    """The array planner's floor (numpy) is the object planners' spread_floor, and
+    balance.floor_of is that same function: one rule, two forms of data."""
+    from kreplica.planner.balance import floor_of
+    from kreplica.planner.evaluate import spread_floor
+
+    expected = spread_floor(dict(enumerate(fixed, start=100)), dict(enumerate(eligible)), added)
+    got = arrays._floor(np.array(eligible, np.int64), np.array(fixed, np.int64), added)
+    assert got == expected
+    base = {**dict(enumerate(eligible)), **dict(enumerate(fixed, start=100))}
+    assert floor_of(base, list(range(len(eligible))), added) == expected

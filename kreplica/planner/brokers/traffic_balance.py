@@ -6,6 +6,10 @@ Loads (bytes per second, kreplica.planner.traffic): a replica of a partition wri
 r to its broker's network in; the partition's leader sends r x (followers + fan-out). The band
 per load is max(1.05 x mean, mean + the largest single partition's load): a broker can be
 brought under it by moving whole partitions, where 1.05 x mean alone may be out of reach.
+With per-broker capacities (mixed hardware) the same rule holds on utilisation, load /
+capacity: with U all the load over all the capacity, broker b's band is
+max(1.05 x U x capacity_b, U x capacity_b + the largest load) (traffic.scaled_band); every
+step below then works on each broker's own band (Scale).
 
 Moves: per broker over the band, the set of its replicas whose rates cover its excess with the
 fewest bytes (a covering knapsack, kreplica.planner.cover), jointly with its excess in network

@@ -150,7 +150,8 @@ def rebalance(
     if capacity is not None and by != "traffic":
         raise UsageError(f"--capacity scales --by traffic's band, not --by {by}")
     spec = source_spec(opts)
-    capacity_of = read_capacity(capacity)
+    # a cluster entry's capacity (clusters.toml) serves --by traffic only
+    capacity_of = read_capacity(capacity, spec.capacity if by == "traffic" else None)
     capacities: dict[int, dict[str, float]] | None = None
 
     def check(snap: Any) -> None:  # before any window: a typo costs no wait

@@ -325,10 +325,12 @@ def measure_traffic(
 
 
 def read_capacity(
-    path: Path | None,
+    flag: Path | None, configured: str | None
 ) -> Callable[[ClusterSnapshot], dict[int, dict[str, float]] | None]:
-    """--capacity FILE, read now (a bad file costs no wait), as the check that gives the
-    capacities of a cluster's brokers (a broker it does not have refused); None without one."""
+    """--capacity FILE, else the cluster entry's `capacity` (clusters.toml), read now (a bad
+    file costs no wait), as the check that gives the capacities of a cluster's brokers (a
+    broker it does not have refused); None without either."""
+    path = flag if flag is not None else Path(configured) if configured else None
     if path is None:
         return lambda snap: None
     from kreplica.planner.traffic import check_capacities

@@ -36,7 +36,7 @@ def traffic(
     if limit < 1:
         raise UsageError(f"--limit {limit}: give a number of rows >= 1")
     spec = source_spec(opts)
-    capacity_of = read_capacity(capacity)
+    capacity_of = read_capacity(capacity, spec.capacity)
     capacities: dict[int, dict[str, float]] | None = None
 
     def check(snap: ClusterSnapshot) -> None:  # before the window: a typo costs no wait

@@ -226,3 +226,32 @@ def test_capacities_go_with_by_traffic_only(cli: Any, example: Path, tmp_path: P
     caps.write_text("{}")
     run = cli(["rebalance", "--snapshot", str(example), "--capacity", str(caps)])
     _one_line_error(run, 2, "--capacity scales --by traffic's band, not --by count")
+
+
+def test_a_cluster_entry_names_its_capacity_file(cli: Any, tmp_path: Path) -> None:
+    _with_rates(tmp_path)
+    (tmp_path / "caps.json").write_text(
+        json.dumps({b: {"nw_in": 200 * b, "nw_out": 300 * b} for b in (1, 2, 3)})
+    )
+    config = tmp_path / "clusters.toml"
+    config.write_text('[clusters.x]\nsnapshot = "rates.json"\ncapacity = "caps.json"\n')
+    env = {"KREPLICA_CONFIG": str(config)}
+    run = cli(["rebalance", "--by", "traffic", "--cluster", "x", "--output", "json"], env)
+    assert run.code == 0, run.stderr
+    per = run.json()["data"]["report"]["traffic"]["before"]["nw_in_util"]["per_broker"]
+    assert per["1"] == 0.7  # 140 B/s on the file's 200
+    flag = tmp_path / "flag.json"  # --capacity wins over the entry's file
+    flag.write_text(json.dumps({b: {"nw_in": 1400, "nw_out": 1400} for b in (1, 2, 3)}))
+    run = cli(
+        ["rebalance", "--by", "traffic", "--cluster", "x", "--capacity", str(flag),
+         "--output", "json"],
+        env,
+    )  # fmt: skip
+    assert run.json()["data"]["report"]["traffic"]["before"]["nw_in_util"]["per_broker"]["1"] == 0.1
+    traffic = cli(["traffic", "--cluster", "x", "--output", "json"], env)
+    assert traffic.json()["data"]["brokers"][0]["nw_in_util"] == 0.7
+    count = cli(["rebalance", "--cluster", "x", "--output", "json"], env)  # not by traffic: unread
+    assert count.code == 0, count.stderr
+    config.write_text('[clusters.x]\nsnapshot = "rates.json"\ncapacity = "nope.json"\n')
+    missing = cli(["rebalance", "--by", "traffic", "--cluster", "x"], env)
+    _one_line_error(missing, 2, "nope.json")

@@ -26,6 +26,7 @@ the band is left out of the bound: leader changes can fix it without moving data
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -363,31 +364,31 @@ def _leaders(
     if not any(loads.nw_out[b] > top_out[b] + EPSILON for b in eligible):
         return  # nothing over the band: no need to list who leads what
     ok = set(eligible)
+    nw_out, out, led_anew = loads.nw_out, loads.out, loads.led_anew  # the loop's hot lookups
+    parts, work = loads.run.parts, loads.run.work
     led: dict[int, list[Key]] = {}
     for key in keys:
         leader = loads.leaders.get(key)
         if leader is not None:
             led.setdefault(leader, []).append(key)
     for _ in range(len(keys) + 1):
-        hot = [b for b in eligible if loads.nw_out[b] > top_out[b] + EPSILON]
+        hot = [b for b in eligible if nw_out[b] > top_out[b] + EPSILON]
         if not hot:
             break
-        src = max(hot, key=lambda b: (loads.nw_out[b] / cap[b], -b))
+        src = max(hot, key=lambda b: (nw_out[b] / cap[b], -b))
         best: tuple[float, Key, int] | None = None
+        src_out, src_cap = nw_out[src], cap[src]
+        below = (src_out - EPSILON) / src_cap  # what the pair's larger load must drop under
         for key in led.get(src, []):
-            if key in loads.led_anew:
+            if key in led_anew:
                 continue  # one change per partition: back and forth helps no one
-            load = loads.out[key]
-            synced = loads.run.parts[key].in_sync
-            for dst in loads.run.work[key]:
+            load = out[key]
+            synced = parts[key].in_sync
+            for dst in work[key]:
                 if dst == src or dst not in ok or dst not in synced:
                     continue
-                worst = max(
-                    (loads.nw_out[src] - load) / cap[src], (loads.nw_out[dst] + load) / cap[dst]
-                )
-                if worst < (loads.nw_out[src] - EPSILON) / cap[src] and (
-                    best is None or (worst, key, dst) < best
-                ):
+                worst = max((src_out - load) / src_cap, (nw_out[dst] + load) / cap[dst])
+                if worst < below and (best is None or (worst, key, dst) < best):
                     best = (worst, key, dst)
         if best is None:
             break
@@ -533,11 +534,14 @@ def _destination(
     run = loads.run
     rate = loads.rate[key]
     sent = loads.out[key] if loads.leaders.get(key) == src else 0.0
-
-    def fullness(b: int) -> float:
-        return loads.nw_in[b] / tops[0][b] + (loads.nw_out[b] / tops[1][b] if sent else 0.0)
-
-    for dst in sorted(eligible, key=lambda b: (fullness(b), b)):
+    nw_in, nw_out, top_in, top_out = loads.nw_in, loads.nw_out, tops[0], tops[1]
+    if sent:
+        order = [(nw_in[b] / top_in[b] + nw_out[b] / top_out[b], b) for b in eligible]
+    else:
+        order = [(nw_in[b] / top_in[b], b) for b in eligible]
+    heapq.heapify(order)  # least full first; the first few mostly take it: no full sort
+    while order:
+        dst = heapq.heappop(order)[1]
         if dst in run.work[key]:
             continue
         if loads.nw_in[dst] + rate > tops[0][dst] + EPSILON:

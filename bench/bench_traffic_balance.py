@@ -4,11 +4,15 @@ figures after `rebalance --by count` (the count balance, blind to rates) side by
 Prints figures, asserts nothing.
 
     .venv/bin/python bench/bench_traffic_balance.py [--sizes 10000x60,100000x200] [--no-count]
+        [--mixed]
 
 Each cluster: brokers on 6 racks, RF 3 on three racks, rates lognormal (mu 8, sigma 1: median
 3 kB/s) or with `--tail pareto` heavy-tailed (Pareto, alpha 1.2, from 1 kB/s), a tenth of the
 partitions idle, fan-out 0-3, and skew: a third of the brokers take twice the
-replicas and most leaders of the busiest partitions.
+replicas and most leaders of the busiest partitions. `--mixed`: every other row of six
+brokers (three per rack among each twelve) has twice the network capacity, and `--by traffic`
+balances utilisation (`--capacity`); the figures are then of utilisation, plus the big
+brokers' mean load over the small ones'.
 """
 
 from __future__ import annotations
@@ -79,11 +83,28 @@ def applied(snap: ClusterSnapshot, changes: object) -> ClusterSnapshot:
     return dataclasses.replace(snap, topics=tuple(topics))
 
 
-def figures(snap: ClusterSnapshot) -> str:
+def mixed(snap: ClusterSnapshot) -> dict[int, dict[str, float]]:
+    """Twice the capacity on every other row of six brokers: half of each rack big."""
+    return {
+        b.id: dict.fromkeys(("nw_in", "nw_out"), 2e8 if b.id // 6 % 2 == 0 else 1e8)
+        for b in snap.brokers
+    }
+
+
+def figures(snap: ClusterSnapshot, caps: dict[int, dict[str, float]] | None = None) -> str:
     loads = broker_traffic(snap)
     out = []
     for name in ("nw_in", "nw_out", "leader_bytes_in"):
-        f = spread_figures({b.id: getattr(b, name) for b in loads})
+        per = {b.id: getattr(b, name) for b in loads}
+        if caps is not None and name != "leader_bytes_in":
+            big = [v for b, v in per.items() if caps[b][name] > 1e8]
+            small = [v for b, v in per.items() if caps[b][name] <= 1e8]
+            ratio = (sum(big) / len(big)) / (sum(small) / len(small))
+            per = {b: v / caps[b][name] for b, v in per.items()}
+            f = spread_figures(per)
+            out.append(f"{name}_util {f['max_over_mean']:.2f}/{f['cv']:.2f} big:small {ratio:.2f}")
+            continue
+        f = spread_figures(per)
         out.append(f"{name} {f['max_over_mean']:.2f}/{f['cv']:.2f}")
     return "  ".join(out)
 
@@ -93,18 +114,20 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000x60,100000x200")
     parser.add_argument("--no-count", action="store_true")
     parser.add_argument("--tail", choices=("pareto", "lognormal"), default="lognormal")
+    parser.add_argument("--mixed", action="store_true")
     args = parser.parse_args()
     print("figures: max/mean / CV per broker")
     for size in args.sizes.split(","):
         partitions, brokers = map(int, size.split("x"))
         snap = skewed(partitions, brokers, args.tail)
+        caps = mixed(snap) if args.mixed else None
         print(f"\n{partitions} partitions, {brokers} brokers")
-        print(f"  before             {figures(snap)}")
+        print(f"  before             {figures(snap, caps)}")
         begun = time.perf_counter()
-        plan = traffic_rebalance_plan(snap)
+        plan = traffic_rebalance_plan(snap, capacities=caps)
         took = time.perf_counter() - begun
         r = plan.report["traffic"]
-        print(f"  --by traffic       {figures(applied(snap, plan.changes))}")
+        print(f"  --by traffic       {figures(applied(snap, plan.changes), caps)}")
         bound = r["bytes_lower_bound"] or 0
         ratio = f"{r['bytes_moved'] / bound:.2f}x" if bound else "-"
         print(
@@ -118,7 +141,7 @@ def main() -> None:
         counted = rebalance_plan(snap, by="count")
         took = time.perf_counter() - begun
         moved = sum(c.size_bytes or 0 for c in counted.changes if c.added)
-        print(f"  --by count         {figures(applied(snap, counted.changes))}")
+        print(f"  --by count         {figures(applied(snap, counted.changes), caps)}")
         changed = len(counted.changes)
         print(f"    {took:.1f} s; {changed} partitions changed, {moved / 2**30:.1f} GiB moved")
 

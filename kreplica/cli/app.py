@@ -438,6 +438,15 @@ def rebalance(
             "or more; default 60). (--window is the apply's daily window.)",
         ),
     ] = None,
+    capacity: Annotated[
+        Path | None,
+        typer.Option(
+            "--capacity",
+            metavar="FILE",
+            help='--by traffic on mixed hardware: per-broker network capacity, JSON {"ID": '
+            '{"nw_in": B/s, "nw_out": B/s}} for every broker; balances utilisation, not bytes.',
+        ),
+    ] = None,
     opts: Options,
 ) -> None:
     """Even out replicas per topic and per broker, then leaders, with the fewest moves.
@@ -449,7 +458,12 @@ def rebalance(
     from kreplica.cli import broker_cmd
 
     broker_cmd.rebalance(
-        opts, by=by, max_moves=max_moves, max_bytes=max_bytes, window_s=traffic_window
+        opts,
+        by=by,
+        max_moves=max_moves,
+        max_bytes=max_bytes,
+        window_s=traffic_window,
+        capacity=capacity,
     )
 
 

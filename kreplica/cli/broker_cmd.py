@@ -8,6 +8,7 @@ rebalance run a preferred leader election for the plan's partitions once an appl
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kreplica.cli import drained
@@ -18,6 +19,7 @@ from kreplica.cli.common import (
     parse_headroom,
     parse_log_dirs_mode,
     parse_size,
+    read_capacity,
     read_cluster,
     source_spec,
     topic_names,
@@ -133,6 +135,7 @@ def rebalance(
     max_moves: int | None,
     max_bytes: str | None,
     window_s: float | None = None,
+    capacity: Path | None = None,
 ) -> None:
     from kreplica.planner.brokers import rebalance_plan
 
@@ -144,28 +147,41 @@ def rebalance(
     from_metrics = wants_metrics(opts)
     if from_metrics and by != "traffic":
         raise UsageError(f"--traffic-from gives rates to --by traffic, not --by {by}")
+    if capacity is not None and by != "traffic":
+        raise UsageError(f"--capacity scales --by traffic's band, not --by {by}")
     spec = source_spec(opts)
+    # a cluster entry's capacity (clusters.toml) serves --by traffic only
+    capacity_of = read_capacity(capacity, spec.capacity if by == "traffic" else None)
+    capacities: dict[int, dict[str, float]] | None = None
+
+    def check(snap: Any) -> None:  # before any window: a typo costs no wait
+        nonlocal capacities
+        capacities = capacity_of(snap)
+
     if from_metrics:  # the cluster as read, with Prometheus's peak rates
         if window_s is not None:
             raise UsageError(
                 "--traffic-window measures the brokers, --traffic-from reads Prometheus: "
                 "give one of them"
             )
-        snap = metrics_traffic(opts, spec, snap=read_cluster(spec))[0]
+        snap = metrics_traffic(opts, spec, check=check, snap=read_cluster(spec))[0]
     else:
-        snap = _rated(spec, window_s) if by == "traffic" else None
+        snap = _rated(spec, window_s, check) if by == "traffic" else None
     if snap is None:
         if window_s is not None:
             raise UsageError(
                 f"--traffic-window measures traffic: it goes with --by traffic, not --by {by}"
             )
         snap = read_cluster(spec, columnar=by != "traffic")  # count, bytes: the column run's
+        check(snap)
 
     def make(o: Any) -> Any:
         if by == "traffic":  # from measured rates (snapshot --traffic): its own module
             from kreplica.planner.brokers.traffic_balance import traffic_rebalance_plan
 
-            return traffic_rebalance_plan(snap, max_moves=max_moves, max_bytes=budget, options=o)
+            return traffic_rebalance_plan(
+                snap, max_moves=max_moves, max_bytes=budget, options=o, capacities=capacities
+            )
         return rebalance_plan(snap, by=by, max_moves=max_moves, max_bytes=budget, options=o)
 
     plan = _planned(opts, snap, make)
@@ -176,7 +192,7 @@ def rebalance(
     show_plan(opts, spec, snap, plan, title, elect_leaders=True)
 
 
-def _rated(spec: Any, window_s: float | None) -> Any:
+def _rated(spec: Any, window_s: float | None, check: Callable[[Any], None]) -> Any:
     """--by traffic's cluster with rates: measured live over the window (60 s unless given);
     None from a snapshot file (it carries its rates, or the planner refuses it)."""
     if spec.kind == "snapshot":
@@ -186,7 +202,7 @@ def _rated(spec: Any, window_s: float | None) -> Any:
                 "it was taken with: drop one of them"
             )
         return None
-    return measure_traffic(spec, 60.0 if window_s is None else window_s, None)[0]
+    return measure_traffic(spec, 60.0 if window_s is None else window_s, None, check)[0]
 
 
 # --- the brokers remembered as drained (kreplica.cli.drained) --------------------------------

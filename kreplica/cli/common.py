@@ -11,7 +11,7 @@ import gc
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
@@ -322,6 +322,25 @@ def measure_traffic(
         return measure(source, window_s, wanted, progress=progress, check=check)
     finally:
         source.close()
+
+
+def read_capacity(
+    flag: Path | None, configured: str | None
+) -> Callable[[ClusterSnapshot], dict[int, dict[str, float]] | None]:
+    """--capacity FILE, else the cluster entry's `capacity` (clusters.toml), read now (a bad
+    file costs no wait), as the check that gives the capacities of a cluster's brokers (a
+    broker it does not have refused); None without either."""
+    path = flag if flag is not None else Path(configured) if configured else None
+    if path is None:
+        return lambda snap: None
+    from kreplica.planner.traffic import check_capacities
+    from kreplica.userfiles import decode_json, read_user_file
+
+    fix = 'write {"BROKER_ID": {"nw_in": B/s, "nw_out": B/s}}'
+    raw = decode_json(
+        read_user_file(path, "capacity file", fix="check the path"), str(path), fix=fix
+    )
+    return lambda snap: check_capacities(raw, snap.broker_ids(), str(path))
 
 
 def wants_metrics(opts: Options) -> bool:

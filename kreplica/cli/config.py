@@ -30,7 +30,15 @@ ENV_NAMES = {
     "zookeeper": "KREPLICA_ZOOKEEPER",
     "bootstrap_server": "KREPLICA_BOOTSTRAP_SERVER",
 }
-CLUSTER_KEYS = {*SOURCE_KEYS, "command_config", "client", "zk_auth", "timeout_s", "description"}
+CLUSTER_KEYS = {
+    *SOURCE_KEYS,
+    "command_config",
+    "client",
+    "zk_auth",
+    "timeout_s",
+    "description",
+    "capacity",
+}
 DEFAULT_TIMEOUT_S = 15.0
 
 
@@ -47,6 +55,7 @@ class SourceSpec:
     origin: str = "command line"  # where the choice came from, for messages
     cluster: str | None = None  # the clusters.toml entry it came from
     command_config: str | None = None  # the --command-config file (absolute), when one was given
+    capacity: str | None = None  # the clusters.toml entry's capacity file (absolute), if any
 
     def record(self) -> dict[str, str]:
         """The source as an apply's journal records it, for a resume given no source: the
@@ -214,7 +223,7 @@ def _cluster_spec(
             f"{where} must set exactly one of snapshot, zookeeper, bootstrap_server "
             f"(it sets {', '.join(given) or 'none'})"
         )
-    for key in (*SOURCE_KEYS, "command_config"):
+    for key in (*SOURCE_KEYS, "command_config", "capacity"):
         if key in entry and not isinstance(entry[key], str):
             raise InputError(f"{where}: {key} must be a string")
     client: dict[str, str] = {}
@@ -243,10 +252,7 @@ def _cluster_spec(
         raise InputError(f"{where}: timeout_s must be a positive number of seconds")
     if timeout_flag is not None:
         timeout = timeout_flag  # --timeout on the command line wins
-    snapshot = entry.get("snapshot")
-    if snapshot:
-        snap_path = Path(snapshot).expanduser()
-        snapshot = str(snap_path if snap_path.is_absolute() else path.parent / snap_path)
+    snapshot, capacity = (_beside(path, entry.get(k)) for k in ("snapshot", "capacity"))
     return SourceSpec(
         snapshot=snapshot,
         zookeeper=entry.get("zookeeper"),
@@ -257,7 +263,16 @@ def _cluster_spec(
         origin=f"cluster {name!r} in {path}",
         cluster=name,
         command_config=base.command_config,
+        capacity=capacity,
     )
+
+
+def _beside(config: Path, given: str | None) -> str | None:
+    """A path the config file names: relative to the file."""
+    if not given:
+        return None
+    named = Path(given).expanduser()
+    return str(named if named.is_absolute() else config.parent / named)
 
 
 # --- resolution --------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from kreplica.cli.common import (
     console,
     measure_traffic,
     metrics_traffic,
+    read_capacity,
     source_spec,
     wants_metrics,
 )
@@ -24,30 +25,23 @@ def traffic(
 ) -> None:
     from kreplica.planner.traffic import (
         broker_traffic,
-        check_capacities,
         check_window,
         require_rates,
         stored_traffic,
     )
     from kreplica.render.traffic import traffic_data, traffic_markdown, traffic_table
     from kreplica.sources import SnapshotFileSource
-    from kreplica.userfiles import decode_json, read_user_file
 
     check_window(window_s)
     if limit < 1:
         raise UsageError(f"--limit {limit}: give a number of rows >= 1")
     spec = source_spec(opts)
-    raw_capacity = None
-    if capacity is not None:  # read before the window: a bad file costs no wait
-        fix = 'write {"BROKER_ID": {"nw_in": B/s, "nw_out": B/s}}'
-        text = read_user_file(capacity, "capacity file", fix="check the path")
-        raw_capacity = decode_json(text, str(capacity), fix=fix)
+    capacity_of = read_capacity(capacity, spec.capacity)
     capacities: dict[int, dict[str, float]] | None = None
 
     def check(snap: ClusterSnapshot) -> None:  # before the window: a typo costs no wait
         nonlocal capacities
-        if raw_capacity is not None:
-            capacities = check_capacities(raw_capacity, snap.broker_ids(), str(capacity))
+        capacities = capacity_of(snap)
 
     if wants_metrics(opts):  # any source's topology, Prometheus's rates
         snap, measured = metrics_traffic(opts, spec, topics, check)

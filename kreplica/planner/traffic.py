@@ -301,6 +301,38 @@ def band(loads: Mapping[int, float], largest: float) -> float:
     return max(BAND_FACTOR * mean, mean + largest)
 
 
+def scaled_band(
+    loads: Mapping[int, float], largest: float, capacity: Mapping[int, float]
+) -> dict[int, float]:
+    """The band per broker on utilisation (load / capacity), in B/s: with U the mean
+    utilisation (all the load over all the capacity: no move changes it), broker b may carry
+    capacity_b x max(1.05 x U, U + largest / capacity_b) = max(1.05 x U x capacity_b,
+    U x capacity_b + largest): band's rule, each broker's share scaled by its capacity."""
+    mean_util = sum(loads.values()) / sum(capacity[b] for b in loads) if loads else 0.0
+    return {
+        b: max(BAND_FACTOR * mean_util * capacity[b], mean_util * capacity[b] + largest)
+        for b in loads
+    }
+
+
+def capacity_of(
+    capacities: Mapping[int, Mapping[str, float]], among: Iterable[int], origin: str
+) -> tuple[dict[int, float], dict[int, float]]:
+    """(network in, network out) capacity per broker of `among`; a broker without both is
+    bad input: a guess could fill a small broker past its NIC."""
+    ids = sorted(set(among))
+    missing = [b for b in ids if not {"nw_in", "nw_out"} <= set(capacities.get(b, {}))]
+    if missing:
+        raise InputError(
+            f"{origin}: no nw_in and nw_out for broker(s) {', '.join(map(str, missing))}; "
+            "give every broker the plan may use both capacities"
+        )
+    return (
+        {b: capacities[b]["nw_in"] for b in ids},
+        {b: capacities[b]["nw_out"] for b in ids},
+    )
+
+
 def bands(
     snapshot: ClusterSnapshot, loads: Iterable[BrokerTraffic], among: Iterable[int]
 ) -> tuple[float, float]:

@@ -179,3 +179,79 @@ def test_rebalance_traffic_window_with_a_snapshot_is_refused(cli: Any, tmp_path:
     snap = str(_with_rates(tmp_path))
     run = cli(["rebalance", "--by", "traffic", "--snapshot", snap, "--traffic-window", "10"])
     _one_line_error(run, 2, "--traffic-window measures a live cluster; a --snapshot file carries")
+
+
+def test_rebalance_by_traffic_with_capacities_reports_utilisation(cli: Any, tmp_path: Path) -> None:
+    caps = tmp_path / "caps.json"
+    caps.write_text(json.dumps({b: {"nw_in": 200 * b, "nw_out": 300 * b} for b in (1, 2, 3)}))
+    snap = str(_with_rates(tmp_path))
+    args = ["rebalance", "--by", "traffic", "--snapshot", snap, "--capacity", str(caps)]
+    run = cli([*args, "--output", "json"])
+    assert run.code == 0, run.stderr
+    report = run.json()["data"]["report"]["traffic"]
+    # broker 1: 140 B/s in (t-0 and t-2) on 200 B/s; the bands are per broker, by capacity
+    assert report["before"]["nw_in_util"]["per_broker"]["1"] == 0.7
+    assert set(report["band_nw_in"]) == {"1", "2", "3"}
+    text = cli([*args, "--no-color"])
+    assert text.code == 0, text.stderr
+    assert "utilisation in max/mean" in text.stdout and "scaled by capacity" in text.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "code", "words"),
+    [
+        ('{"7": {"nw_in": 1000, "nw_out": 1000}}', 2, "broker 7 is not in this cluster"),
+        ('{"1": {"nw_in": 1000, "nw_out": 1000}', 2, "caps.json"),
+        ('{"1": {"nw_in": 1000, "nw_out": 1000}}', 2, "no nw_in and nw_out for broker(s) 2, 3"),
+        ('{"1": {"nw_in": -5}}', 2, "broker 1 nw_in must be bytes per second > 0"),
+    ],
+)
+def test_rebalance_refuses_a_bad_capacity_file_and_writes_nothing(
+    cli: Any, tmp_path: Path, content: str, code: int, words: str
+) -> None:
+    caps = tmp_path / "caps.json"
+    caps.write_text(content)
+    out = tmp_path / "plan.json"
+    snap = str(_with_rates(tmp_path))
+    run = cli(
+        ["rebalance", "--by", "traffic", "--snapshot", snap, "--capacity", str(caps),
+         "--out", str(out)]
+    )  # fmt: skip
+    _one_line_error(run, code, words)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["caps.json", "rates.json"]  # no plan
+
+
+def test_capacities_go_with_by_traffic_only(cli: Any, example: Path, tmp_path: Path) -> None:
+    caps = tmp_path / "caps.json"
+    caps.write_text("{}")
+    run = cli(["rebalance", "--snapshot", str(example), "--capacity", str(caps)])
+    _one_line_error(run, 2, "--capacity scales --by traffic's band, not --by count")
+
+
+def test_a_cluster_entry_names_its_capacity_file(cli: Any, tmp_path: Path) -> None:
+    _with_rates(tmp_path)
+    (tmp_path / "caps.json").write_text(
+        json.dumps({b: {"nw_in": 200 * b, "nw_out": 300 * b} for b in (1, 2, 3)})
+    )
+    config = tmp_path / "clusters.toml"
+    config.write_text('[clusters.x]\nsnapshot = "rates.json"\ncapacity = "caps.json"\n')
+    env = {"KREPLICA_CONFIG": str(config)}
+    run = cli(["rebalance", "--by", "traffic", "--cluster", "x", "--output", "json"], env)
+    assert run.code == 0, run.stderr
+    per = run.json()["data"]["report"]["traffic"]["before"]["nw_in_util"]["per_broker"]
+    assert per["1"] == 0.7  # 140 B/s on the file's 200
+    flag = tmp_path / "flag.json"  # --capacity wins over the entry's file
+    flag.write_text(json.dumps({b: {"nw_in": 1400, "nw_out": 1400} for b in (1, 2, 3)}))
+    run = cli(
+        ["rebalance", "--by", "traffic", "--cluster", "x", "--capacity", str(flag),
+         "--output", "json"],
+        env,
+    )  # fmt: skip
+    assert run.json()["data"]["report"]["traffic"]["before"]["nw_in_util"]["per_broker"]["1"] == 0.1
+    traffic = cli(["traffic", "--cluster", "x", "--output", "json"], env)
+    assert traffic.json()["data"]["brokers"][0]["nw_in_util"] == 0.7
+    count = cli(["rebalance", "--cluster", "x", "--output", "json"], env)  # not by traffic: unread
+    assert count.code == 0, count.stderr
+    config.write_text('[clusters.x]\nsnapshot = "rates.json"\ncapacity = "nope.json"\n')
+    missing = cli(["rebalance", "--by", "traffic", "--cluster", "x"], env)
+    _one_line_error(missing, 2, "nope.json")

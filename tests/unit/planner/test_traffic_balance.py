@@ -14,7 +14,7 @@ import pytest
 from kreplica.errors import InputError
 from kreplica.model import Broker, ClusterSnapshot, Partition, Topic, TrafficWindow
 from kreplica.planner.brokers.traffic_balance import shed_bound, traffic_rebalance_plan
-from kreplica.planner.traffic import band, broker_traffic
+from kreplica.planner.traffic import band, broker_traffic, leader_out_load, scaled_band
 
 
 def test_band_is_the_larger_of_five_percent_and_the_largest_single_load() -> None:
@@ -246,3 +246,93 @@ def _applied(snap: ClusterSnapshot, plan: object) -> ClusterSnapshot:
         for t in snap.topics
     )
     return dataclasses.replace(snap, topics=topics)
+
+
+# -- capacities (mixed hardware): the band on utilisation -------------------------------------
+
+
+def test_the_scaled_band_by_hand() -> None:
+    # 300 B/s on capacities 2 + 1 = 3: the mean utilisation is 100 B/s per unit of capacity;
+    # the big broker may carry max(1.05 x 200, 200 + 10) = 210, the small one 110
+    assert scaled_band({1: 250.0, 2: 50.0}, 10.0, {1: 2.0, 2: 1.0}) == pytest.approx(
+        {1: 210.0, 2: 110.0}
+    )
+    # equal capacities: band's figure for every broker
+    assert scaled_band({1: 150.0, 2: 50.0}, 30.0, {1: 5.0, 2: 5.0}) == pytest.approx(
+        {1: band({1: 150.0, 2: 50.0}, 30.0), 2: band({1: 150.0, 2: 50.0}, 30.0)}
+    )
+
+
+def _even(seed: int, partitions: int = 240) -> ClusterSnapshot:
+    """Six brokers, racks a, b, c (1-3 one per rack, 4-6 one per rack), RF 3 one replica per
+    rack spread at random: about the same network in on every broker."""
+    rng = random.Random(seed)
+    nodes = tuple(Broker(i, "abc"[(i - 1) % 3]) for i in range(1, 7))
+    parts = []
+    for n in range(partitions):
+        reps = [rng.choice((r, r + 3)) for r in (1, 2, 3)]
+        rng.shuffle(reps)
+        parts.append(
+            Partition("t", n, tuple(reps), leader=reps[0], size_bytes=rng.randint(1, 100) * 2**20,
+                      bytes_in_per_s=rng.uniform(1e3, 5e3), fanout=rng.choice([0, 1, 2]))
+        )  # fmt: skip
+    return ClusterSnapshot(
+        nodes, (Topic("t", tuple(parts)),), traffic=TrafficWindow(60.0, "2026-11-28T00:00:00Z")
+    )
+
+
+BIG_SMALL = {b: dict.fromkeys(("nw_in", "nw_out"), 2e6 if b <= 3 else 1e6) for b in range(1, 7)}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_with_capacities_two_to_one_the_big_brokers_carry_twice(seed: int) -> None:
+    snap = _even(seed)
+    start = {b.id: b.nw_in for b in broker_traffic(snap)}
+    assert sum(start[b] for b in (1, 2, 3)) / sum(start[b] for b in (4, 5, 6)) < 1.2  # even
+    plan = traffic_rebalance_plan(snap, capacities=BIG_SMALL)
+    report = plan.report["traffic"]
+    assert report["brokers_over_band"] == [] and report["replica_moves"] > 0
+    after = {b.id: b for b in broker_traffic(_applied(snap, plan))}  # from the plan's replicas
+    parts = list(snap.topics[0].partitions)
+    for load, largest in (
+        ("nw_in", max(p.bytes_in_per_s or 0.0 for p in parts)),
+        ("nw_out", max(leader_out_load(p) for p in parts)),
+    ):
+        total = sum(getattr(b, load) for b in after.values())
+        util = total / sum(c[load] for c in BIG_SMALL.values())  # the mean utilisation
+        for b, cap in BIG_SMALL.items():
+            top = max(1.05 * util, util + largest / cap[load])
+            assert getattr(after[b], load) / cap[load] <= top + 1e-9, (load, b)
+        big = sum(getattr(after[b], load) for b in (1, 2, 3))
+        small = sum(getattr(after[b], load) for b in (4, 5, 6))
+        # near twice, as their NICs: the band caps from above, so the small brokers keep up to
+        # 1.05 x their share of network in (a little under 2); leaders go to the big ones
+        assert 1.75 <= big / small <= 2.5, load
+    racks = snap.racks()
+    assert all(len({racks[b] for b in c.after}) == 3 for c in plan.changes)
+    assert report["bytes_lower_bound"] <= report["bytes_moved"] <= 1.2 * report["bytes_lower_bound"]
+    before_util, after_util = report["before"]["nw_in_util"], report["after"]["nw_in_util"]
+    assert after_util["cv"] < before_util["cv"] and after_util["max_over_mean"] <= 1.05 + 0.01
+    assert set(report["band_nw_in"]) == set(BIG_SMALL)  # per broker
+    assert "utilisation in max/mean" in plan.findings[0].message
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_equal_capacities_plan_as_none(seed: int) -> None:
+    # the same rule scaled: one capacity for all gives the moves of the byte band
+    snap = _skewed(seed, brokers=9, partitions=150)
+    same = {b.id: {"nw_in": 1e6, "nw_out": 1e6} for b in snap.brokers}
+    plain = traffic_rebalance_plan(snap)
+    scaled = traffic_rebalance_plan(snap, capacities=same)
+    assert plain.changes == scaled.changes
+    assert "nw_in_util" not in plain.report["traffic"]["before"]
+    assert isinstance(plain.report["traffic"]["band_nw_in"], float)
+
+
+def test_a_broker_missing_from_the_capacities_is_refused() -> None:
+    caps = {b: c for b, c in BIG_SMALL.items() if b != 5}
+    with pytest.raises(InputError, match=r"no nw_in and nw_out for broker\(s\) 5"):
+        traffic_rebalance_plan(_even(1), capacities=caps)
+    half = {**BIG_SMALL, 5: {"nw_in": 1e6}}
+    with pytest.raises(InputError, match=r"broker\(s\) 5"):
+        traffic_rebalance_plan(_even(1), capacities=half)

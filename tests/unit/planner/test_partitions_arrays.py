@@ -19,7 +19,7 @@ import random
 from collections import Counter
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_arrays import COMMON_REFUSALS, TIED, columnar, planned, random_cluster
 
@@ -101,6 +101,7 @@ def test_kafka_new_partitions_are_the_object_planners_plan(seed, brokers, racks,
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(seed=240, brokers=11, racks=2, rf=2, exclude=False, sizes=False)
 @given(
     seed=st.integers(0, 100_000),
     brokers=st.integers(3, 12),
@@ -134,7 +135,12 @@ def test_balanced_new_partitions_reach_the_object_planners_spreads(
     assert all(spreads[t] <= theirs[t] for t in spreads), (spreads, theirs)
     leaders, their_leaders = _leader_spreads(plan, snap), _leader_spreads(expected, snap)
     assert all(leaders[t] <= their_leaders[t] for t in leaders), (leaders, their_leaders)
-    assert [c.code for c in plan.findings] == [c.code for c in expected.findings]
+    # the imbalance note follows the spread, which the arrays may leave lower (seed 240,
+    # 11 brokers, 2 racks, RF 2: 1 against 2, no note); it is there only where the object
+    # planner's is
+    codes, their_codes = [c.code for c in plan.findings], [c.code for c in expected.findings]
+    assert [c for c in codes if c != "imbalance"] == [c for c in their_codes if c != "imbalance"]
+    assert "imbalance" not in codes or "imbalance" in their_codes
     assert [(c.topic, c.partition, c.before) for c in plan.changes] == [
         (c.topic, c.partition, c.before) for c in expected.changes
     ]

@@ -20,6 +20,7 @@ point in a fresh process (stdout to a file):
     fix-racks    plan --topics '.*' --fix-racks
     drain        drain --brokers 1,2
     add-brokers  add-brokers --brokers 500,...,519
+    replace      replace --broker 1 --with 500                (an empty broker takes 1's)
     rebalance    rebalance --max-moves 20000
     explain      explain                                    (all topics)
 
@@ -77,6 +78,7 @@ OPS: dict[str, list[str]] = {
         "--brokers",
         ",".join(str(b) for b in range(BROKERS, BROKERS + EMPTY)),
     ],
+    "replace": ["replace", "--broker", "1", "--with", str(BROKERS)],
     "rebalance": ["rebalance", "--max-moves", "20000"],
     "explain": ["explain"],
 }

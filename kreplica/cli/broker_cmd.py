@@ -115,7 +115,7 @@ def replace(opts: Options, *, broker: int, with_broker: int) -> None:
     from kreplica.planner.brokers import replace_plan
 
     spec = source_spec(opts)
-    snap = read_cluster(spec)
+    snap = read_cluster(spec, columnar=True)  # the column run's, where the source can
     new = frozenset({with_broker})
     plan = _planned(
         opts,

@@ -182,6 +182,29 @@ def test_allow_under_write_rate_starts_with_a_warning(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(("throttle", "warned"), [(1300, True), (2000, False)])
+def test_writes_near_the_throttle_start_with_a_warning(
+    tmp_path: Path, throttle: int, warned: bool
+) -> None:
+    """1100 B/s through broker 3: 85% of 1300 B/s passes the check but leaves the copy a thin
+    margin (a warning naming it); 55% of 2000 B/s says nothing."""
+    cluster = FakeCluster(START)
+    cluster.rates = {("t", 0): 600.0, ("t", 1): 500.0}
+    applier = _applier(tmp_path, cluster, throttle=throttle)
+    applier.run()
+    assert all(cluster.assignment[k] == v for k, v in TARGET.items())
+    warnings = [e["message"] for e in applier.events if e["event"] == "warning"]  # type: ignore[attr-defined]
+    near = [w for w in warnings if w.startswith("the writes take ")]
+    if not warned:
+        assert near == []
+        return
+    (line,) = near
+    assert "85% of broker 3's follower throttle in wave 1" in line
+    assert (
+        "outruns them by only 200 B/s and may fall behind" in line and "a higher `throttle`" in line
+    )
+
+
 def test_the_plan_s_rates_are_used_and_only_the_others_measured(tmp_path: Path) -> None:
     cluster = FakeCluster(START)
     cluster.rates = {("t", 0): 0.0, ("t", 1): 0.0}  # what is measured now: idle
